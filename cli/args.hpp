@@ -1,0 +1,29 @@
+#pragma once
+// Command-line flags of one subcommand: `--name value` pairs and bare `--switch`es. Every
+// flag must be consumed; whatever is left over is reported as unknown.
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "base/result.hpp"
+
+namespace troupe::cli {
+
+class args {
+ public:
+  // `switches` lists the flags that take no value.
+  static result<args> parse(int argc, char** argv, const std::vector<std::string>& switches);
+
+  std::optional<std::string> take(const std::string& name);
+  result<int> take_int(const std::string& name, int fallback);
+  result<std::vector<int>> take_int_list(const std::string& name);
+  bool take_switch(const std::string& name);
+  // An error naming the first flag nobody took, if any.
+  status finish() const;
+
+ private:
+  std::map<std::string, std::string> values_;
+};
+
+}  // namespace troupe::cli

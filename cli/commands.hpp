@@ -1,0 +1,9 @@
+#pragma once
+// Each `troupe <command>`: takes the arguments after the command name, returns the exit code.
+
+namespace troupe::cli {
+
+int make_test_model_command(int argc, char** argv);
+int generate_command(int argc, char** argv);
+
+}  // namespace troupe::cli

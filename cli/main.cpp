@@ -1,0 +1,31 @@
+#include <cstdio>
+#include <cstring>
+
+#include "cli/commands.hpp"
+
+namespace {
+
+constexpr const char* usage =
+    "usage: troupe <command> [flags]\n"
+    "commands:\n"
+    "  make-test-model --out DIR [--layers N --hidden N --heads N --kv-heads N --head-dim N\n"
+    "                  --experts N --top-k N --moe-intermediate N --intermediate N --vocab N\n"
+    "                  --mlp-only-layers I,J --no-norm-topk-prob --seed N --shard-mb N\n"
+    "                  --tokenizer-from DIR]\n"
+    "      write a random-weight qwen3_moe checkpoint in Hugging Face format\n"
+    "  generate --model DIR --prompt-ids I,J,... [--max-tokens N --load-format dummy]\n"
+    "      greedy generation on the CPU; prints the token ids\n";
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2 || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h")) {
+    std::fputs(usage, argc < 2 ? stderr : stdout);
+    return argc < 2 ? 2 : 0;
+  }
+  const char* command = argv[1];
+  if (!std::strcmp(command, "make-test-model")) return troupe::cli::make_test_model_command(argc - 2, argv + 2);
+  if (!std::strcmp(command, "generate")) return troupe::cli::generate_command(argc - 2, argv + 2);
+  std::fprintf(stderr, "troupe: unknown command \"%s\"\n%s", command, usage);
+  return 2;
+}

@@ -1,0 +1,13 @@
+#include "kernels/cuda/check.cuh"
+
+#include <cstdio>
+#include <cstdlib>
+
+namespace troupe::cuda {
+
+void fail(const char* file, int line, const char* call, cudaError_t err) {
+  std::fprintf(stderr, "troupe: CUDA error at %s:%d: %s: %s\n", file, line, call, cudaGetErrorString(err));
+  std::abort();
+}
+
+}  // namespace troupe::cuda

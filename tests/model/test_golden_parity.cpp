@@ -1,0 +1,123 @@
+// The CPU forward pass against transformers' own fp32 outputs on tiny random checkpoints
+// (tests/golden/make_golden.py records them on the GPU machine).
+#define BOOST_TEST_MODULE golden_parity
+#include <boost/test/unit_test.hpp>
+
+#include <algorithm>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "kernels/cpu/log_softmax.hpp"
+#include "model/qwen3_moe.hpp"
+#include "model/safetensors_writer.hpp"
+#include "tests/support/temp_dir.hpp"
+
+using namespace troupe;
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+namespace {
+
+constexpr double logprob_tolerance = 1e-3;
+constexpr double margin_threshold = 1e-3;  // below this transformers' own choice is a coin toss
+
+std::vector<fs::path> fixtures() {
+  std::vector<fs::path> dirs;
+  for (const auto& e : fs::directory_iterator(fs::path(TROUPE_SOURCE_DIR) / "tests/golden/fixtures"))
+    if (fs::exists(e.path() / "golden.json")) dirs.push_back(e.path());
+  std::sort(dirs.begin(), dirs.end());
+  return dirs;
+}
+
+json read_golden(const fs::path& dir) {
+  std::ifstream in(dir / "golden.json");
+  return json::parse(in);
+}
+
+std::vector<float> log_probs(const std::vector<float>& logits, size_t row, int vocab) {
+  std::vector<float> lp(static_cast<size_t>(vocab));
+  cpu::log_softmax(logits.data() + row * size_t(vocab), vocab, lp.data());
+  return lp;
+}
+
+// Every recorded top-5 (id, log-prob) of one position, against ours.
+void check_top5(const std::vector<float>& lp, const json& ids, const json& values, const std::string& where) {
+  for (size_t j = 0; j < ids.size(); ++j) {
+    const int id = ids[j].get<int>();
+    BOOST_TEST_CONTEXT(where << " rank " << j << " token " << id)
+    BOOST_TEST(std::abs(lp[size_t(id)] - values[j].get<double>()) < logprob_tolerance);
+  }
+}
+
+// Greedy decode with the KV cache; returns how many steps matched before the first step
+// where transformers' margin was too small to call.
+void check_model(const qwen3_moe& model, const json& g, const std::string& name) {
+  const int vocab = model.config().vocab_size;
+  std::vector<int> prompt = g["prompt"].get<std::vector<int>>();
+  kv_cache cache(model.config(), int(prompt.size()) + 32);
+  auto logits = model.forward(prompt, cache, /*all_logits=*/true);
+  for (size_t p = 0; p < prompt.size(); ++p)
+    check_top5(log_probs(logits, p, vocab), g["prompt_top5_ids"][p], g["prompt_top5_logprobs"][p],
+               name + " prompt position " + std::to_string(p));
+
+  const auto greedy = g["greedy"].get<std::vector<int>>();
+  const auto margins = g["greedy_margin"].get<std::vector<double>>();
+  std::vector<float> last(logits.end() - vocab, logits.end());
+  size_t compared = 0;
+  for (size_t step = 0; step < greedy.size(); ++step) {
+    auto lp = log_probs(last, 0, vocab);
+    check_top5(lp, g["greedy_top5_ids"][step], g["greedy_top5_logprobs"][step],
+               name + " greedy step " + std::to_string(step));
+    const int ours = int(std::max_element(lp.begin(), lp.end()) - lp.begin());
+    if (margins[step] <= margin_threshold) break;  // past here the two runs may diverge
+    BOOST_TEST_CONTEXT(name << " greedy step " << step) BOOST_TEST(ours == greedy[step]);
+    ++compared;
+    last = model.forward(std::vector<int>{greedy[step]}, cache);
+  }
+  BOOST_TEST_MESSAGE(name << ": " << compared << " of " << greedy.size() << " greedy tokens compared");
+  BOOST_TEST(compared >= 8);  // a fixture whose margins stop the check early proves little
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(fixtures_exist) { BOOST_TEST(fixtures().size() >= 3); }
+
+BOOST_AUTO_TEST_CASE(cpu_forward_matches_transformers) {
+  for (const auto& dir : fixtures()) {
+    auto model = qwen3_moe::load(dir);
+    BOOST_REQUIRE_MESSAGE(model, (model ? std::string() : model.err().message));
+    check_model(*model, read_golden(dir), dir.filename().string());
+  }
+}
+
+// The same weights stored as f32 and f16 give the same answers: the loader and matmul
+// handle every checkpoint dtype. bf16 values are exact in f32 and in f16 at these scales.
+BOOST_AUTO_TEST_CASE(f32_and_f16_copies_of_a_checkpoint_match_transformers) {
+  const fs::path dir = fixtures().front();
+  auto ckpt = checkpoint::open(dir);
+  BOOST_REQUIRE(ckpt);
+  for (dtype target : {dtype::f32, dtype::f16}) {
+    std::vector<tensor_to_write> tensors;
+    for (const auto& [name, t] : ckpt->tensors()) {
+      tensor_to_write w{name, target, t.shape, {}};
+      const size_t count = t.nbytes / dtype_size(t.type);
+      w.bytes.resize(count * dtype_size(target));
+      for (size_t i = 0; i < count; ++i) {
+        const float v = load_as_f32(t.type, t.data, i);
+        if (target == dtype::f32) std::memcpy(w.bytes.data() + 4 * i, &v, 4);
+        else {
+          const uint16_t h = f32_to_f16(v);
+          std::memcpy(w.bytes.data() + 2 * i, &h, 2);
+        }
+      }
+      tensors.push_back(std::move(w));
+    }
+    test::temp_dir out("dtype");
+    fs::copy_file(dir / "config.json", out.path() / "config.json");
+    BOOST_REQUIRE(write_checkpoint(out.path(), tensors, size_t(1) << 30));
+    auto model = qwen3_moe::load(out.path());
+    BOOST_REQUIRE_MESSAGE(model, (model ? std::string() : model.err().message));
+    check_model(*model, read_golden(dir), std::string(dtype_name(target)) + " copy");
+  }
+}
