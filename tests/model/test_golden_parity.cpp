@@ -11,6 +11,7 @@
 #include "kernels/cpu/log_softmax.hpp"
 #include "model/qwen3_moe.hpp"
 #include "model/safetensors_writer.hpp"
+#include "tests/support/source_dir.hpp"
 #include "tests/support/temp_dir.hpp"
 
 using namespace troupe;
@@ -24,7 +25,7 @@ constexpr double margin_threshold = 1e-3;  // below this transformers' own choic
 
 std::vector<fs::path> fixtures() {
   std::vector<fs::path> dirs;
-  for (const auto& e : fs::directory_iterator(fs::path(TROUPE_SOURCE_DIR) / "tests/golden/fixtures"))
+  for (const auto& e : fs::directory_iterator(test::source_dir() / "tests/golden/fixtures"))
     if (fs::exists(e.path() / "golden.json")) dirs.push_back(e.path());
   std::sort(dirs.begin(), dirs.end());
   return dirs;

