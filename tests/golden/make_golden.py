@@ -28,7 +28,7 @@ import torch
 N_GREEDY = 24
 TOP_K = 5
 
-# Fields every case shares (the brief fixes them).
+# Fields every case shares.
 COMMON = dict(
     hidden_act="silu",
     rms_norm_eps=1e-6,
