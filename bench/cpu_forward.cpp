@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "model/qwen3_moe.hpp"
+#include "model/single_sequence.hpp"
 
 using namespace troupe;
 
@@ -65,14 +65,14 @@ int main(int argc, char** argv) {
   for (int i = 0; i < prompt_len; ++i) prompt[size_t(i)] = (i * 7919 + 13) % config->vocab_size;
   std::vector<double> prefill, decode;
   for (int r = 0; r < runs + 1; ++r) {  // the first run warms caches and pages
-    kv_cache cache(*config, prompt_len + decode_len);
+    single_sequence sequence(model, prompt_len + decode_len);
     auto t0 = std::chrono::steady_clock::now();
-    auto logits = model.forward(prompt, cache);
+    auto logits = sequence.forward(prompt);
     const double tp = seconds_since(t0);
     int next = int(std::max_element(logits.begin(), logits.end()) - logits.begin());
     t0 = std::chrono::steady_clock::now();
     for (int i = 0; i < decode_len; ++i) {
-      logits = model.forward(std::vector<int>{next}, cache);
+      logits = sequence.forward(std::vector<int>{next});
       next = int(std::max_element(logits.begin(), logits.end()) - logits.begin());
     }
     const double td = seconds_since(t0);

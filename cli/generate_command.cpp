@@ -3,7 +3,7 @@
 
 #include "cli/args.hpp"
 #include "cli/commands.hpp"
-#include "model/qwen3_moe.hpp"
+#include "model/single_sequence.hpp"
 
 namespace troupe::cli {
 
@@ -41,10 +41,10 @@ int generate_command(int argc, char** argv) {
                    c.vocab_size - 1);
       return 2;
     }
-  kv_cache cache(c, int(prompt->size()) + *max_tokens);
+  single_sequence sequence(*model, int(prompt->size()) + *max_tokens);
   std::vector<int> step(*prompt);
   for (int i = 0; i < *max_tokens; ++i) {
-    auto logits = model->forward(step, cache);
+    auto logits = sequence.forward(step);
     int next = int(std::max_element(logits.begin(), logits.end()) - logits.begin());
     std::printf("%d%s", next, i + 1 < *max_tokens ? "," : "\n");
     std::fflush(stdout);

@@ -1,12 +1,11 @@
 #include "model/layers.hpp"
 
-#include <algorithm>
-#include <cstring>
 #include <vector>
 
-#include "kernels/cpu/attention.hpp"
+#include "kernels/cpu/kv_cache_write.hpp"
 #include "kernels/cpu/matmul.hpp"
 #include "kernels/cpu/moe_routing.hpp"
+#include "kernels/cpu/paged_attention.hpp"
 #include "kernels/cpu/rms_norm.hpp"
 #include "kernels/cpu/rope.hpp"
 #include "kernels/cpu/swiglu.hpp"
@@ -23,28 +22,36 @@ void add_bias(float* y, int rows, const std::vector<float>& bias) {
 
 }  // namespace
 
-void attention_block(const attention_weights& w, const model_config& c, const float* x,
-                     int tokens, kv_cache& cache, int layer, float* out) {
-  const int heads = c.num_heads, kv_heads = c.num_kv_heads, hd = c.head_dim;
-  const int64_t kv_dim = int64_t(kv_heads) * hd;
-  const int start = cache.length();
-  std::vector<float> q(size_t(tokens) * heads * hd), attn(q.size());
-  float* k = cache.keys(layer) + start * kv_dim;
-  float* v = cache.values(layer) + start * kv_dim;
+void attention_block(const attention_weights& w, const model_config& c, const forward_batch& batch,
+                     const float* x, kv_pool& kv, int layer, float* out) {
+  const int tokens = int(batch.token_ids.size());
+  const int heads = c.num_heads, kv_heads = c.num_kv_heads, hd = c.head_dim, row = kv.row();
+  const float eps = float(c.rms_norm_eps);
+  std::vector<float> q(static_cast<size_t>(tokens * heads * hd)), attn(q.size());
+  std::vector<float> k(static_cast<size_t>(tokens * row)), v(k.size());
   cpu::matmul(x, tokens, w.q, q.data());
-  cpu::matmul(x, tokens, w.k, k);
-  cpu::matmul(x, tokens, w.v, v);
+  cpu::matmul(x, tokens, w.k, k.data());
+  cpu::matmul(x, tokens, w.v, v.data());
   add_bias(q.data(), tokens, w.q_bias);
-  add_bias(k, tokens, w.k_bias);
-  add_bias(v, tokens, w.v_bias);
-  cpu::rms_norm(q.data(), w.q_norm.data(), float(c.rms_norm_eps), tokens * heads, hd, q.data());
-  cpu::rms_norm(k, w.k_norm.data(), float(c.rms_norm_eps), tokens * kv_heads, hd, k);
+  add_bias(k.data(), tokens, w.k_bias);
+  add_bias(v.data(), tokens, w.v_bias);
+  cpu::rms_norm(q.data(), w.q_norm.data(), eps, tokens * heads, hd, q.data());
+  cpu::rms_norm(k.data(), w.k_norm.data(), eps, tokens * kv_heads, hd, k.data());
+
   std::vector<int> positions(static_cast<size_t>(tokens));
-  for (int t = 0; t < tokens; ++t) positions[size_t(t)] = start + t;
+  for (const auto& s : batch.sequences)
+    for (int t = 0; t < s.tokens; ++t) positions[size_t(s.first_token + t)] = s.start + t;
   cpu::rope(q.data(), tokens, heads, hd, positions.data(), float(c.rope_theta));
-  cpu::rope(k, tokens, kv_heads, hd, positions.data(), float(c.rope_theta));
-  cpu::causal_attention(q.data(), tokens, heads, kv_heads, hd, cache.keys(layer),
-                        cache.values(layer), start, attn.data());
+  cpu::rope(k.data(), tokens, kv_heads, hd, positions.data(), float(c.rope_theta));
+
+  for (const auto& s : batch.sequences) {
+    const int64_t first = s.first_token;
+    cpu::kv_cache_write(k.data() + first * row, v.data() + first * row, s.tokens, row,
+                        s.block_table.data(), kv.block_size(), s.start, kv.keys(layer), kv.values(layer));
+    cpu::paged_attention(q.data() + first * heads * hd, s.tokens, heads, kv_heads, hd,
+                         {kv.keys(layer), kv.values(layer), s.block_table.data(), kv.block_size()},
+                         s.start, attn.data() + first * heads * hd);
+  }
   cpu::matmul(attn.data(), tokens, w.o, out);
   add_bias(out, tokens, w.o_bias);
 }
@@ -59,40 +66,16 @@ void mlp_block(const mlp_weights& w, const float* x, int tokens, float* out) {
 }
 
 void moe_block(const layer_weights& w, const model_config& c, const float* x, int tokens,
-               float* out) {
-  const int experts = c.num_experts, k = c.num_experts_per_tok, hidden = c.hidden_size;
-  std::vector<float> logits(size_t(tokens) * experts);
+               expert_executor& experts, int layer, float* out) {
+  const int count = c.num_experts, k = c.num_experts_per_tok;
+  std::vector<float> logits(static_cast<size_t>(tokens * count));
   cpu::matmul(x, tokens, w.router, logits.data());
-  std::vector<int> chosen(size_t(tokens) * k);
-  std::vector<float> weight(chosen.size());
+  std::vector<int> chosen(static_cast<size_t>(tokens * k));
+  std::vector<float> weights(chosen.size());
   for (int t = 0; t < tokens; ++t)
-    cpu::route_top_k(logits.data() + int64_t(t) * experts, experts, k, c.norm_topk_prob,
-                     chosen.data() + t * k, weight.data() + t * k);
-
-  // Bucket (token, weight) pairs by expert, then run each expert once on its tokens.
-  std::vector<std::vector<std::pair<int, float>>> routed(static_cast<size_t>(experts));
-  for (int t = 0; t < tokens; ++t)
-    for (int j = 0; j < k; ++j)
-      routed[size_t(chosen[size_t(t * k + j)])].emplace_back(t, weight[size_t(t * k + j)]);
-  std::fill(out, out + int64_t(tokens) * hidden, 0.0f);
-  std::vector<float> gathered, expert_out;
-  for (int e = 0; e < experts; ++e) {
-    const auto& list = routed[size_t(e)];
-    if (list.empty()) continue;
-    const int n = int(list.size());
-    gathered.resize(size_t(n) * hidden);
-    expert_out.resize(gathered.size());
-    for (int i = 0; i < n; ++i)
-      std::memcpy(gathered.data() + int64_t(i) * hidden, x + int64_t(list[size_t(i)].first) * hidden,
-                  sizeof(float) * size_t(hidden));
-    mlp_block(w.experts[size_t(e)], gathered.data(), n, expert_out.data());
-    for (int i = 0; i < n; ++i) {
-      float* o = out + int64_t(list[size_t(i)].first) * hidden;
-      const float* src = expert_out.data() + int64_t(i) * hidden;
-      const float g = list[size_t(i)].second;
-      for (int d = 0; d < hidden; ++d) o[d] += g * src[d];
-    }
-  }
+    cpu::route_top_k(logits.data() + t * count, count, k, c.norm_topk_prob, chosen.data() + t * k,
+                     weights.data() + t * k);
+  experts.run(layer, x, tokens, k, chosen.data(), weights.data(), out);
 }
 
 }  // namespace troupe

@@ -1,5 +1,7 @@
 #include "model/qwen3_moe.hpp"
 
+#include <cstring>
+
 #include "kernels/cpu/embedding.hpp"
 #include "kernels/cpu/matmul.hpp"
 #include "kernels/cpu/rms_norm.hpp"
@@ -18,34 +20,44 @@ result<qwen3_moe> qwen3_moe::load(const std::filesystem::path& dir, bool dummy) 
   return qwen3_moe(std::move(*config), std::move(*weights));
 }
 
-std::vector<float> qwen3_moe::forward(std::span<const int> tokens, kv_cache& cache,
-                                      bool all_logits) const {
-  const auto& c = config_;
-  const int n = int(tokens.size());
-  const int64_t hidden = c.hidden_size;
-  const float eps = float(c.rms_norm_eps);
-  std::vector<float> residual(static_cast<size_t>(n * hidden)), normed(residual.size()), block_out(residual.size());
-  cpu::embedding(weights_.embed, tokens.data(), n, residual.data());
+std::vector<float> qwen3_moe::embed(const forward_batch& batch) const {
+  const int n = int(batch.token_ids.size());
+  std::vector<float> hidden(static_cast<size_t>(n) * size_t(config_.hidden_size));
+  cpu::embedding(weights_.embed, batch.token_ids.data(), n, hidden.data());
+  return hidden;
+}
 
-  for (int i = 0; i < c.num_layers; ++i) {
+void qwen3_moe::run_layers(int first, int last, const forward_batch& batch, kv_pool& kv,
+                           expert_executor& experts, std::vector<float>& residual) const {
+  const auto& c = config_;
+  const int n = int(batch.token_ids.size());
+  const float eps = float(c.rms_norm_eps);
+  std::vector<float> normed(residual.size()), block_out(residual.size());
+  for (int i = first; i < last; ++i) {
     const layer_weights& layer = weights_.layers[size_t(i)];
     cpu::rms_norm(residual.data(), layer.input_norm.data(), eps, n, c.hidden_size, normed.data());
-    attention_block(layer.attn, c, normed.data(), n, cache, i, block_out.data());
+    attention_block(layer.attn, c, batch, normed.data(), kv, i, block_out.data());
     for (size_t j = 0; j < residual.size(); ++j) residual[j] += block_out[j];
 
-    cpu::rms_norm(residual.data(), layer.post_attention_norm.data(), eps, n, c.hidden_size,
-                  normed.data());
-    if (layer.moe) moe_block(layer, c, normed.data(), n, block_out.data());
+    cpu::rms_norm(residual.data(), layer.post_attention_norm.data(), eps, n, c.hidden_size, normed.data());
+    if (layer.moe) moe_block(layer, c, normed.data(), n, experts, i, block_out.data());
     else mlp_block(layer.mlp, normed.data(), n, block_out.data());
     for (size_t j = 0; j < residual.size(); ++j) residual[j] += block_out[j];
   }
-  cache.advance(n);
+}
 
-  const int rows = all_logits ? n : 1;
-  const float* last = residual.data() + (n - rows) * hidden;
-  cpu::rms_norm(last, weights_.final_norm.data(), eps, rows, c.hidden_size, normed.data());
-  std::vector<float> logits(size_t(rows) * size_t(c.vocab_size));
-  cpu::matmul(normed.data(), rows, weights_.lm_head, logits.data());
+std::vector<float> qwen3_moe::logits(const forward_batch& batch, const std::vector<float>& hidden) const {
+  const int64_t h = config_.hidden_size;
+  std::vector<float> rows;
+  for (const auto& s : batch.sequences) {
+    const int count = s.all_logits ? s.tokens : 1;
+    const int64_t from = s.first_token + s.tokens - count;
+    rows.insert(rows.end(), hidden.begin() + from * h, hidden.begin() + (from + count) * h);
+  }
+  const int n = int(rows.size() / size_t(h));
+  cpu::rms_norm(rows.data(), weights_.final_norm.data(), float(config_.rms_norm_eps), n, int(h), rows.data());
+  std::vector<float> logits(static_cast<size_t>(n) * size_t(config_.vocab_size));
+  cpu::matmul(rows.data(), n, weights_.lm_head, logits.data());
   return logits;
 }
 

@@ -1,12 +1,14 @@
 #pragma once
 // The qwen3_moe architecture (Qwen3-30B-A3B, Qwen3-235B-A22B, Qwen3-Coder-30B-A3B) on the
-// CPU: fp32 math over bf16/f16/f32 weights.
+// CPU: fp32 math over bf16/f16/f32 weights. Split the way pipeline stages use it: the
+// first stage embeds, every stage runs its layer range, the last computes logits.
 #include <filesystem>
-#include <span>
 #include <vector>
 
 #include "base/result.hpp"
-#include "model/kv_cache.hpp"
+#include "model/expert_executor.hpp"
+#include "model/forward_batch.hpp"
+#include "model/kv_pool.hpp"
 #include "model/model_config.hpp"
 #include "model/qwen3_moe_weights.hpp"
 
@@ -21,12 +23,19 @@ class qwen3_moe {
   // config alone.
   static result<qwen3_moe> load(const std::filesystem::path& dir, bool dummy = false);
 
-  // Runs `tokens` at the positions after what `cache` holds and appends them to it.
-  // Returns logits [rows, vocab]: every token's when `all_logits`, else the last one's.
-  std::vector<float> forward(std::span<const int> tokens, kv_cache& cache,
-                             bool all_logits = false) const;
+  // The batch's token embeddings: the residual stream [tokens, hidden].
+  std::vector<float> embed(const forward_batch& batch) const;
+
+  // Layers [first, last) on the residual stream, in place. `kv` must hold those layers.
+  void run_layers(int first, int last, const forward_batch& batch, kv_pool& kv,
+                  expert_executor& experts, std::vector<float>& hidden) const;
+
+  // Final norm and lm_head: per sequence, one row of logits for each new token when it
+  // asks for all_logits, else for its last token; rows in batch order.
+  std::vector<float> logits(const forward_batch& batch, const std::vector<float>& hidden) const;
 
   const model_config& config() const { return config_; }
+  const model_weights& weights() const { return weights_; }
 
  private:
   model_config config_;

@@ -7,11 +7,12 @@
 #include <cmath>
 #include <numeric>
 
-#include "kernels/cpu/attention.hpp"
 #include "kernels/cpu/embedding.hpp"
+#include "kernels/cpu/kv_cache_write.hpp"
 #include "kernels/cpu/log_softmax.hpp"
 #include "kernels/cpu/matmul.hpp"
 #include "kernels/cpu/moe_routing.hpp"
+#include "kernels/cpu/paged_attention.hpp"
 #include "kernels/cpu/rms_norm.hpp"
 #include "kernels/cpu/rope.hpp"
 #include "kernels/cpu/swiglu.hpp"
@@ -100,16 +101,26 @@ BOOST_AUTO_TEST_CASE(rope_rotates_half_pairs_by_position) {
   }
 }
 
-BOOST_AUTO_TEST_CASE(causal_attention_matches_reference_with_gqa) {
-  struct shape { int tokens, start, heads, kv_heads, head_dim; };
-  for (shape s : {shape{1, 0, 1, 1, 4}, shape{1, 9, 4, 2, 16}, shape{7, 3, 6, 1, 8}, shape{5, 0, 4, 4, 33}}) {
-    const int total = s.start + s.tokens;
+// Keys and values go through kv_cache_write into shuffled blocks, then paged_attention
+// reads them back: compared with dense attention over the same keys in double.
+BOOST_AUTO_TEST_CASE(paged_attention_matches_dense_reference_with_gqa) {
+  struct shape { int tokens, start, heads, kv_heads, head_dim, block_size; };
+  for (shape s : {shape{1, 0, 1, 1, 4, 16}, shape{1, 9, 4, 2, 16, 4}, shape{7, 3, 6, 1, 8, 3},
+                  shape{5, 0, 4, 4, 33, 1}, shape{20, 17, 2, 1, 8, 16}}) {
+    const int total = s.start + s.tokens, row = s.kv_heads * s.head_dim;
     auto q = test::random_floats(size_t(s.tokens * s.heads * s.head_dim), 40 + total);
-    auto k = test::random_floats(size_t(total * s.kv_heads * s.head_dim), 50 + total);
+    auto k = test::random_floats(size_t(total * row), 50 + total);
     auto v = test::random_floats(k.size(), 60 + total);
+    const int blocks = (total + s.block_size - 1) / s.block_size;
+    std::vector<int> table(static_cast<size_t>(blocks));
+    for (int b = 0; b < blocks; ++b) table[size_t(b)] = (b * 7 + 3) % blocks;  // a permutation
+    std::vector<float> key_pool(size_t(blocks * s.block_size * row), NAN), value_pool(key_pool.size(), NAN);
+    cpu::kv_cache_write(k.data(), v.data(), s.start, row, table.data(), s.block_size, 0, key_pool.data(), value_pool.data());
+    cpu::kv_cache_write(k.data() + s.start * row, v.data() + s.start * row, s.tokens, row, table.data(),
+                        s.block_size, s.start, key_pool.data(), value_pool.data());
     std::vector<float> out(q.size(), NAN);
-    cpu::causal_attention(q.data(), s.tokens, s.heads, s.kv_heads, s.head_dim, k.data(), v.data(),
-                          s.start, out.data());
+    cpu::paged_attention(q.data(), s.tokens, s.heads, s.kv_heads, s.head_dim,
+                         {key_pool.data(), value_pool.data(), table.data(), s.block_size}, s.start, out.data());
     std::vector<double> ref(q.size());
     const int group = s.heads / s.kv_heads;
     for (int t = 0; t < s.tokens; ++t)
@@ -119,7 +130,7 @@ BOOST_AUTO_TEST_CASE(causal_attention_matches_reference_with_gqa) {
         for (int j = 0; j < visible; ++j) {
           double d = 0;
           for (int i = 0; i < s.head_dim; ++i)
-            d += double(q[size_t((t * s.heads + h) * s.head_dim + i)]) * k[size_t((j * s.kv_heads + kvh) * s.head_dim + i)];
+            d += double(q[size_t((t * s.heads + h) * s.head_dim + i)]) * k[size_t(j * row + kvh * s.head_dim + i)];
           p[size_t(j)] = d / std::sqrt(double(s.head_dim));
         }
         const double mx = *std::max_element(p.begin(), p.end());
@@ -127,7 +138,7 @@ BOOST_AUTO_TEST_CASE(causal_attention_matches_reference_with_gqa) {
         for (double& e : p) total_p += (e = std::exp(e - mx));
         for (int i = 0; i < s.head_dim; ++i) {
           double acc = 0;
-          for (int j = 0; j < visible; ++j) acc += p[size_t(j)] / total_p * v[size_t((j * s.kv_heads + kvh) * s.head_dim + i)];
+          for (int j = 0; j < visible; ++j) acc += p[size_t(j)] / total_p * v[size_t(j * row + kvh * s.head_dim + i)];
           ref[size_t((t * s.heads + h) * s.head_dim + i)] = acc;
         }
       }

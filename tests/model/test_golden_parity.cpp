@@ -10,6 +10,7 @@
 
 #include "kernels/cpu/log_softmax.hpp"
 #include "model/qwen3_moe.hpp"
+#include "model/single_sequence.hpp"
 #include "model/safetensors_writer.hpp"
 #include "tests/support/source_dir.hpp"
 #include "tests/support/temp_dir.hpp"
@@ -56,8 +57,8 @@ void check_top5(const std::vector<float>& lp, const json& ids, const json& value
 void check_model(const qwen3_moe& model, const json& g, const std::string& name) {
   const int vocab = model.config().vocab_size;
   std::vector<int> prompt = g["prompt"].get<std::vector<int>>();
-  kv_cache cache(model.config(), int(prompt.size()) + 32);
-  auto logits = model.forward(prompt, cache, /*all_logits=*/true);
+  single_sequence sequence(model, int(prompt.size()) + 32);
+  auto logits = sequence.forward(prompt, /*all_logits=*/true);
   for (size_t p = 0; p < prompt.size(); ++p)
     check_top5(log_probs(logits, p, vocab), g["prompt_top5_ids"][p], g["prompt_top5_logprobs"][p],
                name + " prompt position " + std::to_string(p));
@@ -74,7 +75,7 @@ void check_model(const qwen3_moe& model, const json& g, const std::string& name)
     if (margins[step] <= margin_threshold) break;  // past here the two runs may diverge
     BOOST_TEST_CONTEXT(name << " greedy step " << step) BOOST_TEST(ours == greedy[step]);
     ++compared;
-    last = model.forward(std::vector<int>{greedy[step]}, cache);
+    last = sequence.forward(std::vector<int>{greedy[step]});
   }
   BOOST_TEST_MESSAGE(name << ": " << compared << " of " << greedy.size() << " greedy tokens compared");
   BOOST_TEST(compared >= 8);  // a fixture whose margins stop the check early proves little

@@ -1,4 +1,4 @@
-#include "kernels/cpu/attention.hpp"
+#include "kernels/cpu/paged_attention.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -7,12 +7,16 @@
 
 namespace troupe::cpu {
 
-void causal_attention(const float* q, int tokens, int heads, int kv_heads, int head_dim,
-                      const float* k_cache, const float* v_cache, int start, float* out) {
+void paged_attention(const float* q, int tokens, int heads, int kv_heads, int head_dim,
+                     const paged_kv& kv, int start, float* out) {
   const int group = heads / kv_heads;
   const float scale = 1.0f / std::sqrt(float(head_dim));
-  const int64_t kv_stride = int64_t(kv_heads) * head_dim;
-#pragma omp parallel
+  const int64_t row = int64_t(kv_heads) * head_dim;
+  auto at = [&](const float* pool, int p, int kvh) {
+    return pool + (int64_t(kv.block_table[p / kv.block_size]) * kv.block_size + p % kv.block_size) * row +
+           int64_t(kvh) * head_dim;
+  };
+#pragma omp parallel if (int64_t(tokens) * heads * (start + tokens) > 4096)
   {
     std::vector<float> scores(static_cast<size_t>(start + tokens));
 #pragma omp for collapse(2) schedule(static)
@@ -22,7 +26,7 @@ void causal_attention(const float* q, int tokens, int heads, int kv_heads, int h
         const int kvh = h / group, visible = start + t + 1;
         float max_score = -INFINITY;
         for (int p = 0; p < visible; ++p) {
-          const float* kp = k_cache + p * kv_stride + int64_t(kvh) * head_dim;
+          const float* kp = at(kv.keys, p, kvh);
           float s = 0.0f;
 #pragma omp simd reduction(+ : s)
           for (int i = 0; i < head_dim; ++i) s += qh[i] * kp[i];
@@ -38,7 +42,7 @@ void causal_attention(const float* q, int tokens, int heads, int kv_heads, int h
         std::fill(oh, oh + head_dim, 0.0f);
         for (int p = 0; p < visible; ++p) {
           const float w = scores[size_t(p)] / total;
-          const float* vp = v_cache + p * kv_stride + int64_t(kvh) * head_dim;
+          const float* vp = at(kv.values, p, kvh);
 #pragma omp simd
           for (int i = 0; i < head_dim; ++i) oh[i] += w * vp[i];
         }

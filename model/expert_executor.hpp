@@ -1,0 +1,15 @@
+#pragma once
+// Where a stage sends the routed tokens of a MoE layer: experts on the same device are a
+// direct call (local_experts); experts elsewhere sit behind a transport.
+namespace troupe {
+
+class expert_executor {
+ public:
+  virtual ~expert_executor() = default;
+  // out[t] = sum over j < k of weights[t*k + j] * expert chosen[t*k + j] applied to x[t],
+  // for MoE layer `layer`; x and out are [tokens, hidden].
+  virtual void run(int layer, const float* x, int tokens, int k, const int* chosen,
+                   const float* weights, float* out) = 0;
+};
+
+}  // namespace troupe
