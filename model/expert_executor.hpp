@@ -1,6 +1,9 @@
 #pragma once
 // Where a stage sends the routed tokens of a MoE layer: experts on the same device are a
-// direct call (local_experts); experts elsewhere sit behind a transport.
+// direct call (local_experts); experts elsewhere sit behind a transport, which can fail
+// (the group crashed or is restarting): then the step fails and is re-run.
+#include "base/result.hpp"
+
 namespace troupe {
 
 class expert_executor {
@@ -8,7 +11,7 @@ class expert_executor {
   virtual ~expert_executor() = default;
   // out[t] = sum over j < k of weights[t*k + j] * expert chosen[t*k + j] applied to x[t],
   // for MoE layer `layer`; x and out are [tokens, hidden].
-  virtual void run(int layer, const float* x, int tokens, int k, const int* chosen,
+  virtual status run(int layer, const float* x, int tokens, int k, const int* chosen,
                    const float* weights, float* out) = 0;
 };
 

@@ -65,7 +65,7 @@ void mlp_block(const mlp_weights& w, const float* x, int tokens, float* out) {
   cpu::matmul(gate.data(), tokens, w.down, out);
 }
 
-void moe_block(const layer_weights& w, const model_config& c, const float* x, int tokens,
+status moe_block(const layer_weights& w, const model_config& c, const float* x, int tokens,
                expert_executor& experts, int layer, float* out) {
   const int count = c.num_experts, k = c.num_experts_per_tok;
   std::vector<float> logits(static_cast<size_t>(tokens * count));
@@ -75,7 +75,7 @@ void moe_block(const layer_weights& w, const model_config& c, const float* x, in
   for (int t = 0; t < tokens; ++t)
     cpu::route_top_k(logits.data() + t * count, count, k, c.norm_topk_prob, chosen.data() + t * k,
                      weights.data() + t * k);
-  experts.run(layer, x, tokens, k, chosen.data(), weights.data(), out);
+  return experts.run(layer, x, tokens, k, chosen.data(), weights.data(), out);
 }
 
 }  // namespace troupe

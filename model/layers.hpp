@@ -18,7 +18,7 @@ void attention_block(const attention_weights& w, const model_config& c, const fo
 void mlp_block(const mlp_weights& w, const float* x, int tokens, float* out);
 
 // Sparse MoE: router softmax and top-k per token here, the experts through `experts`.
-void moe_block(const layer_weights& w, const model_config& c, const float* x, int tokens,
+status moe_block(const layer_weights& w, const model_config& c, const float* x, int tokens,
                expert_executor& experts, int layer, float* out);
 
 }  // namespace troupe

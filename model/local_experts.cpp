@@ -9,7 +9,7 @@
 
 namespace troupe {
 
-void local_experts::run(int layer, const float* x, int tokens, int k, const int* chosen,
+status local_experts::run(int layer, const float* x, int tokens, int k, const int* chosen,
                         const float* weights, float* out) {
   const auto& experts = weights_.layers[size_t(layer)].experts;
   const int64_t hidden = weights_.embed.cols;
@@ -39,6 +39,7 @@ void local_experts::run(int layer, const float* x, int tokens, int k, const int*
       for (int64_t d = 0; d < hidden; ++d) o[d] += g * src[d];
     }
   }
+  return ok();
 }
 
 }  // namespace troupe

@@ -12,7 +12,7 @@ class local_experts final : public expert_executor {
   local_experts(const model_weights& weights, int first_expert, int last_expert)
       : weights_(weights), first_(first_expert), last_(last_expert) {}
 
-  void run(int layer, const float* x, int tokens, int k, const int* chosen, const float* weights,
+  status run(int layer, const float* x, int tokens, int k, const int* chosen, const float* weights,
            float* out) override;
 
  private:

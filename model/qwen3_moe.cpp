@@ -27,7 +27,7 @@ std::vector<float> qwen3_moe::embed(const forward_batch& batch) const {
   return hidden;
 }
 
-void qwen3_moe::run_layers(int first, int last, const forward_batch& batch, kv_pool& kv,
+status qwen3_moe::run_layers(int first, int last, const forward_batch& batch, kv_pool& kv,
                            expert_executor& experts, std::vector<float>& residual) const {
   const auto& c = config_;
   const int n = int(batch.token_ids.size());
@@ -40,17 +40,21 @@ void qwen3_moe::run_layers(int first, int last, const forward_batch& batch, kv_p
     for (size_t j = 0; j < residual.size(); ++j) residual[j] += block_out[j];
 
     cpu::rms_norm(residual.data(), layer.post_attention_norm.data(), eps, n, c.hidden_size, normed.data());
-    if (layer.moe) moe_block(layer, c, normed.data(), n, experts, i, block_out.data());
-    else mlp_block(layer.mlp, normed.data(), n, block_out.data());
+    if (layer.moe) {
+      if (auto s = moe_block(layer, c, normed.data(), n, experts, i, block_out.data()); !s) return s;
+    } else {
+      mlp_block(layer.mlp, normed.data(), n, block_out.data());
+    }
     for (size_t j = 0; j < residual.size(); ++j) residual[j] += block_out[j];
   }
+  return ok();
 }
 
 std::vector<float> qwen3_moe::logits(const forward_batch& batch, const std::vector<float>& hidden) const {
   const int64_t h = config_.hidden_size;
   std::vector<float> rows;
   for (const auto& s : batch.sequences) {
-    const int count = s.all_logits ? s.tokens : 1;
+    const int count = s.logits == logits_rows::all ? s.tokens : s.logits == logits_rows::last ? 1 : 0;
     const int64_t from = s.first_token + s.tokens - count;
     rows.insert(rows.end(), hidden.begin() + from * h, hidden.begin() + (from + count) * h);
   }

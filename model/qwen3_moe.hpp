@@ -27,11 +27,11 @@ class qwen3_moe {
   std::vector<float> embed(const forward_batch& batch) const;
 
   // Layers [first, last) on the residual stream, in place. `kv` must hold those layers.
-  void run_layers(int first, int last, const forward_batch& batch, kv_pool& kv,
+  status run_layers(int first, int last, const forward_batch& batch, kv_pool& kv,
                   expert_executor& experts, std::vector<float>& hidden) const;
 
-  // Final norm and lm_head: per sequence, one row of logits for each new token when it
-  // asks for all_logits, else for its last token; rows in batch order.
+  // Final norm and lm_head: per sequence, rows of logits as its `logits` asks (every new
+  // token, the last, or none), in batch order.
   std::vector<float> logits(const forward_batch& batch, const std::vector<float>& hidden) const;
 
   const model_config& config() const { return config_; }

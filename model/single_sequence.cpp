@@ -17,9 +17,11 @@ single_sequence::single_sequence(const qwen3_moe& model, int capacity, int block
 std::vector<float> single_sequence::forward(std::span<const int> tokens, bool all_logits) {
   const int n = int(tokens.size());
   TROUPE_CHECK(length_ + n <= kv_.num_blocks() * kv_.block_size(), "sequence longer than its capacity");
-  forward_batch batch{{tokens.begin(), tokens.end()}, {{0, n, length_, block_table_, all_logits}}};
+  forward_batch batch{{tokens.begin(), tokens.end()},
+                      {{0, n, length_, block_table_, all_logits ? logits_rows::all : logits_rows::last}}};
   auto hidden = model_.embed(batch);
-  model_.run_layers(0, model_.config().num_layers, batch, kv_, experts_, hidden);
+  TROUPE_CHECK(model_.run_layers(0, model_.config().num_layers, batch, kv_, experts_, hidden).ok(),
+               "local experts cannot fail");
   length_ += n;
   return model_.logits(batch, hidden);
 }

@@ -68,12 +68,12 @@ BOOST_AUTO_TEST_CASE(batched_steps_match_sequences_run_alone) {
         r.blocks.push_back(free_blocks.back());
         free_blocks.pop_back();
       }
-      batch.sequences.push_back({int(batch.token_ids.size()), n, r.done, r.blocks, false});
+      batch.sequences.push_back({int(batch.token_ids.size()), n, r.done, r.blocks, logits_rows::last});
       batch.token_ids.insert(batch.token_ids.end(), r.tokens.begin() + r.done, r.tokens.begin() + r.done + n);
       members.push_back(i);
     }
     auto hidden = model->embed(batch);
-    model->run_layers(0, model->config().num_layers, batch, kv, experts, hidden);
+    BOOST_REQUIRE(model->run_layers(0, model->config().num_layers, batch, kv, experts, hidden).ok());
     auto logits = model->logits(batch, hidden);
     for (size_t m = 0; m < members.size(); ++m) {
       running& r = seqs[members[m]];

@@ -1,0 +1,77 @@
+#pragma once
+// Every actor interface of troupe, with one comment per handler. The actors are described
+// in DESIGN.md; each lives in its own file pair under actors/.
+#include <string>
+#include <vector>
+
+#include <caf/all.hpp>
+
+#include "actors/kv_messages.hpp"
+#include "actors/messages.hpp"
+
+namespace troupe {
+
+using submit_atom = caf::atom_constant<caf::atom("submit")>;
+using cancel_atom = caf::atom_constant<caf::atom("cancel")>;
+using stats_atom = caf::atom_constant<caf::atom("stats")>;
+using step_atom = caf::atom_constant<caf::atom("step")>;
+using crash_atom = caf::atom_constant<caf::atom("crash")>;
+using kv_step_atom = caf::atom_constant<caf::atom("kvstep")>;
+using reset_atom = caf::atom_constant<caf::atom("reset")>;
+using usage_atom = caf::atom_constant<caf::atom("usage")>;
+using child_up_atom = caf::atom_constant<caf::atom("childup")>;
+using ready_atom = caf::atom_constant<caf::atom("ready")>;
+using progress_atom = caf::atom_constant<caf::atom("progress")>;
+using restarted_atom = caf::atom_constant<caf::atom("restarted")>;
+using health_atom = caf::atom_constant<caf::atom("health")>;
+using expect_atom = caf::atom_constant<caf::atom("expect")>;
+using tick_atom = caf::atom_constant<caf::atom("tick")>;
+
+// A pipeline stage: a contiguous range of layers on one device, with their KV pool.
+using stage_actor = caf::typed_actor<
+    // Runs one step; the last stage answers with the sampled tokens.
+    caf::replies_to<step_atom, step_plan>::with<step_result>,
+    // Fails the way a crash would (chaos drills and tests).
+    caf::reacts_to<crash_atom>>;
+
+// The experts of a set of layers on one device; stages reach them through transport/.
+using expert_group_actor = caf::typed_actor<
+    // Fails the way a crash would (chaos drills and tests).
+    caf::reacts_to<crash_atom>>;
+
+// Paged KV blocks, prefix cache, admission.
+using kv_manager_actor = caf::typed_actor<
+    // Applies one step's block operations.
+    caf::replies_to<kv_step_atom, kv_step_request>::with<kv_step_reply>,
+    // Forgets every block: the KV memory they described is gone (a stage restarted).
+    caf::reacts_to<reset_atom>,
+    // Block usage and prefix-cache figures.
+    caf::replies_to<usage_atom>::with<kv_usage>>;
+
+// The request queue and continuous batching: one step plan per iteration.
+using scheduler_actor = caf::typed_actor<
+    // Queues a request; token_event messages go to the given actor until it finishes.
+    caf::reacts_to<submit_atom, generation_request, caf::actor>,
+    // Stops a request (client gone, stop string seen); frees its blocks at once.
+    caf::reacts_to<cancel_atom, request_id>,
+    // Queue and batch figures.
+    caf::replies_to<stats_atom>::with<engine_stats>,
+    // A supervised child (re)started; a stage's handle is where steps go from now on.
+    caf::reacts_to<child_up_atom, std::string, caf::actor>,
+    // Tries to run a step (after a failed step's back-off).
+    caf::reacts_to<tick_atom>>;
+
+// Heartbeats and progress of the components; the gateway's /health asks it.
+using health_monitor_actor = caf::typed_actor<
+    // A component that must report ready before the service is healthy.
+    caf::reacts_to<expect_atom, std::string>,
+    // The component finished loading and can work.
+    caf::reacts_to<ready_atom, std::string>,
+    // The component finished a unit of work (a step): it is alive and moving.
+    caf::reacts_to<progress_atom, std::string>,
+    // The component's supervisor restarted it: not ready until it says so again.
+    caf::reacts_to<restarted_atom, std::string>,
+    // Every expected component's state.
+    caf::replies_to<health_atom>::with<std::vector<component_health>>>;
+
+}  // namespace troupe

@@ -1,0 +1,24 @@
+#pragma once
+#include <chrono>
+#include <map>
+#include <string>
+
+#include "actors/actors.hpp"
+
+namespace troupe {
+
+struct health_monitor_state {
+  static inline const char* name = "health_monitor";
+  struct component {
+    bool ready = false;
+    std::chrono::steady_clock::time_point last_progress;
+    uint32_t restarts = 0;
+  };
+  std::map<std::string, component> components;
+};
+
+// Tracks readiness, restarts and the time since each component last made progress.
+health_monitor_actor::behavior_type health_monitor(
+    health_monitor_actor::stateful_pointer<health_monitor_state> self);
+
+}  // namespace troupe

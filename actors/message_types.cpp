@@ -1,0 +1,28 @@
+#include "actors/message_types.hpp"
+
+#include "actors/actors.hpp"
+
+namespace troupe {
+
+void add_message_types(caf::actor_system_config& config) {
+  config.add_message_type<sampling_params>("troupe::sampling_params")
+      .add_message_type<generation_request>("troupe::generation_request")
+      .add_message_type<top_logprob>("troupe::top_logprob")
+      .add_message_type<sampled_token>("troupe::sampled_token")
+      .add_message_type<token_event>("troupe::token_event")
+      .add_message_type<step_sequence>("troupe::step_sequence")
+      .add_message_type<step_plan>("troupe::step_plan")
+      .add_message_type<step_result>("troupe::step_result")
+      .add_message_type<kv_admission>("troupe::kv_admission")
+      .add_message_type<kv_usage>("troupe::kv_usage")
+      .add_message_type<engine_stats>("troupe::engine_stats")
+      .add_message_type<component_health>("troupe::component_health")
+      .add_message_type<std::vector<component_health>>("std::vector<troupe::component_health>")
+      .add_message_type<kv_admit>("troupe::kv_admit")
+      .add_message_type<kv_grow>("troupe::kv_grow")
+      .add_message_type<kv_commit>("troupe::kv_commit")
+      .add_message_type<kv_step_request>("troupe::kv_step_request")
+      .add_message_type<kv_step_reply>("troupe::kv_step_reply");
+}
+
+}  // namespace troupe

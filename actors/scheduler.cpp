@@ -1,0 +1,276 @@
+#include "actors/scheduler.hpp"
+
+#include <algorithm>
+
+namespace troupe {
+namespace {
+
+using self_ptr = scheduler_actor::stateful_pointer<scheduler_state>;
+using sequence = scheduler_state::sequence;
+
+void schedule(self_ptr self);
+
+void send_event(self_ptr self, const sequence& s, std::vector<sampled_token> tokens, finish_reason finish,
+                std::string message = {}) {
+  caf::anon_send(s.sink, token_event{s.request.id, std::move(tokens), uint8_t(finish), std::move(message),
+                                 int(s.request.prompt.size()), std::max(0, s.cached_prompt_tokens)});
+}
+
+// Ends a sequence: its blocks go back with the next KV request, stages drop its state.
+void retire(self_ptr self, request_id id) {
+  auto& st = self->state;
+  st.running.erase(std::remove(st.running.begin(), st.running.end(), id), st.running.end());
+  st.waiting.erase(std::remove(st.waiting.begin(), st.waiting.end(), id), st.waiting.end());
+  st.pending_kv.releases.push_back(id);
+  st.finished.push_back(id);
+  st.sequences.erase(id);
+}
+
+// Back to the head of the queue; it will be re-prefilled from prompt + generated tokens.
+void requeue(scheduler_state& st, request_id id) {
+  sequence& s = st.sequences[id];
+  s.computed = 0;
+  s.blocks.clear();
+  s.restart = true;
+  st.waiting.push_front(id);
+}
+
+// A step failed: the stage's KV memory can no longer be trusted, so every running
+// sequence is re-queued (oldest first) and the block map starts empty.
+void recover(self_ptr self) {
+  auto& st = self->state;
+  st.busy = false;
+  if (st.stage_lost == std::chrono::steady_clock::time_point{}) st.stage_lost = std::chrono::steady_clock::now();
+  self->send(st.kv, reset_atom::value);
+  st.pending_kv = {};
+  st.finished.clear();
+  std::vector<request_id> running = std::move(st.running);
+  st.running.clear();
+  for (auto it = running.rbegin(); it != running.rend(); ++it) {
+    sequence& s = st.sequences[*it];
+    if (s.cancelled || ++s.recoveries > st.options.max_recoveries) {
+      if (!s.cancelled) send_event(self, s, {}, finish_reason::error, "the engine failed repeatedly while running this request");
+      st.sequences.erase(*it);
+      continue;
+    }
+    ++st.stats.recoveries;
+    requeue(st, *it);
+  }
+  for (request_id id : st.waiting) st.sequences[id].blocks.clear();
+}
+
+void on_step_result(self_ptr self, const step_plan& plan, const step_result& result) {
+  auto& st = self->state;
+  st.busy = false;
+  st.stage_lost = {};
+  ++st.stats.steps;
+  size_t next = 0;
+  std::vector<request_id> done;
+  for (const auto& span : plan.sequences) {
+    sequence& s = st.sequences[span.id];
+    s.computed += span.count;
+    st.pending_kv.commits.push_back(
+        {span.id, {plan.token_ids.begin() + span.first_token, plan.token_ids.begin() + span.first_token + span.count}});
+    if (!span.sample) continue;
+    const sampled_token& t = result.tokens[next++];
+    if (s.cancelled) {
+      done.push_back(span.id);
+      continue;
+    }
+    s.tokens.push_back(t.token);
+    ++s.generated;
+    const auto& stops = s.request.stop_token_ids;
+    finish_reason finish = finish_reason::none;
+    if (std::find(stops.begin(), stops.end(), t.token) != stops.end()) finish = finish_reason::stop;
+    else if (s.generated >= s.request.max_tokens || int(s.tokens.size()) >= st.options.max_model_len)
+      finish = finish_reason::length;
+    send_event(self, s, {t}, finish);
+    if (finish != finish_reason::none) done.push_back(span.id);
+  }
+  for (request_id id : done) retire(self, id);
+  schedule(self);
+}
+
+void run_step(self_ptr self, step_plan plan) {
+  auto& st = self->state;
+  self->request(st.stage, caf::infinite, step_atom::value, plan)
+      .then([=](const step_result& r) { on_step_result(self, plan, r); },
+            [=](const caf::error&) {
+              recover(self);
+              self->delayed_send(self, std::chrono::milliseconds(100), tick_atom::value);
+            });
+}
+
+void on_kv_reply(self_ptr self, const kv_step_request& asked, const kv_step_reply& reply, int budget) {
+  auto& st = self->state;
+  step_plan plan;
+  plan.step = st.next_step++;
+  plan.finished = std::move(st.finished);
+  st.finished.clear();
+  auto add_span = [&](request_id id, int count) {
+    sequence& s = st.sequences[id];
+    step_sequence span{id, int(plan.token_ids.size()), count, s.computed, int(s.request.prompt.size()),
+                       s.blocks, s.computed + count == int(s.tokens.size()), s.request.sampling, s.restart, {}};
+    if (s.restart) span.prefix.assign(s.tokens.begin(), s.tokens.begin() + s.computed);
+    s.restart = false;
+    plan.token_ids.insert(plan.token_ids.end(), s.tokens.begin() + s.computed, s.tokens.begin() + s.computed + count);
+    plan.sequences.push_back(std::move(span));
+  };
+
+  bool changed = !asked.releases.empty();
+  std::vector<request_id> preempted;
+  for (size_t i = 0; i < asked.grows.size(); ++i) {
+    const request_id id = asked.grows[i].id;
+    sequence& s = st.sequences[id];
+    if (reply.grown[i].empty()) {  // no room: give its blocks back and retry it later
+      preempted.push_back(id);
+      continue;
+    }
+    s.blocks = reply.grown[i];
+    add_span(id, asked.grows[i].positions - s.computed);
+  }
+  for (size_t i = 0; i < reply.admissions.size(); ++i) {
+    const kv_admission& a = reply.admissions[i];
+    if (!a.admitted) break;
+    const request_id id = asked.admits[i].id;
+    sequence& s = st.sequences[id];
+    s.blocks = a.blocks;
+    s.computed = a.cached_tokens;
+    if (s.cached_prompt_tokens < 0) s.cached_prompt_tokens = a.cached_tokens;
+    st.waiting.erase(std::find(st.waiting.begin(), st.waiting.end(), id));
+    st.running.push_back(id);
+    changed = true;
+    const int count = std::min(int(s.tokens.size()) - s.computed, budget);
+    budget -= count;
+    if (count > 0) add_span(id, count);
+  }
+  for (auto it = preempted.rbegin(); it != preempted.rend(); ++it) {
+    st.running.erase(std::find(st.running.begin(), st.running.end(), *it));
+    st.pending_kv.releases.push_back(*it);
+    st.finished.push_back(*it);
+    requeue(st, *it);
+    ++st.stats.preemptions;
+    changed = true;
+  }
+  if (plan.sequences.empty()) {
+    st.busy = false;
+    if (changed) schedule(self);  // blocks were freed or handed out: try again now
+    return;
+  }
+  run_step(self, std::move(plan));
+}
+
+void schedule(self_ptr self) {
+  auto& st = self->state;
+  if (st.busy) return;
+  std::vector<request_id> cancelled;
+  for (const auto& [id, s] : st.sequences)
+    if (s.cancelled) cancelled.push_back(id);
+  for (request_id id : cancelled) retire(self, id);
+  if (!st.stage) return;
+  if (st.waiting.empty() && st.running.empty()) {
+    // Idle: hand back the blocks of the last finished sequences now, not at the next step.
+    if (st.pending_kv.releases.empty()) return;
+    kv_step_request flush = std::move(st.pending_kv);
+    st.pending_kv = {};
+    self->request(st.kv, caf::infinite, kv_step_atom::value, std::move(flush)).then([](const kv_step_reply&) {});
+    return;
+  }
+  st.busy = true;
+  kv_step_request req = std::move(st.pending_kv);
+  st.pending_kv = {};
+  int budget = st.options.max_num_batched_tokens;
+  for (request_id id : st.running) {
+    const sequence& s = st.sequences[id];
+    const int count = std::min(int(s.tokens.size()) - s.computed, budget);
+    if (count <= 0) continue;
+    budget -= count;
+    req.grows.push_back({id, s.computed + count});
+  }
+  int slots = st.options.max_num_seqs - int(st.running.size());
+  for (request_id id : st.waiting) {
+    if (slots-- <= 0 || budget <= 0) break;
+    req.admits.push_back({id, st.sequences[id].tokens});
+  }
+  self->request(st.kv, caf::infinite, kv_step_atom::value, req)
+      .then([=](const kv_step_reply& reply) { on_kv_reply(self, req, reply, budget); },
+            [=](const caf::error&) { recover(self); });
+}
+
+}  // namespace
+
+scheduler_actor::behavior_type scheduler(scheduler_actor::stateful_pointer<scheduler_state> self,
+                                         scheduler_options options, kv_manager_actor kv) {
+  self->state.options = options;
+  self->state.kv = kv;
+  self->set_down_handler([=](caf::down_msg& msg) {
+    if (self->state.stage && msg.source == self->state.stage.address()) self->state.stage = nullptr;
+  });
+  return {
+      [=](submit_atom, generation_request& r, caf::actor& sink) {
+        auto& st = self->state;
+        sequence s{std::move(r), std::move(sink), {}, 0, 0, {}, true, -1, 0, false};
+        s.tokens = s.request.prompt;
+        const int prompt = int(s.tokens.size());
+        if (prompt == 0 || prompt >= st.options.max_model_len) {
+          send_event(self, s, {}, finish_reason::error,
+                     "the prompt has " + std::to_string(prompt) + " tokens; this model takes 1 to " +
+                         std::to_string(st.options.max_model_len - 1));
+          return;
+        }
+        const request_id id = s.request.id;
+        st.sequences[id] = std::move(s);
+        st.waiting.push_back(id);
+        schedule(self);
+      },
+      [=](cancel_atom, request_id id) {
+        auto& st = self->state;
+        auto it = st.sequences.find(id);
+        if (it == st.sequences.end()) return;
+        // A KV request or step in flight may still name it: it is retired when none is.
+        it->second.cancelled = true;
+        schedule(self);
+      },
+      [=](stats_atom) -> caf::result<engine_stats> {
+        auto& st = self->state;
+        st.stats.running = int(st.running.size());
+        st.stats.waiting = int(st.waiting.size());
+        auto promise = self->make_response_promise<engine_stats>();
+        self->request(st.kv, caf::infinite, usage_atom::value)
+            .then([=](const kv_usage& u) mutable {
+              engine_stats out = self->state.stats;
+              out.kv = u;
+              promise.deliver(out);
+            });
+        return promise;
+      },
+      [=](child_up_atom, const std::string& name, const caf::actor& child) {
+        if (name.rfind("stage", 0) != 0) return;
+        self->state.stage = caf::actor_cast<stage_actor>(child);
+        self->monitor(child);
+        schedule(self);
+      },
+      // After a failed step: retry, or give up on every request once no stage has
+      // worked for stage_timeout.
+      [=](tick_atom) {
+        auto& st = self->state;
+        if (st.stage_lost != std::chrono::steady_clock::time_point{} &&
+            std::chrono::steady_clock::now() - st.stage_lost > st.options.stage_timeout) {
+          for (auto& [id, s] : st.sequences)
+            if (!s.cancelled) send_event(self, s, {}, finish_reason::error, "no stage of the engine is available");
+          st.sequences.clear();
+          st.waiting.clear();
+          st.running.clear();
+          st.stage_lost = {};
+          return;
+        }
+        if (!st.stage) {
+          self->delayed_send(self, std::chrono::milliseconds(100), tick_atom::value);
+          return;
+        }
+        schedule(self);
+      },
+  };
+}
+
+}  // namespace troupe

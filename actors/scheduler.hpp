@@ -1,0 +1,52 @@
+#pragma once
+#include <chrono>
+#include <deque>
+#include <unordered_map>
+#include <vector>
+
+#include "actors/actors.hpp"
+
+namespace troupe {
+
+struct scheduler_options {
+  int max_num_seqs = 64;
+  int max_num_batched_tokens = 2048;  // prefill is chunked to fit beside the decode tokens
+  int max_model_len = 4096;
+  int max_recoveries = 10;            // re-prefills after failures before a request errors
+  std::chrono::seconds stage_timeout{30};  // without a live stage this long, requests error
+};
+
+struct scheduler_state {
+  static inline const char* name = "scheduler";
+  struct sequence {
+    generation_request request;
+    caf::actor sink;
+    std::vector<int> tokens;  // prompt, then every generated token
+    int generated = 0;
+    int computed = 0;         // leading tokens whose keys and values are cached
+    std::vector<int> blocks;
+    bool restart = true;      // its next span is the first since (re)admission
+    int cached_prompt_tokens = -1;  // from the first admission's prefix-cache hit
+    int recoveries = 0;
+    bool cancelled = false;
+  };
+  scheduler_options options;
+  std::unordered_map<request_id, sequence> sequences;
+  std::deque<request_id> waiting;
+  std::vector<request_id> running;  // admission order: the oldest gets blocks first
+  stage_actor stage;
+  kv_manager_actor kv;
+  bool busy = false;                // a step (or its KV request) is in flight
+  std::chrono::steady_clock::time_point stage_lost;  // when the last step failed
+  uint64_t next_step = 1;
+  kv_step_request pending_kv;       // releases and commits for the next KV request
+  std::vector<request_id> finished; // for the stages, with the next plan
+  engine_stats stats;
+};
+
+// Iteration-level continuous batching: each step admits what fits (FCFS), runs one plan
+// through the stages, and streams the sampled tokens to each request's sink.
+scheduler_actor::behavior_type scheduler(scheduler_actor::stateful_pointer<scheduler_state> self,
+                                         scheduler_options options, kv_manager_actor kv);
+
+}  // namespace troupe

@@ -1,0 +1,30 @@
+#pragma once
+// Picks the next token from one row of logits, on the CPU.
+#include <unordered_map>
+
+#include "model/sampling.hpp"
+
+namespace troupe {
+
+// The tokens a sequence has seen, for the penalties: the last stage keeps one per
+// sequence and rebuilds it from the tokens of a re-prefill.
+class token_history {
+ public:
+  void add(int token, bool generated) {
+    ++seen_[token];
+    if (generated) ++generated_[token];
+  }
+  const std::unordered_map<int, int>& seen() const { return seen_; }            // prompt and output
+  const std::unordered_map<int, int>& generated() const { return generated_; }  // output only
+
+ private:
+  std::unordered_map<int, int> seen_, generated_;
+};
+
+// Samples the token for sequence position `position`. The random draw depends only on
+// (params.seed, position), never on what else ran, so a batch, a replay after a failure
+// and a run alone agree. Log-probs are those of the raw model distribution.
+sampled_token sample(const float* logits, int vocab, const sampling_params& params,
+                     const token_history& history, int position);
+
+}  // namespace troupe
