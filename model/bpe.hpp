@@ -34,6 +34,9 @@ class bpe {
   // The id of a vocabulary entry, by its text (in byte-level characters).
   std::optional<int> id_of(std::string_view token) const;
 
+  // How many entries the vocabulary has.
+  size_t size() const { return vocab_.size(); }
+
   // Vocabulary entries by id; empty strings where an id has none.
   const std::vector<std::string>& tokens() const { return tokens_; }
 

@@ -1,5 +1,6 @@
 #include "model/tokenizer.hpp"
 
+#include <algorithm>
 #include <deque>
 
 #include <nlohmann/json.hpp>
@@ -33,6 +34,32 @@ added_token_matcher matcher_for(const std::vector<added_token>& all, bool normal
   return added_token_matcher(std::move(tokens), patterns);
 }
 
+// HF tokenizers does not take an added token's id from the file: it gives the token its
+// vocabulary id, or the next id after the vocabulary and the added tokens before it. A
+// file whose ids differ would be read differently there, so it is refused.
+status check_added_ids(const std::vector<added_token>& added, const bpe& model,
+                       std::string_view source) {
+  int next = int(model.size());
+  string_map assigned;
+  for (const added_token& t : added) {
+    int expected;
+    if (const auto it = assigned.find(t.content); it != assigned.end()) {
+      expected = it->second;
+    } else if (const auto id = model.id_of(t.content)) {
+      expected = *id;
+    } else {
+      expected = next;
+    }
+    if (t.id != expected)
+      return error{std::string(source) + ": added token \"" + t.content + "\" has id " +
+                   std::to_string(t.id) + ", but Hugging Face tokenizers gives it id " +
+                   std::to_string(expected)};
+    assigned.emplace(t.content, t.id);
+    next = std::max(next, t.id + 1);
+  }
+  return ok();
+}
+
 }  // namespace
 
 result<tokenizer> tokenizer::load(const std::filesystem::path& tokenizer_json) {
@@ -64,6 +91,7 @@ result<tokenizer> tokenizer::parse(std::string_view json_text, std::string_view 
   if (!pre) return pre.err();
   auto added = parse_added_tokens(field("added_tokens"), source);
   if (!added) return added.err();
+  if (auto s = check_added_ids(*added, *model, source); !s) return s.err();
   // "post_processor", "truncation" and "padding" shape batches of encodings; like
   // transformers by default, encode() leaves them out.
   return tokenizer(std::move(*norm), std::move(*pre), std::move(*model), std::move(*added));
@@ -79,7 +107,10 @@ tokenizer::tokenizer(normalizer n, pre_tokenizer p, bpe m, std::vector<added_tok
   id_text_ = model_.tokens();
   for (const added_token& t : added) {
     if (size_t(t.id) >= id_text_.size()) id_text_.resize(size_t(t.id) + 1);
-    id_text_[size_t(t.id)] = t.content;
+    // HF keeps a normalized token's content normalized (decode shows it so), yet finds
+    // its id by the content as written.
+    std::string storage;
+    id_text_[size_t(t.id)] = t.normalized ? normalizer_.apply(t.content, storage) : t.content;
     added_ids_[t.content] = t.id;
   }
   id_kind_.assign(id_text_.size(), kind::none);
