@@ -1,7 +1,7 @@
 #include "model/bpe.hpp"
 
+#include <algorithm>
 #include <functional>
-#include <queue>
 
 
 #include "base/utf8.hpp"
@@ -106,16 +106,13 @@ void bpe::encode(std::string_view piece, std::vector<int>& ids) const {
   }
 
   // Symbols in a linked list over an array; a merge folds the right symbol into the left.
+  // The candidate merges wait in a min-heap by (rank, position). Both buffers are reused
+  // across calls on a thread.
   struct symbol {
     int id;
     int prev;
     int next;  // -1 at either end
   };
-  std::vector<symbol> symbols(piece.size());
-  for (size_t i = 0; i < piece.size(); ++i)
-    symbols[i] = {byte_ids_[static_cast<unsigned char>(piece[i])], int(i) - 1,
-                  i + 1 < piece.size() ? int(i) + 1 : -1};
-
   struct candidate {
     int rank;
     int pos;
@@ -124,18 +121,27 @@ void bpe::encode(std::string_view piece, std::vector<int>& ids) const {
     int merged;
     bool operator>(const candidate& o) const { return rank != o.rank ? rank > o.rank : pos > o.pos; }
   };
-  std::priority_queue<candidate, std::vector<candidate>, std::greater<>> queue;
+  thread_local std::vector<symbol> symbols;
+  thread_local std::vector<candidate> queue;
+  symbols.resize(piece.size());
+  queue.clear();
+  for (size_t i = 0; i < piece.size(); ++i)
+    symbols[i] = {byte_ids_[static_cast<unsigned char>(piece[i])], int(i) - 1,
+                  i + 1 < piece.size() ? int(i) + 1 : -1};
   const auto consider = [&](int pos) {
     if (pos < 0 || symbols[size_t(pos)].next < 0) return;
     const int left = symbols[size_t(pos)].id, right = symbols[size_t(symbols[size_t(pos)].next)].id;
-    if (const auto it = merges_.find(pair_key(left, right)); it != merges_.end())
-      queue.push({it->second.rank, pos, left, right, it->second.merged_id});
+    if (const auto it = merges_.find(pair_key(left, right)); it != merges_.end()) {
+      queue.push_back({it->second.rank, pos, left, right, it->second.merged_id});
+      std::push_heap(queue.begin(), queue.end(), std::greater<>());
+    }
   };
   for (int i = 0; i + 1 < int(piece.size()); ++i) consider(i);
 
   while (!queue.empty()) {
-    const candidate c = queue.top();
-    queue.pop();
+    std::pop_heap(queue.begin(), queue.end(), std::greater<>());
+    const candidate c = queue.back();
+    queue.pop_back();
     symbol& s = symbols[size_t(c.pos)];
     // Stale when either side has merged since: the pair differs, or the symbol is gone.
     if (s.id != c.left || s.next < 0 || symbols[size_t(s.next)].id != c.right) continue;
@@ -148,6 +154,10 @@ void bpe::encode(std::string_view piece, std::vector<int>& ids) const {
     consider(c.pos);
   }
   for (int i = 0; i >= 0; i = symbols[size_t(i)].next) ids.push_back(symbols[size_t(i)].id);
+  if (piece.size() > 4096) {  // keep no huge buffers for the thread's lifetime
+    symbols = {};
+    queue = {};
+  }
 }
 
 }  // namespace troupe

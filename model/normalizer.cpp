@@ -5,6 +5,7 @@
 #include <utf8proc.h>
 
 #include "base/check.hpp"
+#include "base/utf8.hpp"
 #include "model/json_fields.hpp"
 
 namespace troupe {
@@ -20,6 +21,43 @@ bool all_below(std::string_view text, char32_t limit) {
     if (static_cast<unsigned char>(c) >= first_lead_above) return false;
   return true;
 }
+
+// Code points that can make NFC change a text: marks (a nonzero combining class), those
+// NFC replaces, and those that compose with the character before them (NFC_QC "No" or
+// "Maybe", give or take). Text without any of them is already NFC. Built once, from
+// utf8proc's own data, by decomposing every code point.
+class nfc_changers {
+ public:
+  nfc_changers() : bits_(0x110000) {
+    utf8proc_int32_t parts[8];
+    for (utf8proc_int32_t c = 0x300; c < 0x110000; ++c) {
+      const utf8proc_property_t* p = utf8proc_get_property(c);
+      if (p->category == UTF8PROC_CATEGORY_CN || p->category == UTF8PROC_CATEGORY_CS) continue;
+      if (p->combining_class != 0) bits_[size_t(c)] = true;
+      int last_boundclass = 0;
+      const utf8proc_ssize_t n = utf8proc_decompose_char(c, parts, 8, UTF8PROC_DECOMPOSE, &last_boundclass);
+      if (n <= 1 && (n < 1 || parts[0] == c)) continue;
+      for (utf8proc_ssize_t i = 1; i < n; ++i) bits_[size_t(parts[i])] = true;
+      // Composing the decomposition back gives `c` itself unless NFC replaces `c`.
+      const utf8proc_ssize_t m = utf8proc_normalize_utf32(parts, n, UTF8PROC_COMPOSE);
+      if (m != 1 || parts[0] != c) bits_[size_t(c)] = true;
+    }
+  }
+
+  bool none_in(std::string_view text) const {
+    for (size_t at = 0; at < text.size();) {
+      if (static_cast<unsigned char>(text[at]) < 0xCC) {  // below U+0300
+        ++at;
+        continue;
+      }
+      if (bits_[next_code_point(text, at)]) return false;
+    }
+    return true;
+  }
+
+ private:
+  std::vector<bool> bits_;
+};
 
 }  // namespace
 
@@ -60,6 +98,8 @@ std::string_view normalizer::apply(std::string_view text, std::string& storage) 
     // Characters below U+0300 (the first combining mark) are left alone by NFC and NFD;
     // ASCII by every form.
     if (all_below(text, f == form::nfc || f == form::nfd ? 0x300 : 0x80)) continue;
+    static const nfc_changers changers;
+    if (f == form::nfc && changers.none_in(text)) continue;
     int options = UTF8PROC_STABLE;
     switch (f) {
       case form::nfc: options |= UTF8PROC_COMPOSE; break;

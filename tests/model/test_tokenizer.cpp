@@ -5,6 +5,7 @@
 #include <boost/test/unit_test.hpp>
 
 #include <fstream>
+#include <thread>
 
 #include "model/incremental_detokenizer.hpp"
 #include "model/tokenizer.hpp"
@@ -208,6 +209,23 @@ BOOST_AUTO_TEST_CASE(incremental_detokenizer_holds_back_a_partial_character) {
   incremental_detokenizer skipping(t, /*skip_special=*/true);
   BOOST_TEST(skipping.push(151644).empty());
   BOOST_TEST(skipping.push(9707) == "Hello");
+}
+
+BOOST_AUTO_TEST_CASE(threads_share_one_tokenizer) {
+  const tokenizer& t = qwen3();
+  std::vector<std::string> texts;
+  for (int i = 0; i < 2000; ++i)
+    texts.push_back("doc " + std::to_string(i * 7919) + ": 文本 <think>x</think> word" + std::to_string(i % 97));
+  std::vector<std::vector<int>> serial;
+  for (const auto& text : texts) serial.push_back(encode(t, text));
+  std::vector<std::vector<int>> a(texts.size()), b(texts.size());
+  std::thread other([&] {
+    for (size_t i = 0; i < texts.size(); ++i) a[i] = t.encode(texts[i]).value();
+  });
+  for (size_t i = texts.size(); i-- > 0;) b[i] = t.encode(texts[i]).value();
+  other.join();
+  BOOST_TEST((a == serial));
+  BOOST_TEST((b == serial));
 }
 
 BOOST_AUTO_TEST_CASE(load_errors_name_the_file_and_the_construct) {

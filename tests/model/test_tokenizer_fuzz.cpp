@@ -50,8 +50,9 @@ std::string nfc(std::string_view s) {
   return text;
 }
 
-// Text from many scripts with marks, emoji sequences, odd white space and pieces of
-// added tokens. U+0338 is left out: after an added token's '>' it would compose with it
+// Text from many scripts with marks (and letters that compose like marks: Hangul jamo,
+// Indic vowel signs), characters NFC replaces, emoji sequences, odd white space and
+// pieces of added tokens. U+0338 is left out: after an added token's '>' it would compose with it
 // under NFC of the whole text, while HF (and encode) normalize only the text between.
 std::string random_text(std::mt19937& gen) {
   static const char* fragments[] = {"<|im_start|>", "<|im_end|>", "<think>", "</think>",
@@ -60,8 +61,9 @@ std::string random_text(std::mt19937& gen) {
   static const std::pair<char32_t, char32_t> ranges[] = {
       {0x20, 0x7E},     {0x00, 0x1F},     {0xA0, 0x24F},   {0x300, 0x337},   {0x339, 0x36F},
       {0x370, 0x52F},   {0x590, 0x6FF},   {0x900, 0x97F},  {0xE00, 0xE7F},   {0x1100, 0x11FF},
-      {0x2000, 0x206F}, {0x3000, 0x30FF}, {0x4E00, 0x9FFF}, {0xAC00, 0xD7A3}, {0xFF00, 0xFFEF},
-      {0x1F300, 0x1FAFF}, {0x10000, 0x10FFFF}};
+      {0xB00, 0xDFF},   {0x1000, 0x109F}, {0x1B00, 0x1B7F}, {0x2000, 0x21FF}, {0x3000, 0x30FF},
+      {0x4E00, 0x9FFF}, {0xAC00, 0xD7A3}, {0xF900, 0xFAFF}, {0xFF00, 0xFFEF}, {0x1F300, 0x1FAFF},
+      {0x10000, 0x10FFFF}};
   std::string text;
   const int length = int(gen() % 40);
   for (int i = 0; i < length; ++i) {
