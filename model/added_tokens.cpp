@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-
+#include "base/check.hpp"
 #include "base/utf8.hpp"
 #include "model/json_fields.hpp"
 #include "model/regex.hpp"
@@ -15,8 +15,8 @@ using json = nlohmann::json;
 // Rust's regex \s, which HF tokenizers strips around lstrip/rstrip tokens: White_Space.
 bool is_white_space(char32_t c) {
   return (c >= 0x09 && c <= 0x0D) || c == 0x20 || c == 0x85 || c == 0xA0 || c == 0x1680 ||
-         (c >= 0x2000 && c <= 0x200A) || c == 0x2028 || c == 0x2029 || c == 0x202F ||
-         c == 0x205F || c == 0x3000;
+         (c >= 0x2000 && c <= 0x200A) || c == 0x2028 || c == 0x2029 || c == 0x202F || c == 0x205F ||
+         c == 0x3000;
 }
 
 // Rust's regex \w, which decides single_word tokens.
@@ -24,7 +24,8 @@ bool is_word_char(std::string_view one_char) {
   static const regex word =
       regex::compile("^[\\p{Alphabetic}\\p{M}\\p{Nd}\\p{Pc}\\p{Join_Control}]", "").value();
   bool found = false;
-  (void)word.for_each_match(one_char, [&](size_t, size_t) { found = true; });
+  const status s = word.for_each_match(one_char, [&](size_t, size_t) { found = true; });
+  TROUPE_CHECK(s.ok(), "a one-character match cannot exhaust PCRE2's limits");
   return found;
 }
 
@@ -84,7 +85,7 @@ added_token_matcher::added_token_matcher(std::vector<added_token> tokens,
       }
       const int child = int(trie_.size());
       children.insert(it, {byte, child});
-      trie_.emplace_back();  // after the insert: it moves trie_
+      trie_.emplace_back();  // last: it may move `children`
       node = child;
     }
     if (trie_[node].token < 0) trie_[node].token = int(t);  // the first of duplicates wins
@@ -149,7 +150,8 @@ result<std::vector<added_token>> parse_added_tokens(const json& list, std::strin
     if (id == entry.end() || !id->is_number_integer() || id->get<int64_t>() < 0 ||
         id->get<int64_t>() > INT32_MAX)
       return bad("an entry without a valid \"id\"");
-    if (content == entry.end() || !content->is_string() || content->get_ref<const std::string&>().empty())
+    if (content == entry.end() || !content->is_string() ||
+        content->get_ref<const std::string&>().empty())
       return bad("entry " + std::to_string(id->get<int64_t>()) + " has no \"content\"");
     added_token t;
     t.id = id->get<int>();

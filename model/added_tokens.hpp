@@ -46,7 +46,7 @@ class added_token_matcher {
  private:
   struct trie_node {
     std::vector<std::pair<unsigned char, int>> children;  // sorted by byte
-    int token = -1;                                        // index in tokens_
+    int token = -1;                                       // index in tokens_
   };
 
   // The longest token starting at text[at]: its index (or -1) and length.

@@ -45,12 +45,14 @@ class bpe {
     int rank;
     int merged_id;
   };
-  static uint64_t pair_key(int left, int right) { return uint64_t(uint32_t(left)) << 32 | uint32_t(right); }
+  static uint64_t pair_key(int left, int right) {
+    return uint64_t(uint32_t(left)) << 32 | uint32_t(right);
+  }
 
-  string_map vocab_;                    // byte-level text -> id
-  string_map vocab_by_bytes_;           // raw bytes -> id, for ignore_merges
-  std::vector<std::string> tokens_;     // id -> byte-level text
-  std::array<int, 256> byte_ids_{};     // the one-character token of each byte
+  string_map vocab_;                            // byte-level text -> id
+  string_map vocab_by_bytes_;                   // raw bytes -> id, for ignore_merges
+  std::vector<std::string> tokens_;             // id -> byte-level text
+  std::array<int, 256> byte_ids_{};             // the one-character token of each byte
   std::unordered_map<uint64_t, merge> merges_;  // (left id, right id) -> merge
   bool ignore_merges_ = false;
 };

@@ -35,7 +35,8 @@ class nfc_changers {
       if (p->category == UTF8PROC_CATEGORY_CN || p->category == UTF8PROC_CATEGORY_CS) continue;
       if (p->combining_class != 0) bits_[size_t(c)] = true;
       int last_boundclass = 0;
-      const utf8proc_ssize_t n = utf8proc_decompose_char(c, parts, 8, UTF8PROC_DECOMPOSE, &last_boundclass);
+      const utf8proc_ssize_t n =
+          utf8proc_decompose_char(c, parts, 8, UTF8PROC_DECOMPOSE, &last_boundclass);
       if (n <= 1 && (n < 1 || parts[0] == c)) continue;
       for (utf8proc_ssize_t i = 1; i < n; ++i) bits_[size_t(parts[i])] = true;
       // Composing the decomposition back gives `c` itself unless NFC replaces `c`.
@@ -102,10 +103,18 @@ std::string_view normalizer::apply(std::string_view text, std::string& storage) 
     if (f == form::nfc && changers.none_in(text)) continue;
     int options = UTF8PROC_STABLE;
     switch (f) {
-      case form::nfc: options |= UTF8PROC_COMPOSE; break;
-      case form::nfd: options |= UTF8PROC_DECOMPOSE; break;
-      case form::nfkc: options |= UTF8PROC_COMPOSE | UTF8PROC_COMPAT; break;
-      case form::nfkd: options |= UTF8PROC_DECOMPOSE | UTF8PROC_COMPAT; break;
+      case form::nfc:
+        options |= UTF8PROC_COMPOSE;
+        break;
+      case form::nfd:
+        options |= UTF8PROC_DECOMPOSE;
+        break;
+      case form::nfkc:
+        options |= UTF8PROC_COMPOSE | UTF8PROC_COMPAT;
+        break;
+      case form::nfkd:
+        options |= UTF8PROC_DECOMPOSE | UTF8PROC_COMPAT;
+        break;
     }
     utf8proc_uint8_t* out = nullptr;
     const utf8proc_ssize_t n =

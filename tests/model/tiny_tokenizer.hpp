@@ -5,8 +5,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "model/byte_level.hpp"
 #include "base/utf8.hpp"
+#include "model/byte_level.hpp"
 
 namespace troupe::test {
 
@@ -25,9 +25,16 @@ inline nlohmann::json tiny_tokenizer_json() {
       {"added_tokens", json::array()},
       {"normalizer", nullptr},
       {"pre_tokenizer",
-       {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"trim_offsets", true}, {"use_regex", true}}},
+       {{"type", "ByteLevel"},
+        {"add_prefix_space", false},
+        {"trim_offsets", true},
+        {"use_regex", true}}},
       {"post_processor", nullptr},
-      {"decoder", {{"type", "ByteLevel"}, {"add_prefix_space", true}, {"trim_offsets", true}, {"use_regex", true}}},
+      {"decoder",
+       {{"type", "ByteLevel"},
+        {"add_prefix_space", true},
+        {"trim_offsets", true},
+        {"use_regex", true}}},
       {"model",
        {{"type", "BPE"},
         {"vocab", vocab},
