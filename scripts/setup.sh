@@ -4,7 +4,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-debian_packages=(cmake ninja-build g++ pkg-config nlohmann-json3-dev libboost-test-dev)
+debian_packages=(cmake ninja-build g++ pkg-config nlohmann-json3-dev libboost-test-dev
+                 libhttp-parser-dev)
 missing=()
 for p in "${debian_packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")
