@@ -4,7 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-debian_packages=(cmake ninja-build g++ pkg-config nlohmann-json3-dev libboost-test-dev
+debian_packages=(cmake ninja-build g++ pkg-config nlohmann-json3-dev libboost-test-dev libuv1-dev
                  libhttp-parser-dev)
 missing=()
 for p in "${debian_packages[@]}"; do
