@@ -40,6 +40,7 @@ void discard_loop(uv_loop_t* loop) {
 }  // namespace
 
 result<std::unique_ptr<server>> server::start(server_options options, handler h) {
+  TROUPE_CHECK(bool(h), "a server needs a handler");
   auto s = std::make_unique<state>();
   TROUPE_CHECK(uv_loop_init(&s->loop) == 0, "uv_loop_init");
   TROUPE_CHECK(uv_tcp_init(&s->loop, &s->listener) == 0, "uv_tcp_init");
@@ -72,10 +73,10 @@ result<std::unique_ptr<server>> server::start(server_options options, handler h)
   };
   s->thread = std::thread([st = s.get()] {
     // Writes happen only here: a client gone mid-write costs an EPIPE, not the process.
-    sigset_t pipe;
-    sigemptyset(&pipe);
-    sigaddset(&pipe, SIGPIPE);
-    pthread_sigmask(SIG_BLOCK, &pipe, nullptr);
+    sigset_t sigpipe;
+    sigemptyset(&sigpipe);
+    sigaddset(&sigpipe, SIGPIPE);
+    pthread_sigmask(SIG_BLOCK, &sigpipe, nullptr);
     uv_run(&st->loop, UV_RUN_DEFAULT);
   });
   return std::unique_ptr<server>(new server(std::move(s)));
