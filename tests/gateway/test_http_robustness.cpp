@@ -3,6 +3,7 @@
 #define BOOST_TEST_MODULE http_robustness
 #include <boost/test/unit_test.hpp>
 
+#include <fcntl.h>
 #include <netinet/tcp.h>
 
 #include <atomic>
@@ -184,6 +185,27 @@ BOOST_AUTO_TEST_CASE(a_client_that_never_reads_is_dropped_without_stalling_other
   writer.join();
   BOOST_TEST(dropped.load());
   BOOST_TEST(written < (256u << 20));  // cut off long before the writer gave up
+}
+
+BOOST_AUTO_TEST_CASE(a_client_that_pipelines_without_reading_is_paused) {
+  auto server = test::start_server(test::echo);
+  http_client greedy(server->port());
+  fcntl(greedy.fd(), F_SETFL, O_NONBLOCK);
+  std::string burst;
+  while (burst.size() < (1 << 20)) burst += simple_get;
+  size_t sent = 0;
+  auto deadline = std::chrono::steady_clock::now() + 1s;
+  while (std::chrono::steady_clock::now() < deadline && sent < (256u << 20)) {
+    ssize_t n = ::send(greedy.fd(), burst.data(), burst.size(), MSG_NOSIGNAL);
+    if (n > 0) {
+      sent += size_t(n);
+    } else {
+      std::this_thread::sleep_for(1ms);
+    }
+  }
+  // The server stopped reading once its answers backed up: socket buffers hold the rest.
+  BOOST_TEST(sent < (64u << 20));
+  still_answers(*server);
 }
 
 BOOST_AUTO_TEST_CASE(random_inputs_never_crash_or_hang_the_server) {
