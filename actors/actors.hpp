@@ -8,6 +8,21 @@
 
 #include "actors/kv_messages.hpp"
 #include "actors/messages.hpp"
+#include "gateway/http_request.hpp"
+#include "gateway/http_responder.hpp"
+
+namespace troupe {
+
+// An HTTP request as the server thread hands it to the gateway actor (this process only).
+struct http_call {
+  http::request request;
+  std::shared_ptr<http::responder> responder;
+};
+using http_call_ptr = std::shared_ptr<http_call>;
+
+}  // namespace troupe
+
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::http_call_ptr)
 
 namespace troupe {
 
@@ -26,6 +41,8 @@ using restarted_atom = caf::atom_constant<caf::atom("restarted")>;
 using health_atom = caf::atom_constant<caf::atom("health")>;
 using expect_atom = caf::atom_constant<caf::atom("expect")>;
 using tick_atom = caf::atom_constant<caf::atom("tick")>;
+using http_atom = caf::atom_constant<caf::atom("http")>;
+using closed_atom = caf::atom_constant<caf::atom("closed")>;
 
 // A pipeline stage: a contiguous range of layers on one device, with their KV pool.
 using stage_actor = caf::typed_actor<
@@ -73,5 +90,15 @@ using health_monitor_actor = caf::typed_actor<
     caf::reacts_to<restarted_atom, std::string>,
     // Every expected component's state.
     caf::replies_to<health_atom>::with<std::vector<component_health>>>;
+
+// The OpenAI HTTP API: parses requests at the edge, tokenizes, renders chat templates,
+// and streams the scheduler's tokens back as JSON or SSE.
+using gateway_actor = caf::typed_actor<
+    // A request from the HTTP server thread.
+    caf::reacts_to<http_atom, http_call_ptr>,
+    // New tokens (or the end) of a request the gateway submitted.
+    caf::reacts_to<token_event>,
+    // The client of an HTTP call went away: its requests are cancelled.
+    caf::reacts_to<closed_atom, uint64_t>>;
 
 }  // namespace troupe

@@ -1,6 +1,6 @@
 #pragma once
-// A value or an error message, for failures the caller must handle (bad input files,
-// bad requests). C++20 has no std::expected; this is the small part of it we need.
+// A value or an error (a message by default), for failures the caller must handle (bad
+// input files, bad requests). C++20 has no std::expected; this is the small part we need.
 #include <string>
 #include <utility>
 #include <variant>
@@ -13,11 +13,11 @@ struct error {
   std::string message;
 };
 
-template <class T>
+template <class T, class E = error>
 class [[nodiscard]] result {
  public:
   result(T value) : v_(std::move(value)) {}
-  result(error e) : v_(std::move(e)) {}
+  result(E e) : v_(std::move(e)) {}
 
   explicit operator bool() const { return v_.index() == 0; }
   bool ok() const { return v_.index() == 0; }
@@ -30,7 +30,7 @@ class [[nodiscard]] result {
     TROUPE_CHECK(ok(), "result holds an error");
     return std::get<0>(std::move(v_));
   }
-  const error& err() const {
+  const E& err() const {
     TROUPE_CHECK(!ok(), "result holds a value");
     return std::get<1>(v_);
   }
@@ -38,7 +38,7 @@ class [[nodiscard]] result {
   T& operator*() & { return value(); }
 
  private:
-  std::variant<T, error> v_;
+  std::variant<T, E> v_;
 };
 
 struct ok_t {};

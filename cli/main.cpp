@@ -13,6 +13,10 @@ constexpr const char* usage =
     "                  --mlp-only-layers I,J --no-norm-topk-prob --seed N --shard-mb N\n"
     "                  --tokenizer-from DIR]\n"
     "      write a random-weight qwen3_moe checkpoint in Hugging Face format\n"
+    "  serve --model DIR [--host H --port N --served-model-name NAME --api-key KEY\n"
+    "        --max-num-seqs N --max-num-batched-tokens N --max-model-len N --kv-cache-mb N\n"
+    "        --block-size N --expert-groups N --load-format dummy --device cpu]\n"
+    "      serve the OpenAI HTTP API (binds 127.0.0.1:8000 unless told)\n"
     "  generate --model DIR --prompt-ids I,J,... [--max-tokens N --load-format dummy]\n"
     "      greedy generation on the CPU; prints the token ids\n";
 
@@ -25,6 +29,7 @@ int main(int argc, char** argv) {
   }
   const char* command = argv[1];
   if (!std::strcmp(command, "make-test-model")) return troupe::cli::make_test_model_command(argc - 2, argv + 2);
+  if (!std::strcmp(command, "serve")) return troupe::cli::serve_command(argc - 2, argv + 2);
   if (!std::strcmp(command, "generate")) return troupe::cli::generate_command(argc - 2, argv + 2);
   std::fprintf(stderr, "troupe: unknown command \"%s\"\n%s", command, usage);
   return 2;

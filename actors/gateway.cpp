@@ -1,0 +1,306 @@
+#include "actors/gateway.hpp"
+
+#include <algorithm>
+
+#include "gateway/api_error.hpp"
+#include "gateway/generation_request_json.hpp"
+#include "gateway/openai_endpoints.hpp"
+
+namespace troupe {
+namespace {
+
+using self_ptr = gateway_actor::stateful_pointer<gateway_state>;
+using clock_type = std::chrono::steady_clock;
+constexpr const char* json_type = "application/json";
+
+double seconds(clock_type::duration d) { return std::chrono::duration<double>(d).count(); }
+
+void answer(self_ptr self, const http_call_ptr& http, const std::string& endpoint, int status, std::string body,
+            const char* type = json_type) {
+  self->state.metrics->requests.add({{"endpoint", endpoint}, {"status", std::to_string(status)}}).inc();
+  http->responder->respond(status, type, std::move(body));
+}
+
+void answer_error(self_ptr self, const http_call_ptr& http, const std::string& endpoint, const api_error& e) {
+  answer(self, http, endpoint, e.status, e.to_json());
+}
+
+api_error unknown_model(const std::string& name) {
+  return {404, "The model `" + name + "` does not exist.", "NotFoundError", "model", "model_not_found"};
+}
+
+// The call is over: its last bytes go out and it is forgotten.
+void finish_call(self_ptr self, uint64_t id) {
+  auto& st = self->state;
+  auto it = st.calls.find(id);
+  if (it == st.calls.end()) return;
+  auto& c = it->second;
+  const generation_call& g = *c.generation;
+  const int status = g.failed() ? g.failure().status : 200;
+  if (c.stream) {
+    c.http->responder->write(g.failed() ? generation_call::stream_error(g.failure()) : g.stream_end());
+    c.http->responder->end();
+  } else {
+    c.http->responder->respond(status, json_type, g.failed() ? g.failure().to_json() : g.response_body());
+  }
+  st.metrics->requests.add({{"endpoint", c.endpoint}, {"status", std::to_string(status)}}).inc();
+  const auto now = clock_type::now();
+  st.metrics->e2e_latency.observe(seconds(now - c.start));
+  if (c.has_first_token && g.completion_tokens() > 1)
+    st.metrics->time_per_output_token.observe(seconds(now - c.first_token) / (g.completion_tokens() - 1));
+  for (request_id r : c.requests) st.by_request.erase(r);
+  st.calls.erase(it);
+}
+
+// Validates prompts against the model, builds the call and submits one engine request
+// per choice.
+void start_generation(self_ptr self, const http_call_ptr& http, const std::string& endpoint, api_kind kind,
+                      const generation_options& options, int logprobs, bool echo,
+                      std::vector<generation_call::choice_prompt> prompts) {
+  auto& st = self->state;
+  if (options.model != st.options.served_model_name) return answer_error(self, http, endpoint, unknown_model(options.model));
+  if (st.calls.size() >= st.options.max_pending)
+    return answer_error(self, http, endpoint, {429, "the server has too many requests queued; retry later", "rate_limit_error", {}, {}});
+  for (const auto& p : prompts) {
+    for (int id : p.ids)
+      if (id < 0 || id >= st.options.vocab_size)
+        return answer_error(self, http, endpoint, bad_param("prompt", "token id " + std::to_string(id) + " is outside the vocabulary (0.." +
+                                                                           std::to_string(st.options.vocab_size - 1) + ")"));
+    const int len = int(p.ids.size());
+    if (len == 0) return answer_error(self, http, endpoint, bad_param("prompt", "the prompt is empty"));
+    if (len + options.max_tokens > st.options.max_model_len)
+      return answer_error(self, http, endpoint,
+                          bad_param(kind == api_kind::chat ? "messages" : "prompt",
+                                    "This model's maximum context length is " + std::to_string(st.options.max_model_len) +
+                                        " tokens. However, you requested " + std::to_string(len + options.max_tokens) +
+                                        " tokens (" + std::to_string(len) + " in the prompt, " +
+                                        std::to_string(options.max_tokens) + " in the completion). Please reduce the "
+                                        "length of the prompt or the completion."));
+  }
+  // n choices per prompt, in the order OpenAI numbers them.
+  std::vector<generation_call::choice_prompt> choices;
+  for (const auto& p : prompts)
+    for (int j = 0; j < options.n; ++j) choices.push_back(p);
+  const uint64_t call_id = st.next_call++;
+  auto& c = st.calls[call_id];
+  c.endpoint = endpoint;
+  c.http = http;
+  c.stream = options.stream;
+  c.start = clock_type::now();
+  c.generation = std::make_unique<generation_call>(kind, (kind == api_kind::chat ? "chatcmpl-" : "cmpl-") + std::to_string(call_id),
+                                                   options, logprobs, echo, choices, st.tok);
+  std::vector<int> stops = options.stop_token_ids;
+  if (!options.ignore_eos) stops.insert(stops.end(), st.options.eos_token_ids.begin(), st.options.eos_token_ids.end());
+  http->responder->on_close([self, call_id] { caf::anon_send(caf::actor_cast<gateway_actor>(self), closed_atom::value, call_id); });
+  if (options.stream) {
+    http->responder->start_stream(200, "text/event-stream", {{"Cache-Control", "no-cache"}});
+    if (auto first = c.generation->stream_start(); !first.empty()) http->responder->write(first);
+  }
+  for (size_t i = 0; i < choices.size(); ++i) {
+    generation_request r;
+    r.id = st.next_request++;
+    r.prompt = choices[i].ids;
+    r.sampling = options.sampling;
+    r.sampling.top_logprobs = logprobs;
+    // Every request gets a seed, so a replay after a failure samples the same tokens.
+    r.sampling.seed = options.has_seed ? options.sampling.seed + i : st.seeds();
+    r.max_tokens = options.max_tokens;
+    r.stop_token_ids = stops;
+    c.requests.push_back(r.id);
+    st.by_request[r.id] = {call_id, int(i)};
+    st.metrics->prompt_tokens.inc(double(r.prompt.size()));
+    self->send(st.scheduler, submit_atom::value, std::move(r), caf::actor_cast<caf::actor>(self));
+  }
+}
+
+void completions(self_ptr self, const http_call_ptr& http) {
+  const std::string endpoint = "/v1/completions";
+  auto parsed = parse_completion_request(http->request.body);
+  if (!parsed) return answer_error(self, http, endpoint, parsed.err());
+  std::vector<generation_call::choice_prompt> prompts;
+  for (auto& p : parsed->prompts) {
+    if (p.is_ids) {
+      prompts.push_back({std::move(p.ids), {}});
+      continue;
+    }
+    auto ids = self->state.tok->encode(p.text);
+    if (!ids) return answer_error(self, http, endpoint, bad_param("prompt", ids.err().message));
+    prompts.push_back({std::move(*ids), std::move(p.text)});
+  }
+  start_generation(self, http, endpoint, api_kind::completion, parsed->options, parsed->logprobs, parsed->echo,
+                   std::move(prompts));
+}
+
+void tokenize(self_ptr self, const http_call_ptr& http) {
+  auto& st = self->state;
+  auto r = parse_tokenize_request(http->request.body);
+  if (!r) return answer_error(self, http, "/tokenize", r.err());
+  if (r->model != st.options.served_model_name) return answer_error(self, http, "/tokenize", unknown_model(r->model));
+  auto ids = st.tok->encode(r->prompt);
+  if (!ids) return answer_error(self, http, "/tokenize", bad_param("prompt", ids.err().message));
+  answer(self, http, "/tokenize", 200, tokenize_json(*ids, st.options.max_model_len));
+}
+
+void detokenize(self_ptr self, const http_call_ptr& http) {
+  auto& st = self->state;
+  auto r = parse_detokenize_request(http->request.body);
+  if (!r) return answer_error(self, http, "/detokenize", r.err());
+  if (r->model != st.options.served_model_name) return answer_error(self, http, "/detokenize", unknown_model(r->model));
+  for (int id : r->tokens)
+    if (id < 0 || id >= st.tok->vocab_size())
+      return answer_error(self, http, "/detokenize", bad_param("tokens", "token id " + std::to_string(id) + " is outside the vocabulary"));
+  answer(self, http, "/detokenize", 200, detokenize_json(st.tok->decode(r->tokens)));
+}
+
+void health(self_ptr self, const http_call_ptr& http) {
+  self->request(self->state.health, std::chrono::seconds(5), health_atom::value)
+      .then(
+          [=](const std::vector<component_health>& parts) {
+            const bool ready = !parts.empty() && std::all_of(parts.begin(), parts.end(), [](const auto& p) { return p.ready; });
+            if (ready) return answer(self, http, "/health", 200, "");
+            std::string waiting;
+            for (const auto& p : parts)
+              if (!p.ready) waiting += (waiting.empty() ? "" : ", ") + p.name;
+            answer_error(self, http, "/health", {503, "not ready: " + waiting, "service_unavailable", {}, {}});
+          },
+          [=](const caf::error&) {
+            answer_error(self, http, "/health", {503, "the health monitor does not answer", "service_unavailable", {}, {}});
+          });
+}
+
+void metrics_page(self_ptr self, const http_call_ptr& http) {
+  self->request(self->state.scheduler, std::chrono::seconds(5), stats_atom::value)
+      .then(
+          [=](const engine_stats& s) {
+            auto& st = self->state;
+            auto& m = *st.metrics;
+            m.running.set(s.running);
+            m.waiting.set(s.waiting);
+            m.kv_usage.set(s.kv.total_blocks ? double(s.kv.used_blocks) / s.kv.total_blocks : 0.0);
+            m.prefix_hit_rate.set(s.kv.prefix_queries ? double(s.kv.prefix_hits) / double(s.kv.prefix_queries) : 0.0);
+            m.preemptions.inc(double(s.preemptions - std::min(s.preemptions, st.engine_preemptions)));
+            m.recoveries.inc(double(s.recoveries - std::min(s.recoveries, st.engine_recoveries)));
+            st.engine_preemptions = s.preemptions;
+            st.engine_recoveries = s.recoveries;
+            self->request(st.health, std::chrono::seconds(5), health_atom::value)
+                .then([=](const std::vector<component_health>& parts) {
+                  auto& m = *self->state.metrics;
+                  for (const auto& p : parts) {
+                    m.component_ready.add({{"component", p.name}}).set(p.ready ? 1 : 0);
+                    m.component_restarts.add({{"component", p.name}}).set(p.restarts);
+                  }
+                  answer(self, http, "/metrics", 200, self->state.registry->render(), metrics::content_type.data());
+                });
+          },
+          [=](const caf::error&) {
+            answer_error(self, http, "/metrics", {503, "the scheduler does not answer", "service_unavailable", {}, {}});
+          });
+}
+
+bool authorized(const gateway_state& st, const http::request& req) {
+  if (st.options.api_key.empty()) return true;
+  return req.header_value("authorization") == "Bearer " + st.options.api_key;
+}
+
+void route(self_ptr self, const http_call_ptr& http) {
+  const auto& req = http->request;
+  const std::string& path = req.path;
+  const bool get = req.method == "GET" || req.method == "HEAD", post = req.method == "POST";
+  const bool guarded = path.rfind("/v1/", 0) == 0 || path == "/tokenize" || path == "/detokenize";
+  if (guarded && !authorized(self->state, req))
+    return answer_error(self, http, path, {401, "Incorrect API key provided.", "invalid_request_error", {}, "invalid_api_key"});
+  struct endpoint {
+    const char* path;
+    bool post;
+    void (*handle)(self_ptr, const http_call_ptr&);
+  };
+  static const endpoint endpoints[] = {
+      {"/health", false, health},
+      {"/metrics", false, metrics_page},
+      {"/version", false, [](self_ptr s, const http_call_ptr& h) { answer(s, h, "/version", 200, version_json()); }},
+      {"/v1/models", false,
+       [](self_ptr s, const http_call_ptr& h) {
+         answer(s, h, "/v1/models", 200, models_json(s->state.options.served_model_name, s->state.options.max_model_len));
+       }},
+      {"/v1/completions", true, completions},
+      {"/tokenize", true, tokenize},
+      {"/detokenize", true, detokenize},
+  };
+  for (const auto& e : endpoints) {
+    if (path != e.path) continue;
+    if ((e.post && !post) || (!e.post && !get))
+      return answer_error(self, http, path, {405, "method " + req.method + " is not allowed on " + path, "invalid_request_error", {}, {}});
+    return e.handle(self, http);
+  }
+  answer_error(self, http, "other", {404, "no endpoint " + path, "invalid_request_error", {}, {}});
+}
+
+}  // namespace
+
+gateway_metrics::gateway_metrics(metrics::registry& r)
+    : requests(r.add_counter("troupe_requests_total", "HTTP requests answered, by endpoint and status code.")),
+      prompt_tokens(r.add_counter("troupe_prompt_tokens_total", "Prompt tokens submitted to the engine.").add()),
+      generation_tokens(r.add_counter("troupe_generation_tokens_total", "Tokens generated.").add()),
+      time_to_first_token(r.add_histogram("troupe_time_to_first_token_seconds", "Time from request to its first token.",
+                                          {0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30}).add()),
+      time_per_output_token(r.add_histogram("troupe_time_per_output_token_seconds", "Mean time between output tokens of a request.",
+                                            {0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1}).add()),
+      e2e_latency(r.add_histogram("troupe_e2e_request_latency_seconds", "Time from request to its last byte.",
+                                  {0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120}).add()),
+      running(r.add_gauge("troupe_num_requests_running", "Sequences in the running batch.").add()),
+      waiting(r.add_gauge("troupe_num_requests_waiting", "Sequences waiting for admission.").add()),
+      kv_usage(r.add_gauge("troupe_kv_cache_usage_ratio", "Fraction of KV blocks held by sequences.").add()),
+      prefix_hit_rate(r.add_gauge("troupe_prefix_cache_hit_ratio", "Prefix-cache block hits over lookups since start.").add()),
+      preemptions(r.add_counter("troupe_preemptions_total", "Sequences preempted for lack of KV blocks.").add()),
+      recoveries(r.add_counter("troupe_recoveries_total", "Sequences re-prefilled after a failure.").add()),
+      component_ready(r.add_gauge("troupe_component_ready", "1 when the component reported ready.")),
+      component_restarts(r.add_gauge("troupe_component_restarts", "Restarts of the component by its supervisor.")) {}
+
+gateway_actor::behavior_type gateway(gateway_actor::stateful_pointer<gateway_state> self, gateway_options options,
+                                     std::shared_ptr<const tokenizer> tok, scheduler_actor scheduler,
+                                     health_monitor_actor health) {
+  auto& st = self->state;
+  st.options = std::move(options);
+  st.tok = std::move(tok);
+  st.scheduler = scheduler;
+  st.health = health;
+  st.registry = std::make_shared<metrics::registry>();
+  st.metrics = std::make_unique<gateway_metrics>(*st.registry);
+  return {
+      [=](http_atom, const http_call_ptr& http) { route(self, http); },
+      [=](const token_event& ev) {
+        auto& st = self->state;
+        auto at = st.by_request.find(ev.id);
+        if (at == st.by_request.end()) return;
+        const auto [call_id, index] = at->second;
+        auto& c = st.calls[call_id];
+        if (!ev.tokens.empty() && !c.has_first_token) {
+          c.has_first_token = true;
+          c.first_token = clock_type::now();
+          st.metrics->time_to_first_token.observe(seconds(c.first_token - c.start));
+        }
+        st.metrics->generation_tokens.inc(double(ev.tokens.size()));
+        bool cancel = false;
+        std::string out = c.generation->on_event(index, ev, cancel);
+        if (cancel) self->send(st.scheduler, cancel_atom::value, ev.id);
+        if (!out.empty()) c.http->responder->write(std::move(out));
+        if (c.generation->failed())  // one failed choice fails the call: stop the others
+          for (request_id r : c.requests)
+            if (r != ev.id) self->send(st.scheduler, cancel_atom::value, r);
+        if (c.generation->done() || c.generation->failed()) finish_call(self, call_id);
+      },
+      [=](closed_atom, uint64_t call_id) {
+        auto& st = self->state;
+        auto it = st.calls.find(call_id);
+        if (it == st.calls.end()) return;
+        for (request_id r : it->second.requests) {
+          self->send(st.scheduler, cancel_atom::value, r);
+          st.by_request.erase(r);
+        }
+        st.metrics->requests.add({{"endpoint", it->second.endpoint}, {"status", "499"}}).inc();
+        st.calls.erase(it);
+      },
+  };
+}
+
+}  // namespace troupe

@@ -1,0 +1,72 @@
+#pragma once
+#include <chrono>
+#include <map>
+#include <memory>
+#include <random>
+#include <string>
+
+#include "actors/actors.hpp"
+#include "gateway/generation_call.hpp"
+#include "gateway/metrics.hpp"
+#include "model/tokenizer.hpp"
+
+namespace troupe {
+
+struct gateway_options {
+  std::string served_model_name;
+  std::string api_key;        // empty: no authentication
+  int max_model_len = 0;
+  int vocab_size = 0;         // ids the model accepts
+  std::vector<int> eos_token_ids;
+  size_t max_pending = 1024;  // accepted calls in flight before 429
+};
+
+struct gateway_metrics {
+  explicit gateway_metrics(metrics::registry& r);
+  metrics::family<metrics::counter>& requests;
+  metrics::counter& prompt_tokens;
+  metrics::counter& generation_tokens;
+  metrics::histogram& time_to_first_token;
+  metrics::histogram& time_per_output_token;
+  metrics::histogram& e2e_latency;
+  metrics::gauge& running;
+  metrics::gauge& waiting;
+  metrics::gauge& kv_usage;
+  metrics::gauge& prefix_hit_rate;
+  metrics::counter& preemptions;
+  metrics::counter& recoveries;
+  metrics::family<metrics::gauge>& component_ready;
+  metrics::family<metrics::gauge>& component_restarts;
+};
+
+struct gateway_state {
+  static inline const char* name = "gateway";
+  struct call {
+    std::string endpoint;
+    http_call_ptr http;
+    std::unique_ptr<generation_call> generation;
+    std::vector<request_id> requests;
+    bool stream = false;
+    std::chrono::steady_clock::time_point start;
+    std::chrono::steady_clock::time_point first_token;
+    bool has_first_token = false;
+  };
+  gateway_options options;
+  std::shared_ptr<const tokenizer> tok;
+  scheduler_actor scheduler;
+  health_monitor_actor health;
+  std::shared_ptr<metrics::registry> registry;
+  std::unique_ptr<gateway_metrics> metrics;
+  std::map<uint64_t, call> calls;
+  std::map<request_id, std::pair<uint64_t, int>> by_request;  // -> (call, choice)
+  uint64_t next_call = 1;
+  request_id next_request = 1;
+  uint64_t engine_preemptions = 0, engine_recoveries = 0;  // last seen, for the counters
+  std::mt19937_64 seeds{std::random_device{}()};
+};
+
+gateway_actor::behavior_type gateway(gateway_actor::stateful_pointer<gateway_state> self, gateway_options options,
+                                     std::shared_ptr<const tokenizer> tok, scheduler_actor scheduler,
+                                     health_monitor_actor health);
+
+}  // namespace troupe

@@ -1,0 +1,113 @@
+#include <csignal>
+#include <cstdio>
+#include <thread>
+
+#include "actors/gateway.hpp"
+#include "actors/local_engine.hpp"
+#include "actors/message_types.hpp"
+#include "cli/args.hpp"
+#include "cli/commands.hpp"
+#include "gateway/http_server.hpp"
+
+namespace troupe::cli {
+namespace {
+
+struct serve_flags {
+  engine_options engine;
+  gateway_options gateway;
+  http::server_options http;
+  std::string device = "cpu";
+};
+
+result<serve_flags> parse(int argc, char** argv) {
+  auto a = args::parse(argc, argv, {});
+  if (!a) return a.err();
+  serve_flags f;
+  std::string failure;
+  auto number = [&](const char* flag, int fallback) {
+    auto v = a->take_int(flag, fallback);
+    if (!v && failure.empty()) failure = v.err().message;
+    return v ? *v : fallback;
+  };
+  auto model = a->take("--model");
+  f.engine.model_dir = model.value_or("");
+  f.engine.dummy_weights = a->take("--load-format").value_or("safetensors") == "dummy";
+  f.http.host = a->take("--host").value_or("127.0.0.1");
+  f.http.port = number("--port", 8000);
+  f.gateway.served_model_name = a->take("--served-model-name").value_or(f.engine.model_dir.filename().string());
+  f.gateway.api_key = a->take("--api-key").value_or("");
+  f.device = a->take("--device").value_or("cpu");
+  f.engine.scheduler.max_num_seqs = number("--max-num-seqs", 64);
+  f.engine.scheduler.max_num_batched_tokens = number("--max-num-batched-tokens", 2048);
+  f.engine.max_model_len = number("--max-model-len", 0);
+  f.engine.block_size = number("--block-size", 16);
+  f.engine.expert_groups = number("--expert-groups", 1);
+  f.engine.kv_cache_bytes = size_t(number("--kv-cache-mb", 1024)) << 20;
+  f.gateway.max_pending = size_t(number("--max-pending", 1024));
+  if (auto s = a->finish(); !s && failure.empty()) failure = s.err().message;
+  if (!model && failure.empty()) failure = "--model DIR is required";
+  if (f.device != "cpu" && failure.empty())
+    failure = "--device " + f.device + ": this build serves on the CPU only (the CUDA engine is not part of it yet)";
+  if (!failure.empty()) return error{failure};
+  return f;
+}
+
+}  // namespace
+
+int serve_command(int argc, char** argv) {
+  auto flags = parse(argc, argv);
+  if (!flags) {
+    std::fprintf(stderr, "troupe serve: %s\n", flags.err().message.c_str());
+    return 2;
+  }
+  // SIGTERM and SIGINT are taken by sigwait below, in every thread started from here on.
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGTERM);
+  sigaddset(&stop_signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+
+  std::fprintf(stderr, "troupe: loading the tokenizer\n");
+  auto tok = tokenizer::load(flags->engine.model_dir / "tokenizer.json");
+  if (!tok) {
+    std::fprintf(stderr, "troupe serve: %s\n", tok.err().message.c_str());
+    return 1;
+  }
+  caf::actor_system_config config;
+  add_message_types(config);
+  caf::actor_system system{config};
+  auto engine = start_local_engine(system, flags->engine);
+  if (!engine) {
+    std::fprintf(stderr, "troupe serve: %s\n", engine.err().message.c_str());
+    return 1;
+  }
+  gateway_options g = flags->gateway;
+  g.max_model_len = engine->max_model_len;
+  g.vocab_size = engine->model->config().vocab_size;
+  g.eos_token_ids = engine->model->config().eos_token_ids;
+  auto gw = system.spawn(gateway, g, std::make_shared<const tokenizer>(std::move(*tok)), engine->scheduler, engine->health);
+  auto server = http::server::start(flags->http, [gw](http::request req, std::shared_ptr<http::responder> r) {
+    caf::anon_send(gw, http_atom::value, std::make_shared<http_call>(http_call{std::move(req), std::move(r)}));
+  });
+  if (!server) {
+    std::fprintf(stderr, "troupe serve: %s\n", server.err().message.c_str());
+    engine->stop(system);
+    return 1;
+  }
+  std::printf("troupe: serving %s on http://%s:%d (max_model_len %d, %d KV blocks)\n", g.served_model_name.c_str(),
+              flags->http.host.c_str(), (*server)->port(), engine->max_model_len, engine->num_blocks);
+  std::fflush(stdout);
+
+  int signal = 0;
+  sigwait(&stop_signals, &signal);
+  std::fprintf(stderr, "troupe: %s: no new connections; finishing requests in flight\n", strsignal(signal));
+  (*server)->stop_accepting();
+  (*server)->shutdown(std::chrono::seconds(30));
+  server->reset();
+  caf::anon_send_exit(gw, caf::exit_reason::user_shutdown);
+  engine->stop(system);
+  std::fprintf(stderr, "troupe: stopped\n");
+  return 0;
+}
+
+}  // namespace troupe::cli

@@ -1,0 +1,21 @@
+#pragma once
+// An error answered to an OpenAI client: {"error":{"message","type","param","code"}}.
+#include <string>
+
+namespace troupe {
+
+struct api_error {
+  int status = 400;
+  std::string message;
+  std::string type = "invalid_request_error";
+  std::string param;  // the offending request field, empty when none
+  std::string code;   // empty when none
+
+  std::string to_json() const;
+};
+
+inline api_error bad_param(std::string param, std::string message) {
+  return {400, std::move(message), "invalid_request_error", std::move(param), {}};
+}
+
+}  // namespace troupe

@@ -1,0 +1,93 @@
+#pragma once
+// One accepted /v1/completions or /v1/chat/completions request while it runs: each choice's
+// streamed detokenization, stop strings and log-probs, rendered as OpenAI's SSE chunks or
+// as the final JSON body.
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "actors/messages.hpp"
+#include "gateway/api_error.hpp"
+#include "gateway/generation_request_json.hpp"
+#include "gateway/stop_matcher.hpp"
+#include "model/incremental_detokenizer.hpp"
+#include "model/tokenizer.hpp"
+
+namespace troupe {
+
+enum class api_kind { completion, chat };
+
+class generation_call {
+ public:
+  struct choice_prompt {
+    std::vector<int> ids;
+    std::string text;  // for echo
+  };
+
+  generation_call(api_kind kind, std::string id, const generation_options& options, int logprobs,
+                  bool echo, std::vector<choice_prompt> prompts, std::shared_ptr<const tokenizer> tok);
+
+  // The first SSE chunk of a stream (chat: the assistant role), if the API has one.
+  std::string stream_start() const;
+
+  // Applies one engine event to choice `index`; returns the SSE text to send now (empty
+  // when not streaming or nothing new). `cancel` turns true when a stop string ended the
+  // choice here and the engine should stop generating for it.
+  std::string on_event(int index, const token_event& event, bool& cancel);
+
+  bool done() const { return finished_ == int(choices_.size()); }
+  bool failed() const { return failure_.has_value(); }
+  const api_error& failure() const { return *failure_; }
+
+  // After done(): the stream's tail (usage chunk if asked, then [DONE]), or the whole
+  // response body.
+  std::string stream_end() const;
+  std::string response_body() const;
+  // An error after the stream began, as an SSE event followed by [DONE].
+  static std::string stream_error(const api_error& e);
+
+  int prompt_tokens() const;
+  int completion_tokens() const;
+  int cached_tokens() const { return cached_tokens_; }
+  size_t choice_count() const { return choices_.size(); }
+  const std::vector<int>& prompt_of(int index) const { return choices_[size_t(index)].prompt.ids; }
+
+ private:
+  struct logprob_entry {
+    sampled_token token;
+    std::string text;
+    int offset = 0;  // where its text starts in the choice's text
+  };
+  struct choice {
+    choice_prompt prompt;
+    incremental_detokenizer detokenizer;
+    stop_matcher stops;
+    std::string text;
+    std::vector<logprob_entry> logprobs;
+    int generated = 0;
+    std::string finish;  // "stop", "length"; empty while running
+  };
+
+  std::string chunk(int index, const std::string& text, const std::vector<logprob_entry>& lps,
+                    const std::string& finish) const;
+  std::string token_label(int token) const;
+  nlohmann::ordered_json logprobs_json(const std::vector<logprob_entry>& lps) const;
+
+  api_kind kind_;
+  std::string id_;
+  int64_t created_;
+  generation_options options_;
+  int logprobs_;
+  bool echo_;
+  std::shared_ptr<const tokenizer> tokenizer_;
+  std::vector<choice> choices_;
+  int finished_ = 0;
+  int cached_tokens_ = 0;
+  std::optional<api_error> failure_;
+};
+
+}  // namespace troupe

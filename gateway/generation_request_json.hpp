@@ -1,0 +1,49 @@
+#pragma once
+// The body of POST /v1/completions, parsed into native types at the edge. The sampling
+// fields are shared with chat completions (parse_generation_options).
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "base/result.hpp"
+#include "gateway/api_error.hpp"
+#include "model/sampling.hpp"
+
+namespace troupe {
+
+struct generation_options {
+  std::string model;
+  int max_tokens = -1;  // -1: not given
+  sampling_params sampling;
+  bool has_seed = false;
+  int n = 1;
+  bool stream = false;
+  bool include_usage = false;  // stream_options.include_usage
+  std::vector<std::string> stop;
+  std::vector<int> stop_token_ids;
+  bool ignore_eos = false;
+  bool skip_special_tokens = true;
+  bool return_tokens_as_token_ids = false;  // vLLM: "token_id:N" instead of token text
+};
+
+struct prompt_input {
+  std::string text;      // a text prompt, or
+  std::vector<int> ids;  // a token-id prompt
+  bool is_ids = false;
+};
+
+struct completion_request {
+  generation_options options;
+  std::vector<prompt_input> prompts;
+  int logprobs = -1;  // -1: none; else how many alternatives besides the chosen token
+  bool echo = false;
+};
+
+// The options every generation endpoint takes; `body` must be a JSON object.
+result<generation_options, api_error> parse_generation_options(const nlohmann::json& body);
+
+result<completion_request, api_error> parse_completion_request(std::string_view body);
+
+}  // namespace troupe

@@ -1,0 +1,30 @@
+#pragma once
+// JSON of the small endpoints: /v1/models, /version, /tokenize, /detokenize.
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/result.hpp"
+#include "gateway/api_error.hpp"
+
+namespace troupe {
+
+std::string models_json(const std::string& served_name, int max_model_len);
+std::string version_json();
+
+struct tokenize_request {
+  std::string model;
+  std::string prompt;  // when given as text
+  bool add_special_tokens = true;
+};
+result<tokenize_request, api_error> parse_tokenize_request(std::string_view body);
+std::string tokenize_json(const std::vector<int>& tokens, int max_model_len);
+
+struct detokenize_request {
+  std::string model;
+  std::vector<int> tokens;
+};
+result<detokenize_request, api_error> parse_detokenize_request(std::string_view body);
+std::string detokenize_json(const std::string& text);
+
+}  // namespace troupe
