@@ -19,6 +19,15 @@ void append_hex_escape(std::string& out, unsigned unit) {
 void append_json_string(std::string& out, const std::string& s, bool ensure_ascii) {
   out += '"';
   for (std::size_t pos = 0; pos < s.size();) {
+    // Copy the run that needs no escaping in one go.
+    std::size_t run = pos;
+    while (run < s.size()) {
+      const unsigned char c = static_cast<unsigned char>(s[run]);
+      if (c < 0x20 || c == '"' || c == '\\' || (ensure_ascii && c >= 0x7F)) break;
+      ++run;
+    }
+    out.append(s, pos, run - pos);
+    if ((pos = run) == s.size()) break;
     const char32_t cp = utf8::next(s, pos);
     switch (cp) {
       case '"': out += "\\\""; continue;

@@ -84,11 +84,18 @@ std::string_view strip(std::string_view s, side which, const std::string* chars)
   }
   std::size_t end = s.size();
   if (which != side::left) {
-    const std::vector<std::size_t> at = boundaries(s.substr(begin));
-    for (std::size_t i = at.size() - 1; i > 0; --i) {
-      std::size_t pos = begin + at[i - 1];
-      if (!strippable(next(s, pos), chars)) break;
-      end = begin + at[i - 1];
+    while (end > begin) {
+      // The last code point: back up over at most three continuation bytes.
+      std::size_t start = end - 1;
+      while (start > begin && end - start < 4 && (static_cast<unsigned char>(s[start]) & 0xC0) == 0x80) --start;
+      std::size_t pos = start;
+      char32_t cp = next(s, pos);
+      if (pos != end) {  // no well-formed sequence ends there: take the last byte alone
+        start = end - 1;
+        cp = static_cast<unsigned char>(s[start]);
+      }
+      if (!strippable(cp, chars)) break;
+      end = start;
     }
   }
   return s.substr(begin, end - begin);

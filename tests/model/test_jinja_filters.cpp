@@ -43,6 +43,8 @@ BOOST_AUTO_TEST_CASE(string_filters) {
   check_all({
       {"[{{ '  a b \n' | trim }}] [{{ 'xxaxx' | trim('x') }}] {{ 'ab' | upper }} {{ 'AB' | lower }}", R"~({})~",
        "[a b] [a] AB ab"},
+      {"[{{ s | trim }}] [{{ 'héé' | trim('é') }}] [{{ 'éhé' | trim('é') }}]", R"~({"s": "\u00a0x y\u3000\u2003"})~",
+       "[x y] [h] [h]"},
       {"{{ 'hELLO wORLD' | capitalize }} {{ 'hello-world (x)' | title }} {{ 'a b' | replace(' ', '_') }} "
        "{{ 'aaa' | replace('a', 'b', 2) }}",
        R"~({})~", "Hello world Hello-World (X) a_b bba"},
