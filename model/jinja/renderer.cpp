@@ -37,10 +37,11 @@ using frame_ptr = std::shared_ptr<frame>;
 }  // namespace
 
 // A value that can be called: a macro with the scope it was defined in, a global
-// function, or a method bound to its receiver.
+// function, or a method bound to its receiver. The scope is held weakly: the frame holds
+// the macro, so a strong reference would be a cycle.
 struct callable {
   const stmt* macro = nullptr;
-  frame_ptr closure;
+  std::weak_ptr<frame> closure;
   std::string global;
   value self;
   std::string method;
@@ -279,7 +280,9 @@ class renderer {
       if (!known) return fail(line, "macro '" + def.name + "' takes no keyword argument '" + key + "'");
     }
     if (depth_ >= max_macro_depth) return fail(line, "macro calls nest too deeply");
-    auto scope = std::make_shared<frame>(frame{c.closure, {}});
+    frame_ptr closure = c.closure.lock();
+    if (!closure) return fail(line, "macro '" + def.name + "' was called outside the loop that defined it");
+    auto scope = std::make_shared<frame>(frame{std::move(closure), {}});
     for (std::size_t i = 0; i < def.params.size(); ++i) {
       const auto& [param, fallback] = def.params[i];
       const value* given = args.get(i, param);

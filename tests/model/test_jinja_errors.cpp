@@ -72,4 +72,8 @@ BOOST_AUTO_TEST_CASE(macro_call_errors) {
   BOOST_TEST(render_error("{% macro m(a) %}{% endmacro %}{{ m(b=1) }}") == "line 1: macro 'm' takes no keyword argument 'b'");
   BOOST_TEST(render_error("{{ later() }}{% macro later() %}{% endmacro %}") == "line 1: 'later' is undefined");
   BOOST_TEST(render_error("{% macro f() %}{{ f() }}{% endmacro %}{{ f() }}") == "line 1: macro calls nest too deeply");
+  // A macro keeps only a weak hold on the loop iteration it was defined in.
+  BOOST_TEST(render_error("{% set ns = namespace() %}{% for i in [1] %}{% macro m() %}{{ i }}{% endmacro %}"
+                          "{% set ns.f = m %}{% endfor %}{% set m = ns.f %}{{ m() }}") ==
+             "line 1: macro 'm' was called outside the loop that defined it");
 }
