@@ -14,7 +14,8 @@ std::optional<std::string> special_token(const json& config, const char* key) {
   if (!config.contains(key)) return std::nullopt;
   const json& t = config[key];
   if (t.is_string()) return t.get<std::string>();
-  if (t.is_object() && t.contains("content") && t["content"].is_string()) return t["content"].get<std::string>();
+  if (t.is_object() && t.contains("content") && t["content"].is_string())
+    return t["content"].get<std::string>();
   return std::nullopt;
 }
 
@@ -58,24 +59,29 @@ result<chat_template> chat_template::load(const std::filesystem::path& tokenizer
         return error{name + ": chat_template list entries need a \"name\" and a \"template\""};
       const std::string template_name = named["name"].get<std::string>();
       if (template_name != "default" && template_name != "tool_use") continue;
-      result<jinja::program> p = compile(named["template"].get<std::string>(), name + ": chat_template " + template_name);
+      result<jinja::program> p =
+          compile(named["template"].get<std::string>(), name + ": chat_template " + template_name);
       if (!p) return p.err();
       (template_name == "default" ? main : tool_use) = std::move(p).value();
     }
   }
-  if (!main) return error{name + ": chat_template must be a string or a list with a \"default\" template"};
+  if (!main)
+    return error{name + ": chat_template must be a string or a list with a \"default\" template"};
   return chat_template(std::move(*main), std::move(tool_use), bos, eos);
 }
 
-result<chat_template> chat_template::from_source(std::string_view source, std::optional<std::string> bos_token,
+result<chat_template> chat_template::from_source(std::string_view source,
+                                                 std::optional<std::string> bos_token,
                                                  std::optional<std::string> eos_token) {
   result<jinja::program> p = jinja::program::compile(source);
   if (!p) return p.err();
-  return chat_template(std::move(p).value(), std::nullopt, std::move(bos_token), std::move(eos_token));
+  return chat_template(std::move(p).value(), std::nullopt, std::move(bos_token),
+                       std::move(eos_token));
 }
 
 result<std::string> chat_template::render(const jinja::value& messages, const jinja::value& tools,
-                                          bool add_generation_prompt, const jinja::object& extra_kwargs) const {
+                                          bool add_generation_prompt,
+                                          const jinja::object& extra_kwargs) const {
   if (!messages.is_array()) return error{"chat template: messages must be an array"};
   const bool has_tools = !tools.is_undefined() && !tools.is_none();
   jinja::object variables{{"messages", messages},

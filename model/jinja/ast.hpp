@@ -32,7 +32,7 @@ struct expr {
   kind type = kind::literal;
   int line = 0;
   value literal;
-  std::string name;  // name, attribute, filter or test name, or the operator
+  std::string name;      // name, attribute, filter or test name, or the operator
   bool negated = false;  // `is not`
   std::vector<expr_ptr> args;
   std::vector<std::pair<std::string, expr_ptr>> keywords;
@@ -43,12 +43,12 @@ using body = std::vector<std::unique_ptr<stmt>>;
 
 struct stmt {
   enum class kind {
-    text,       // text
-    print,      // {{ value }}
-    if_,        // branches, else_body
-    for_,       // targets in value [if condition]: body, else_body
-    set,        // targets (or attribute of target[0]) = value, or the rendered body
-    macro,      // name(params with defaults): body
+    text,   // text
+    print,  // {{ value }}
+    if_,    // branches, else_body
+    for_,   // targets in value [if condition]: body, else_body
+    set,    // targets (or attribute of target[0]) = value, or the rendered body
+    macro,  // name(params with defaults): body
     break_,
     continue_,
     generation,  // transformers' {% generation %}: renders its body unchanged

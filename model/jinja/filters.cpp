@@ -15,32 +15,19 @@ namespace troupe::jinja {
 namespace {
 
 error bad_type(std::string_view filter, const value& v) {
-  return error{"filter " + std::string(filter) + " cannot take a value of type '" + type_name(v) + "'"};
+  return error{"filter " + std::string(filter) + " cannot take a value of type '" + type_name(v) +
+               "'"};
 }
 
-// What Python's iter() yields: items, characters, keys; nothing for undefined.
 result<array> iterate(std::string_view filter, const value& v) {
-  switch (v.type()) {
-    case value::kind::undefined: return array{};
-    case value::kind::array: return v.as_array();
-    case value::kind::string: {
-      array out;
-      const std::string& s = v.as_string();
-      const std::vector<std::size_t> at = utf8::boundaries(s);
-      for (std::size_t i = 0; i + 1 < at.size(); ++i) out.emplace_back(s.substr(at[i], at[i + 1] - at[i]));
-      return out;
-    }
-    case value::kind::object: {
-      array out;
-      for (const auto& [key, item] : v.as_object()) out.emplace_back(key);
-      return out;
-    }
-    default: return bad_type(filter, v);
-  }
+  std::optional<array> items = jinja::iterate(v);
+  if (!items) return bad_type(filter, v);
+  return std::move(*items);
 }
 
 result<value> tojson(const value& v, const call_args& args) {
-  if (status s = args.accept("tojson", {"ensure_ascii", "indent", "separators", "sort_keys"}); !s) return s.err();
+  if (status s = args.accept("tojson", {"ensure_ascii", "indent", "separators", "sort_keys"}); !s)
+    return s.err();
   json_options o;
   if (const value* a = args.get(0, "ensure_ascii")) o.ensure_ascii = truthy(*a);
   if (const value* a = args.get(1, "indent"); a && !a->is_none()) {
@@ -48,7 +35,8 @@ result<value> tojson(const value& v, const call_args& args) {
     o.indent = static_cast<int>(a->as_int());
   }
   if (const value* a = args.get(2, "separators"); a && !a->is_none()) {
-    if (!a->is_array() || a->as_array().size() != 2 || !a->as_array()[0].is_string() || !a->as_array()[1].is_string())
+    if (!a->is_array() || a->as_array().size() != 2 || !a->as_array()[0].is_string() ||
+        !a->as_array()[1].is_string())
       return error{"tojson separators must be two strings"};
     o.item_separator = a->as_array()[0].as_string();
     o.key_separator = a->as_array()[1].as_string();
@@ -68,17 +56,21 @@ result<value> to_int(const value& v, const call_args& args) {
   const value otherwise = fallback ? *fallback : value(0);
   if (v.is_int()) return v;
   if (v.is_bool()) return value(v.as_bool() ? 1 : 0);
-  if (v.is_double()) return std::isfinite(v.as_double()) ? value(static_cast<std::int64_t>(v.as_double())) : otherwise;
+  if (v.is_double())
+    return std::isfinite(v.as_double()) ? value(static_cast<std::int64_t>(v.as_double()))
+                                        : otherwise;
   if (!v.is_string()) return otherwise;
   std::string text(utf8::strip(v.as_string(), utf8::side::both));
   if (base == 16 && (text.rfind("0x", 0) == 0 || text.rfind("0X", 0) == 0)) text.erase(0, 2);
   std::int64_t i = 0;
   const char* first = text.data() + (!text.empty() && text[0] == '+');
-  if (!text.empty() && std::from_chars(first, text.data() + text.size(), i, base).ptr == text.data() + text.size())
+  if (!text.empty() &&
+      std::from_chars(first, text.data() + text.size(), i, base).ptr == text.data() + text.size())
     return value(i);
   char* end = nullptr;
   const double d = std::strtod(text.c_str(), &end);
-  if (!text.empty() && end == text.c_str() + text.size() && std::isfinite(d)) return value(static_cast<std::int64_t>(d));
+  if (!text.empty() && end == text.c_str() + text.size() && std::isfinite(d))
+    return value(static_cast<std::int64_t>(d));
   return otherwise;
 }
 
@@ -86,7 +78,8 @@ result<value> to_float(const value& v, const call_args& args) {
   if (status s = args.accept("float", {"default"}); !s) return s.err();
   const value* fallback = args.get(0, "default");
   if (v.is_double()) return v;
-  if (v.is_int() || v.is_bool()) return value(static_cast<double>(v.is_int() ? v.as_int() : v.as_bool()));
+  if (v.is_int() || v.is_bool())
+    return value(static_cast<double>(v.is_int() ? v.as_int() : v.as_bool()));
   if (v.is_string()) {
     const std::string text(utf8::strip(v.as_string(), utf8::side::both));
     char* end = nullptr;
@@ -128,7 +121,8 @@ result<value> length(const value& v) {
 
 result<value> items(const value& v) {
   if (v.is_undefined()) return value(array{});
-  if (!v.is_object()) return error{"Can only get item pairs from a mapping, got '" + type_name(v) + "'"};
+  if (!v.is_object())
+    return error{"Can only get item pairs from a mapping, got '" + type_name(v) + "'"};
   array out;
   for (const auto& [key, item] : v.as_object()) out.emplace_back(array{value(key), item});
   return value(std::move(out));
@@ -161,9 +155,9 @@ result<value> abs_value(const value& v) {
 
 bool is_filter(std::string_view name) {
   static constexpr std::string_view names[] = {
-      "abs",  "capitalize", "count",   "d",       "default", "e",     "escape", "first", "float",
-      "int",  "items",      "join",    "last",    "length",  "list",  "lower",  "replace", "reverse",
-      "safe", "string",     "title",   "tojson",  "trim",    "upper"};
+      "abs",     "capitalize", "count", "d",      "default", "e",      "escape", "first",
+      "float",   "int",        "items", "join",   "last",    "length", "list",   "lower",
+      "replace", "reverse",    "safe",  "string", "title",   "tojson", "trim",   "upper"};
   return std::find(std::begin(names), std::end(names), name) != std::end(names);
 }
 

@@ -3,17 +3,20 @@
 #include <cmath>
 
 #include "model/jinja/to_string.hpp"
+#include "model/jinja/utf8.hpp"
 
 namespace troupe::jinja {
 namespace {
 
 bool is_number(const value& v) { return v.is_int() || v.is_double() || v.is_bool(); }
 std::int64_t int_of(const value& v) { return v.is_bool() ? v.as_bool() : v.as_int(); }
-double double_of(const value& v) { return v.is_double() ? v.as_double() : static_cast<double>(int_of(v)); }
+double double_of(const value& v) {
+  return v.is_double() ? v.as_double() : static_cast<double>(int_of(v));
+}
 
 error unsupported(std::string_view op, const value& a, const value& b) {
-  return error{"unsupported operand types for " + std::string(op) + ": '" + type_name(a) + "' and '" +
-               type_name(b) + "'"};
+  return error{"unsupported operand types for " + std::string(op) + ": '" + type_name(a) +
+               "' and '" + type_name(b) + "'"};
 }
 
 result<value> integer_arithmetic(std::string_view op, std::int64_t a, std::int64_t b) {
@@ -68,14 +71,16 @@ result<value> repeat(const value& seq, std::int64_t n) {
     return value(std::move(out));
   }
   array out;
-  for (std::int64_t i = 0; i < n; ++i) out.insert(out.end(), seq.as_array().begin(), seq.as_array().end());
+  for (std::int64_t i = 0; i < n; ++i)
+    out.insert(out.end(), seq.as_array().begin(), seq.as_array().end());
   return value(std::move(out));
 }
 
 // -1, 0, 1 for a < b, a == b, a > b, or an error when Python cannot order them.
 result<int> order(std::string_view op, const value& a, const value& b) {
   if (is_number(a) && is_number(b)) {
-    if (!a.is_double() && !b.is_double()) return int_of(a) < int_of(b) ? -1 : int_of(a) > int_of(b) ? 1 : 0;
+    if (!a.is_double() && !b.is_double())
+      return int_of(a) < int_of(b) ? -1 : int_of(a) > int_of(b) ? 1 : 0;
     const double x = double_of(a), y = double_of(b);
     return x < y ? -1 : x > y ? 1 : 0;
   }
@@ -174,8 +179,30 @@ result<bool> contains(const value& container, const value& item) {
       for (const value& x : container.as_array())
         if (equals(x, item)) return true;
       return false;
-    case value::kind::object: return item.is_string() && container.as_object().contains(item.as_string());
+    case value::kind::object:
+      return item.is_string() && container.as_object().contains(item.as_string());
     default: return error{"argument of type '" + type_name(container) + "' is not iterable"};
+  }
+}
+
+std::optional<array> iterate(const value& v) {
+  switch (v.type()) {
+    case value::kind::undefined: return array{};
+    case value::kind::array: return v.as_array();
+    case value::kind::object: {
+      array keys;
+      for (const auto& [key, item] : v.as_object()) keys.emplace_back(key);
+      return keys;
+    }
+    case value::kind::string: {
+      array chars;
+      const std::string& s = v.as_string();
+      const std::vector<std::size_t> at = utf8::boundaries(s);
+      for (std::size_t i = 0; i + 1 < at.size(); ++i)
+        chars.emplace_back(s.substr(at[i], at[i + 1] - at[i]));
+      return chars;
+    }
+    default: return std::nullopt;
   }
 }
 
@@ -203,14 +230,17 @@ result<value> apply_binary(std::string_view op, const value& a, const value& b) 
     out.insert(out.end(), b.as_array().begin(), b.as_array().end());
     return value(std::move(out));
   }
-  if (op == "*" && (a.is_string() || a.is_array()) && (b.is_int() || b.is_bool())) return repeat(a, int_of(b));
-  if (op == "*" && (b.is_string() || b.is_array()) && (a.is_int() || a.is_bool())) return repeat(b, int_of(a));
+  if (op == "*" && (a.is_string() || a.is_array()) && (b.is_int() || b.is_bool()))
+    return repeat(a, int_of(b));
+  if (op == "*" && (b.is_string() || b.is_array()) && (a.is_int() || a.is_bool()))
+    return repeat(b, int_of(a));
   return unsupported(op, a, b);
 }
 
 result<value> apply_unary(std::string_view op, const value& v) {
   if (v.is_double()) return value(op == "-" ? -v.as_double() : v.as_double());
-  if (v.is_int() || v.is_bool()) return op == "-" ? integer_arithmetic("-", 0, int_of(v)) : result<value>(value(int_of(v)));
+  if (v.is_int() || v.is_bool())
+    return op == "-" ? integer_arithmetic("-", 0, int_of(v)) : result<value>(value(int_of(v)));
   return error{"bad operand type for unary " + std::string(op) + ": '" + type_name(v) + "'"};
 }
 

@@ -1,6 +1,7 @@
 #pragma once
 // Python semantics of the operators templates use: truthiness, ==, ordering, `in`,
 // arithmetic (bool counts as an int, `/` is true division, `//` and `%` floor), `~`.
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -21,5 +22,8 @@ result<value> apply_binary(std::string_view op, const value& a, const value& b);
 // Unary minus and plus; `not` is `!truthy`.
 result<value> apply_unary(std::string_view op, const value& v);
 result<bool> contains(const value& container, const value& item);
+// Python's iter(): list items, string characters, dict keys, nothing for undefined, and
+// nullopt for what cannot be iterated.
+std::optional<array> iterate(const value& v);
 
 }  // namespace troupe::jinja

@@ -55,7 +55,8 @@ class parser {
     }
   }
   void expect_op(std::string_view op) {
-    if (!accept_op(op)) fail(peek().line, "expected '" + std::string(op) + "', got " + describe(peek()));
+    if (!accept_op(op))
+      fail(peek().line, "expected '" + std::string(op) + "', got " + describe(peek()));
   }
   std::string expect_name() {
     if (peek().type != token::kind::name) {
@@ -145,7 +146,8 @@ class parser {
     }
     const bool is_end = tag.rfind("end", 0) == 0 || tag == "elif" || tag == "else";
     if (is_end && ends.size() > 0)
-      fail(t.line, "unexpected {% " + tag + " %}, expected {% " + std::string(*ends.begin()) + " %}");
+      fail(t.line,
+           "unexpected {% " + tag + " %}, expected {% " + std::string(*ends.begin()) + " %}");
     else if (is_end)
       fail(t.line, "unexpected {% " + tag + " %}");
     else
@@ -196,7 +198,8 @@ class parser {
   std::unique_ptr<stmt> parse_for(int line) {
     auto s = new_stmt(stmt::kind::for_, line);
     s->targets = parse_targets();
-    if (!failed() && !accept_name("in")) fail(peek().line, "expected 'in' in for loop, got " + describe(peek()));
+    if (!failed() && !accept_name("in"))
+      fail(peek().line, "expected 'in' in for loop, got " + describe(peek()));
     s->value = parse_expression(false);
     if (accept_name("if")) s->condition = parse_expression();
     if (is_name("recursive")) fail(peek().line, "recursive loops are not supported");
@@ -218,7 +221,8 @@ class parser {
       expect_block_end();
       return s;
     }
-    if (!failed() && (s->targets.size() != 1 || !s->attribute.empty() || peek().type != token::kind::block_end))
+    if (!failed() &&
+        (s->targets.size() != 1 || !s->attribute.empty() || peek().type != token::kind::block_end))
       fail(peek().line, "expected '=' in set, got " + describe(peek()));
     expect_block_end();
     s->body = parse_body({"endset"}, line);
@@ -363,8 +367,12 @@ class parser {
     switch (t.type) {
       case token::kind::name: {
         ++i_;
-        for (auto [word, v] : {std::pair{"true", value(true)}, {"True", value(true)}, {"false", value(false)},
-                               {"False", value(false)}, {"none", value(nullptr)}, {"None", value(nullptr)}})
+        for (auto [word, v] : {std::pair{"true", value(true)},
+                               {"True", value(true)},
+                               {"false", value(false)},
+                               {"False", value(false)},
+                               {"none", value(nullptr)},
+                               {"None", value(nullptr)}})
           if (t.text == word) return literal(t.line, v);
         return node(expr::kind::name, t.line, t.text);
       }
@@ -373,19 +381,14 @@ class parser {
         while (peek().type == token::kind::string) s += take().text;  // 'a' 'b' is 'ab'
         return literal(t.line, value(std::move(s)));
       }
-      case token::kind::integer:
-        ++i_;
-        return literal(t.line, value(t.integer));
-      case token::kind::floating:
-        ++i_;
-        return literal(t.line, value(t.floating));
+      case token::kind::integer: ++i_; return literal(t.line, value(t.integer));
+      case token::kind::floating: ++i_; return literal(t.line, value(t.floating));
       case token::kind::op:
         if (t.text == "(") return parse_parenthesized();
         if (t.text == "[") return parse_sequence(expr::kind::list, "]");
         if (t.text == "{") return parse_dict();
         break;
-      default:
-        break;
+      default: break;
     }
     fail(t.line, "unexpected " + describe(t));
     return node(expr::kind::literal, t.line);
@@ -551,8 +554,8 @@ class parser {
   bool starts_test_argument() const {
     const token& t = peek();
     if (t.type == token::kind::name) return t.text != "else" && t.text != "or" && t.text != "and";
-    return t.type == token::kind::string || t.type == token::kind::integer || t.type == token::kind::floating ||
-           is_op("[") || is_op("{");
+    return t.type == token::kind::string || t.type == token::kind::integer ||
+           t.type == token::kind::floating || is_op("[") || is_op("{");
   }
 
   std::vector<token> t_;

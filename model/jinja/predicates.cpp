@@ -13,9 +13,12 @@ using kind = value::kind;
 
 result<bool> parity(std::string_view name, const value& v) {
   double x;
-  if (v.is_int() || v.is_bool()) x = static_cast<double>(v.is_int() ? v.as_int() : v.as_bool());
-  else if (v.is_double()) x = v.as_double();
-  else return error{"test " + std::string(name) + " needs a number, got '" + type_name(v) + "'"};
+  if (v.is_int() || v.is_bool())
+    x = static_cast<double>(v.is_int() ? v.as_int() : v.as_bool());
+  else if (v.is_double())
+    x = v.as_double();
+  else
+    return error{"test " + std::string(name) + " needs a number, got '" + type_name(v) + "'"};
   const bool odd = std::fabs(std::fmod(x, 2.0)) == 1.0;
   return name == "odd" ? odd : !odd;
 }
@@ -39,9 +42,9 @@ bool has_case(const std::string& s, bool lower) {
 
 bool is_test(std::string_view name) {
   static constexpr std::string_view names[] = {
-      "boolean", "callable", "defined", "divisibleby", "eq",   "equalto", "even",    "false", "float",
-      "in",      "integer",  "iterable", "lower",      "mapping", "ne", "none",    "number",  "odd",
-      "sequence", "string",  "true",    "undefined",   "upper"};
+      "boolean", "callable", "defined",  "divisibleby", "eq",    "equalto",   "even", "false",
+      "float",   "in",       "integer",  "iterable",    "lower", "mapping",   "ne",   "none",
+      "number",  "odd",      "sequence", "string",      "true",  "undefined", "upper"};
   return std::find(std::begin(names), std::end(names), name) != std::end(names);
 }
 

@@ -65,11 +65,15 @@ class json_writer {
       case value::kind::boolean: out_ += v.as_bool() ? "true" : "false"; return ok();
       case value::kind::integer: out_ += std::to_string(v.as_int()); return ok();
       case value::kind::floating: write_double(v.as_double()); return ok();
-      case value::kind::string: append_json_string(out_, v.as_string(), o_.ensure_ascii); return ok();
+      case value::kind::string:
+        append_json_string(out_, v.as_string(), o_.ensure_ascii);
+        return ok();
       case value::kind::array: return write_array(v.as_array(), depth);
       case value::kind::object: return write_object(v.as_object(), depth);
-      case value::kind::undefined: return error{"Object of type Undefined is not JSON serializable"};
-      case value::kind::name_space: return error{"Object of type Namespace is not JSON serializable"};
+      case value::kind::undefined:
+        return error{"Object of type Undefined is not JSON serializable"};
+      case value::kind::name_space:
+        return error{"Object of type Namespace is not JSON serializable"};
       case value::kind::callable: return error{"Object of type function is not JSON serializable"};
     }
     return ok();
@@ -78,9 +82,12 @@ class json_writer {
 
  private:
   void write_double(double d) {
-    if (std::isnan(d)) out_ += "NaN";
-    else if (std::isinf(d)) out_ += d < 0 ? "-Infinity" : "Infinity";
-    else out_ += float_repr(d);
+    if (std::isnan(d))
+      out_ += "NaN";
+    else if (std::isinf(d))
+      out_ += d < 0 ? "-Infinity" : "Infinity";
+    else
+      out_ += float_repr(d);
   }
   void newline(int depth) {
     if (!o_.indent) return;
@@ -110,7 +117,8 @@ class json_writer {
     std::vector<const object::entry*> entries;
     for (const object::entry& e : obj) entries.push_back(&e);
     if (o_.sort_keys)
-      std::sort(entries.begin(), entries.end(), [](auto* a, auto* b) { return a->first < b->first; });
+      std::sort(entries.begin(), entries.end(),
+                [](auto* a, auto* b) { return a->first < b->first; });
     out_ += '{';
     for (std::size_t i = 0; i < entries.size(); ++i) {
       if (i > 0) out_ += item_sep_;

@@ -87,7 +87,9 @@ std::string_view strip(std::string_view s, side which, const std::string* chars)
     while (end > begin) {
       // The last code point: back up over at most three continuation bytes.
       std::size_t start = end - 1;
-      while (start > begin && end - start < 4 && (static_cast<unsigned char>(s[start]) & 0xC0) == 0x80) --start;
+      while (start > begin && end - start < 4 &&
+             (static_cast<unsigned char>(s[start]) & 0xC0) == 0x80)
+        --start;
       std::size_t pos = start;
       char32_t cp = next(s, pos);
       if (pos != end) {  // no well-formed sequence ends there: take the last byte alone

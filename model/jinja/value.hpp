@@ -23,7 +23,8 @@ struct callable;
 
 class value {
  public:
-  enum class kind { undefined, none, boolean, integer, floating, string, array, object, name_space, callable };
+  enum class kind { undefined, none, boolean, integer, floating, string, array, object,
+                    name_space, callable };
 
   value() = default;  // undefined
   value(std::nullptr_t) : v_(nullptr) {}

