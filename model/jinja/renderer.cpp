@@ -59,6 +59,7 @@ class renderer {
   result<std::string> run(const body& program) {
     std::string out;
     exec_body(program, std::make_shared<frame>(), out);
+    for (const value& ns : namespaces_) ns.as_namespace().attributes = object();
     if (error_) return *error_;
     return out;
   }
@@ -244,7 +245,9 @@ class renderer {
         error_ = error{args.positional.empty() ? std::string() : to_string(args.positional[0])};
       return {};
     }
-    return settle(line, call_global(c.global, args));
+    value made = settle(line, call_global(c.global, args));
+    if (made.type() == value::kind::name_space) namespaces_.push_back(made);
+    return made;
   }
 
   value call_macro(const callable& c, const call_args& args, int line) {
@@ -437,6 +440,9 @@ class renderer {
   }
 
   const object& variables_;
+  // Every namespace the render made, emptied when it ends: one that holds itself
+  // ({% set ns.self = ns %}) would otherwise never be freed.
+  std::vector<value> namespaces_;
   std::optional<error> error_;
   int depth_ = 0;
 };

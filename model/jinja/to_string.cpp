@@ -1,5 +1,6 @@
 #include "model/jinja/to_string.hpp"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
@@ -35,6 +36,52 @@ void append_string_repr(std::string& out, const std::string& s) {
   out += quote;
 }
 
+// Namespaces are the one mutable value, so only they can hold themselves; `open` lists
+// the ones being printed, and a repeat prints as {...}, as Python prints a looping dict.
+void repr(std::string& out, const value& v, std::vector<const namespace_state*>& open) {
+  switch (v.type()) {
+    case value::kind::undefined: out += "Undefined"; return;
+    case value::kind::string: append_string_repr(out, v.as_string()); return;
+    case value::kind::array: {
+      out += '[';
+      for (std::size_t i = 0; i < v.as_array().size(); ++i) {
+        if (i > 0) out += ", ";
+        repr(out, v.as_array()[i], open);
+      }
+      out += ']';
+      return;
+    }
+    case value::kind::object: {
+      out += '{';
+      bool first = true;
+      for (const auto& [key, item] : v.as_object()) {
+        if (!first) out += ", ";
+        first = false;
+        append_string_repr(out, key);
+        out += ": ";
+        repr(out, item, open);
+      }
+      out += '}';
+      return;
+    }
+    case value::kind::name_space: {
+      const namespace_state* ns = &v.as_namespace();
+      if (std::find(open.begin(), open.end(), ns) != open.end()) {
+        out += "<Namespace {...}>";
+        return;
+      }
+      open.push_back(ns);
+      out += "<Namespace ";
+      repr(out, value(ns->attributes), open);
+      out += '>';
+      open.pop_back();
+      return;
+    }
+    default: out += to_string(v);
+  }
+}
+
+
 }  // namespace
 
 std::string float_repr(double d) {
@@ -65,35 +112,8 @@ std::string float_repr(double d) {
 }
 
 void append_repr(std::string& out, const value& v) {
-  switch (v.type()) {
-    case value::kind::undefined: out += "Undefined"; return;
-    case value::kind::string: append_string_repr(out, v.as_string()); return;
-    case value::kind::array: {
-      out += '[';
-      bool first = true;
-      for (const value& item : v.as_array()) {
-        if (!first) out += ", ";
-        first = false;
-        append_repr(out, item);
-      }
-      out += ']';
-      return;
-    }
-    case value::kind::object: {
-      out += '{';
-      bool first = true;
-      for (const auto& [key, item] : v.as_object()) {
-        if (!first) out += ", ";
-        first = false;
-        append_string_repr(out, key);
-        out += ": ";
-        append_repr(out, item);
-      }
-      out += '}';
-      return;
-    }
-    default: out += to_string(v);
-  }
+  std::vector<const namespace_state*> open;
+  repr(out, v, open);
 }
 
 std::string to_string(const value& v) {
@@ -105,15 +125,11 @@ std::string to_string(const value& v) {
     case value::kind::floating: return float_repr(v.as_double());
     case value::kind::string: return v.as_string();
     case value::kind::array:
-    case value::kind::object: {
+    case value::kind::object:
+    case value::kind::name_space: {
       std::string out;
       append_repr(out, v);
       return out;
-    }
-    case value::kind::name_space: {
-      std::string out = "<Namespace ";
-      append_repr(out, value(v.as_namespace().attributes));
-      return out + ">";
     }
     case value::kind::callable: return "<function>";
   }

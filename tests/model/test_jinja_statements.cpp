@@ -100,6 +100,8 @@ BOOST_AUTO_TEST_CASE(set_forms) {
       {"{% set ns = namespace(x=1, y='s') %}{% set ns.x = ns.x + 1 %}{{ ns.x }}{{ ns.y }}{{ ns['x'] }}",
        R"~({})~", "2s2"},
       {"{% set messages = [] %}{{ messages | length }}", R"~({"messages": [1, 2]})~", "0"},
+      {"{% set ns = namespace(a=1) %}{% set ns.me = ns %}{{ ns }}", R"~({})~",
+       "<Namespace {'a': 1, 'me': <Namespace {...}>}>"},
   });
 }
 
