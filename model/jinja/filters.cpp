@@ -136,10 +136,10 @@ result<value> first_or_last(std::string_view name, const value& v) {
 }
 
 result<value> reverse(const value& v) {
-  if (!v.is_string() && !v.is_array()) return bad_type("reverse", v);
   result<array> all = iterate("reverse", v);
+  if (!all) return all.err();
   std::reverse(all->begin(), all->end());
-  if (v.is_array()) return value(std::move(*all));
+  if (!v.is_string()) return value(std::move(*all));
   std::string out;
   for (const value& c : *all) out += c.as_string();
   return value(std::move(out));
@@ -162,6 +162,9 @@ bool is_filter(std::string_view name) {
 }
 
 result<value> apply_filter(std::string_view name, const value& v, const call_args& args) {
+  // Python's int() and float() of an undefined value raise, so these filters fail on it.
+  if ((name == "int" || name == "float") && v.is_undefined())
+    return error{"filter " + std::string(name) + " got an undefined value"};
   if (name == "tojson") return tojson(v, args);
   if (name == "int") return to_int(v, args);
   if (name == "float") return to_float(v, args);
@@ -190,7 +193,7 @@ result<value> apply_filter(std::string_view name, const value& v, const call_arg
     return value(utf8::strip(text, utf8::side::both, set));
   }
   if (status s = args.accept(name, {}); !s) return s.err();
-  if (name == "safe") return v;
+  if (name == "safe") return v.is_string() ? v : value(to_string(v));  // Markup(str(v))
   if (name == "string") return value(to_string(v));
   if (name == "length" || name == "count") return length(v);
   if (name == "items") return items(v);

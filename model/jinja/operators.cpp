@@ -180,6 +180,8 @@ result<bool> contains(const value& container, const value& item) {
         if (equals(x, item)) return true;
       return false;
     case value::kind::object:
+      if (item.is_array() || item.is_object())
+        return error{"unhashable type: " + quoted(type_name(item))};
       return item.is_string() && container.as_object().contains(item.as_string());
     default: return error{"argument of type '" + type_name(container) + "' is not iterable"};
   }

@@ -19,8 +19,9 @@ result<bool> parity(std::string_view name, const value& v) {
     x = v.as_double();
   else
     return error{"test " + std::string(name) + " needs a number, got '" + type_name(v) + "'"};
-  const bool odd = std::fabs(std::fmod(x, 2.0)) == 1.0;
-  return name == "odd" ? odd : !odd;
+  double rest = std::fmod(x, 2.0);  // Python's x % 2, which is never negative
+  if (rest < 0) rest += 2.0;
+  return rest == (name == "odd" ? 1.0 : 0.0);
 }
 
 // str.islower() / isupper(): some cased letter, and none of the other case.

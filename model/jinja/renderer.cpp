@@ -340,10 +340,13 @@ class renderer {
       const value b = eval(*e.args[k + 1], f);
       if (b.is_int() || b.is_bool())
         bound[k] = b.is_int() ? b.as_int() : b.as_bool();
-      else if (!b.is_none() && !b.is_undefined())
+      else if (!b.is_none())
         return fail(e.line, "slice indices must be integers or None");
     }
     if (failed()) return {};
+    // Unlike other subscripts, a slice that Python refuses is an error in jinja2 too.
+    if (obj.is_undefined()) return fail(e.line, "cannot slice an undefined value");
+    if (obj.is_object()) return fail(e.line, "unhashable type: 'slice'");
     if (!obj.is_array() && !obj.is_string())
       return fail(e.line, quoted(type_name(obj)) + " object is not subscriptable");
     const std::vector<std::size_t> at =

@@ -68,6 +68,10 @@ BOOST_AUTO_TEST_CASE(type_errors_fail_at_render) {
   BOOST_TEST(render_error("{% for x in n %}{% endfor %}", R"({"n": 3})") ==
              "line 1: 'int' object is not iterable");
   BOOST_TEST(render_error("{{ 1 // 0 }}") == "line 1: integer division by zero");
+  BOOST_TEST(render_error("{{ [] in {} }}") == "line 1: unhashable type: 'list'");
+  BOOST_TEST(render_error("{{ z[1:] }}", R"({"z": 5})") == "line 1: 'int' object is not subscriptable");
+  BOOST_TEST(render_error("{{ xs[n:] }}", R"({"xs": [], "n": "a"})") ==
+             "line 1: slice indices must be integers or None");
   BOOST_TEST(render_error("{{ 1 < 'a' }}") ==
              "line 1: '<' not supported between instances of 'int' and 'str'");
   BOOST_TEST(render_error("{% set a, b = [1] %}") == "line 1: cannot unpack list into 2 names");
@@ -77,6 +81,7 @@ BOOST_AUTO_TEST_CASE(type_errors_fail_at_render) {
              "line 1: Can only get item pairs from a mapping, got 'str'");
   BOOST_TEST(render_error("{{ [1] | tojson }}{{ nope | tojson }}") ==
              "line 1: Object of type Undefined is not JSON serializable");
+  BOOST_TEST(render_error("{{ nope | int }}") == "line 1: filter int got an undefined value");
   BOOST_TEST(render_error("{{ 'x'.split('') }}") == "line 1: split: empty separator");
   BOOST_TEST(render_error("{{ 'a'.replace('a') }}") == "line 1: replace() needs two strings");
   BOOST_TEST(render_error("{{ 'x' | trim(1, 2) }}") ==

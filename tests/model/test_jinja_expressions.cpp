@@ -81,6 +81,8 @@ BOOST_AUTO_TEST_CASE(subscripts_and_slices) {
       // As in Python, a dict's methods win over keys of the same name.
       {"{{ d.items is callable }} {{ d['items'] }}", R"~({"d": {"items": 5}})~", "True 5"},
       {"[{{ none.x }}]", R"~({})~", "[]"},
+      // jinja2 turns a failed subscript into undefined.
+      {"[{{ z[0] }}] [{{ xs['a'] }}] [{{ xs[1.5] }}]", R"~({"z": 5, "xs": [1]})~", "[] [] []"},
   });
 }
 
@@ -97,6 +99,8 @@ BOOST_AUTO_TEST_CASE(tests) {
       {"{{ true is boolean }} {{ 1 is boolean }} {{ true is true }} {{ 1 is true }} {{ false is false }} "
        "{{ none is false }}",
        R"~({})~", "True False True False True False"},
+      {"{{ 3 is odd }} {{ -3 is odd }} {{ 0.5 is odd }} {{ 0.5 is even }} {{ 4.0 is even }}", R"~({})~",
+       "True True False False True"},
       {"{{ 3 is odd }} {{ 3 is even }} {{ 4 is divisibleby 2 }} {{ 1 is eq 1 }} {{ 2 is in [1, 2] }} "
        "{{ 'ab' is lower }} {{ 'AB' is upper }}",
        R"~({})~", "True False True True True True True"},

@@ -52,8 +52,8 @@ BOOST_AUTO_TEST_CASE(string_filters) {
       {"{{ 'hELLO wORLD' | capitalize }} {{ 'hello-world (x)' | title }} {{ 'a b' | replace(' ', '_') }} "
        "{{ 'aaa' | replace('a', 'b', 2) }}",
        R"~({})~", "Hello world Hello-World (X) a_b bba"},
-      {"{{ '<a href=\"x\">&\\'' | e }} {{ '<b>' | escape }} {{ '<i>' | safe }}", R"~({})~",
-       "&lt;a href=&#34;x&#34;&gt;&amp;&#39; &lt;b&gt; <i>"},
+      {"{{ '<a href=\"x\">&\\'' | e }} {{ '<b>' | escape }} {{ '<i>' | safe }} {{ 1 | safe is string }}",
+       R"~({})~", "&lt;a href=&#34;x&#34;&gt;&amp;&#39; &lt;b&gt; <i> True"},
       {"{{ 1 | string }}{{ none | string }}{{ true | string }}{{ [1, 'a'] | string }}[{{ nope | string }}]",
        R"~({})~", "1NoneTrue[1, 'a'][]"},
   });
@@ -70,7 +70,8 @@ BOOST_AUTO_TEST_CASE(sequence_filters) {
        "['a', 'b'] ['k'] [3, 1] []"},
       {"{{ [1, 2] | first }} {{ [1, 2] | last }} {{ 'abc' | first }} {{ 'abc' | last }} [{{ [] | first }}]",
        R"~({})~", "1 2 a c []"},
-      {"{{ [1, 2, 3] | reverse | list }} {{ 'abc' | reverse }}", R"~({})~", "[3, 2, 1] cba"},
+      {"{{ [1, 2, 3] | reverse | list }} {{ 'abc' | reverse }} {{ {'a': 1, 'b': 2} | reverse | list }}",
+       R"~({})~", "[3, 2, 1] cba ['b', 'a']"},
       {"{% for k, v in d | items %}{{ k }}:{{ v }} {% endfor %}{{ nope | items | list }}",
        R"~({"d": {"b": 1, "a": [2]}})~", "b:1 a:[2] []"},
   });
