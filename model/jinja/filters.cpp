@@ -14,6 +14,9 @@
 namespace troupe::jinja {
 namespace {
 
+// Whether int(d) fits: Python's ints are unbounded, troupe's are 64-bit.
+bool fits_int64(double d) { return std::isfinite(d) && std::fabs(d) < 9.2e18; }
+
 error bad_type(std::string_view filter, const value& v) {
   return error{"filter " + std::string(filter) + " cannot take a value of type '" + type_name(v) +
                "'"};
@@ -52,24 +55,25 @@ result<value> to_int(const value& v, const call_args& args) {
   if (status s = args.accept("int", {"default", "base"}); !s) return s.err();
   const value* fallback = args.get(0, "default");
   const value* base_arg = args.get(1, "base");
-  const int base = base_arg && base_arg->is_int() ? static_cast<int>(base_arg->as_int()) : 10;
+  const std::int64_t base = base_arg && base_arg->is_int() ? base_arg->as_int() : 10;
+  if (base < 2 || base > 36) return error{"int base must be between 2 and 36"};
   const value otherwise = fallback ? *fallback : value(0);
   if (v.is_int()) return v;
   if (v.is_bool()) return value(v.as_bool() ? 1 : 0);
   if (v.is_double())
-    return std::isfinite(v.as_double()) ? value(static_cast<std::int64_t>(v.as_double()))
-                                        : otherwise;
+    return fits_int64(v.as_double()) ? value(static_cast<std::int64_t>(v.as_double())) : otherwise;
   if (!v.is_string()) return otherwise;
   std::string text(utf8::strip(v.as_string(), utf8::side::both));
   if (base == 16 && (text.rfind("0x", 0) == 0 || text.rfind("0X", 0) == 0)) text.erase(0, 2);
   std::int64_t i = 0;
   const char* first = text.data() + (!text.empty() && text[0] == '+');
   if (!text.empty() &&
-      std::from_chars(first, text.data() + text.size(), i, base).ptr == text.data() + text.size())
+      std::from_chars(first, text.data() + text.size(), i, static_cast<int>(base)).ptr ==
+          text.data() + text.size())
     return value(i);
   char* end = nullptr;
   const double d = std::strtod(text.c_str(), &end);
-  if (!text.empty() && end == text.c_str() + text.size() && std::isfinite(d))
+  if (!text.empty() && end == text.c_str() + text.size() && fits_int64(d))
     return value(static_cast<std::int64_t>(d));
   return otherwise;
 }

@@ -8,6 +8,9 @@
 namespace troupe::jinja {
 namespace {
 
+// A bound on `'x' * n` and `[x] * n`, far above what a prompt needs.
+constexpr std::uint64_t max_repeat = std::uint64_t{1} << 26;
+
 bool is_number(const value& v) { return v.is_int() || v.is_double() || v.is_bool(); }
 std::int64_t int_of(const value& v) { return v.is_bool() ? v.as_bool() : v.as_int(); }
 double double_of(const value& v) {
@@ -65,6 +68,9 @@ result<value> float_arithmetic(std::string_view op, double a, double b) {
 }
 
 result<value> repeat(const value& seq, std::int64_t n) {
+  const std::size_t size = seq.is_string() ? seq.as_string().size() : seq.as_array().size();
+  if (n > 0 && size > 0 && static_cast<std::uint64_t>(n) > max_repeat / size)
+    return error{"repeated sequence would be too long"};
   if (seq.is_string()) {
     std::string out;
     for (std::int64_t i = 0; i < n; ++i) out += seq.as_string();

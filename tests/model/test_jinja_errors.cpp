@@ -82,6 +82,7 @@ BOOST_AUTO_TEST_CASE(type_errors_fail_at_render) {
   BOOST_TEST(render_error("{{ [1] | tojson }}{{ nope | tojson }}") ==
              "line 1: Object of type Undefined is not JSON serializable");
   BOOST_TEST(render_error("{{ nope | int }}") == "line 1: filter int got an undefined value");
+  BOOST_TEST(render_error("{{ 'x' * 1000000000000 }}") == "line 1: repeated sequence would be too long");
   BOOST_TEST(render_error("{{ 'x'.split('') }}") == "line 1: split: empty separator");
   BOOST_TEST(render_error("{{ 'a'.replace('a') }}") == "line 1: replace() needs two strings");
   BOOST_TEST(render_error("{{ 'x' | trim(1, 2) }}") ==

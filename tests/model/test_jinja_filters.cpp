@@ -88,3 +88,10 @@ BOOST_AUTO_TEST_CASE(value_filters) {
        R"~({})~", "2.5 3.0 0.0 3 2.5"},
   });
 }
+
+BOOST_AUTO_TEST_CASE(integers_are_64_bit) {
+  // Python's ints have no bound; here int() of a huge float gives the default and
+  // arithmetic that overflows is an error.
+  BOOST_TEST(render("{{ 1e300 | int(-1) }}") == "-1");
+  BOOST_TEST(troupe::test::render_error("{{ 2 ** 64 }}") == "line 1: integer overflow in **");
+}
