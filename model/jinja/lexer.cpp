@@ -236,7 +236,8 @@ class lexer {
           const std::size_t n = e == 'x' ? 2 : e == 'u' ? 4 : 8;
           std::uint32_t cp = 0;
           const char* first = src_.data() + pos_;
-          if (pos_ + n > src_.size() || std::from_chars(first, first + n, cp, 16).ptr != first + n)
+          if (pos_ + n > src_.size() || std::from_chars(first, first + n, cp, 16).ptr != first + n ||
+              cp > 0x10FFFF)
             return error{"line " + std::to_string(line_) + ": bad \\" + std::string(1, e) +
                          " escape in string literal"};
           utf8::append(value, cp);

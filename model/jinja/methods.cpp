@@ -1,6 +1,7 @@
 #include "model/jinja/methods.hpp"
 
 #include <algorithm>
+#include <charconv>
 
 #include "model/jinja/operators.hpp"
 #include "model/jinja/strings.hpp"
@@ -68,13 +69,14 @@ result<value> format(const std::string& s, const call_args& args) {
     i = close;
     if (field.find_first_of(":!.[") != std::string::npos)
       return error{"format field '{" + field + "}' is not supported"};
+    std::size_t index = 0;
+    const auto [end, ec] = std::from_chars(field.data(), field.data() + field.size(), index);
+    const bool numbered = ec == std::errc() && end == field.data() + field.size();
     const value* arg = nullptr;
     if (field.empty()) {
       arg = next_auto < args.positional.size() ? &args.positional[next_auto] : nullptr;
       ++next_auto;
-    } else if (std::all_of(field.begin(), field.end(),
-                           [](char d) { return d >= '0' && d <= '9'; })) {
-      const std::size_t index = std::stoul(field);
+    } else if (numbered) {
       arg = index < args.positional.size() ? &args.positional[index] : nullptr;
     } else {
       arg = args.get(args.positional.size(), field);  // past the positionals: by keyword only

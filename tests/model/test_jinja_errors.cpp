@@ -85,6 +85,8 @@ BOOST_AUTO_TEST_CASE(type_errors_fail_at_render) {
   BOOST_TEST(render_error("{{ 'x' * 1000000000000 }}") == "line 1: repeated sequence would be too long");
   BOOST_TEST(render_error("{{ 'x'.split('') }}") == "line 1: split: empty separator");
   BOOST_TEST(render_error("{{ 'a'.replace('a') }}") == "line 1: replace() needs two strings");
+  BOOST_TEST(render_error("{{ '{99999999999999999999}'.format(1) }}") ==
+             "line 1: format: no argument for '{99999999999999999999}'");
   BOOST_TEST(render_error("{{ 'x' | trim(1, 2) }}") ==
              "line 1: trim takes at most 1 argument(s), got 2");
   BOOST_TEST(render_error("{{ d.get() }}", R"({"d": {}})") ==
