@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "gateway/api_error.hpp"
+#include "gateway/chat_request_json.hpp"
 #include "gateway/generation_request_json.hpp"
 #include "gateway/openai_endpoints.hpp"
 
@@ -131,6 +132,23 @@ void completions(self_ptr self, const http_call_ptr& http) {
                    std::move(prompts));
 }
 
+void chat_completions(self_ptr self, const http_call_ptr& http) {
+  const std::string endpoint = "/v1/chat/completions";
+  auto& st = self->state;
+  auto parsed = parse_chat_request(http->request.body);
+  if (!parsed) return answer_error(self, http, endpoint, parsed.err());
+  if (!st.chat) return answer_error(self, http, endpoint, {400, "this model has no chat template; use /v1/completions", "invalid_request_error", {}, {}});
+  auto prompt = st.chat->render(parsed->messages, parsed->tools, parsed->add_generation_prompt, parsed->template_kwargs);
+  if (!prompt) return answer_error(self, http, endpoint, bad_param("messages", "the chat template refused the messages: " + prompt.err().message));
+  auto ids = st.tok->encode(*prompt);
+  if (!ids) return answer_error(self, http, endpoint, bad_param("messages", ids.err().message));
+  generation_options options = parsed->options;
+  // Without max_tokens a chat reply may run to the end of the context, as in OpenAI's API.
+  if (options.max_tokens < 0) options.max_tokens = std::max(1, st.options.max_model_len - int(ids->size()));
+  start_generation(self, http, endpoint, api_kind::chat, options, parsed->top_logprobs, false,
+                   {{std::move(*ids), {}}});
+}
+
 void tokenize(self_ptr self, const http_call_ptr& http) {
   auto& st = self->state;
   auto r = parse_tokenize_request(http->request.body);
@@ -223,6 +241,7 @@ void route(self_ptr self, const http_call_ptr& http) {
          answer(s, h, "/v1/models", 200, models_json(s->state.options.served_model_name, s->state.options.max_model_len));
        }},
       {"/v1/completions", true, completions},
+      {"/v1/chat/completions", true, chat_completions},
       {"/tokenize", true, tokenize},
       {"/detokenize", true, detokenize},
   };
@@ -257,11 +276,13 @@ gateway_metrics::gateway_metrics(metrics::registry& r)
       component_restarts(r.add_gauge("troupe_component_restarts", "Restarts of the component by its supervisor.")) {}
 
 gateway_actor::behavior_type gateway(gateway_actor::stateful_pointer<gateway_state> self, gateway_options options,
-                                     std::shared_ptr<const tokenizer> tok, scheduler_actor scheduler,
+                                     std::shared_ptr<const tokenizer> tok,
+                                     std::shared_ptr<const chat_template> chat, scheduler_actor scheduler,
                                      health_monitor_actor health) {
   auto& st = self->state;
   st.options = std::move(options);
   st.tok = std::move(tok);
+  st.chat = std::move(chat);
   st.scheduler = scheduler;
   st.health = health;
   st.registry = std::make_shared<metrics::registry>();

@@ -8,6 +8,7 @@
 #include "actors/actors.hpp"
 #include "gateway/generation_call.hpp"
 #include "gateway/metrics.hpp"
+#include "model/chat_template.hpp"
 #include "model/tokenizer.hpp"
 
 namespace troupe {
@@ -53,6 +54,7 @@ struct gateway_state {
   };
   gateway_options options;
   std::shared_ptr<const tokenizer> tok;
+  std::shared_ptr<const chat_template> chat;  // null when the model ships none
   scheduler_actor scheduler;
   health_monitor_actor health;
   std::shared_ptr<metrics::registry> registry;
@@ -66,7 +68,8 @@ struct gateway_state {
 };
 
 gateway_actor::behavior_type gateway(gateway_actor::stateful_pointer<gateway_state> self, gateway_options options,
-                                     std::shared_ptr<const tokenizer> tok, scheduler_actor scheduler,
+                                     std::shared_ptr<const tokenizer> tok,
+                                     std::shared_ptr<const chat_template> chat, scheduler_actor scheduler,
                                      health_monitor_actor health);
 
 }  // namespace troupe

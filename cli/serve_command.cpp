@@ -73,6 +73,11 @@ int serve_command(int argc, char** argv) {
     std::fprintf(stderr, "troupe serve: %s\n", tok.err().message.c_str());
     return 1;
   }
+  std::shared_ptr<const chat_template> chat;
+  if (auto t = chat_template::load(flags->engine.model_dir / "tokenizer_config.json"))
+    chat = std::make_shared<const chat_template>(std::move(*t));
+  else
+    std::fprintf(stderr, "troupe: no chat template (%s); /v1/chat/completions will answer 400\n", t.err().message.c_str());
   caf::actor_system_config config;
   add_message_types(config);
   caf::actor_system system{config};
@@ -85,7 +90,7 @@ int serve_command(int argc, char** argv) {
   g.max_model_len = engine->max_model_len;
   g.vocab_size = engine->model->config().vocab_size;
   g.eos_token_ids = engine->model->config().eos_token_ids;
-  auto gw = system.spawn(gateway, g, std::make_shared<const tokenizer>(std::move(*tok)), engine->scheduler, engine->health);
+  auto gw = system.spawn(gateway, g, std::make_shared<const tokenizer>(std::move(*tok)), chat, engine->scheduler, engine->health);
   auto server = http::server::start(flags->http, [gw](http::request req, std::shared_ptr<http::responder> r) {
     caf::anon_send(gw, http_atom::value, std::make_shared<http_call>(http_call{std::move(req), std::move(r)}));
   });

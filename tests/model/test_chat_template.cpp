@@ -13,7 +13,7 @@
 
 #include "base/read_file.hpp"
 #include "model/chat_template.hpp"
-#include "tests/support/json_value.hpp"
+#include "gateway/template_value.hpp"
 #include "tests/support/temp_dir.hpp"
 
 using namespace troupe;
@@ -70,10 +70,10 @@ struct outcome {
 };
 
 outcome render_case(const chat_template& t, const ordered_json& c) {
-  const jinja::value tools = c.contains("tools") ? test::to_value(c["tools"]) : jinja::value();
+  const jinja::value tools = c.contains("tools") ? to_template_value(c["tools"]) : jinja::value();
   const jinja::object kwargs =
-      c.contains("kwargs") ? test::to_value(c["kwargs"]).as_object() : jinja::object{};
-  result<std::string> r = t.render(test::to_value(c["messages"]), tools,
+      c.contains("kwargs") ? to_template_value(c["kwargs"]).as_object() : jinja::object{};
+  result<std::string> r = t.render(to_template_value(c["messages"]), tools,
                                    c.value("add_generation_prompt", false), kwargs);
   return r ? outcome{true, *r} : outcome{false, r.err().message};
 }

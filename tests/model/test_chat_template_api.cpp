@@ -8,7 +8,7 @@
 
 #include "base/read_file.hpp"
 #include "model/chat_template.hpp"
-#include "tests/support/json_value.hpp"
+#include "gateway/template_value.hpp"
 #include "tests/support/temp_dir.hpp"
 
 using namespace troupe;
@@ -19,7 +19,7 @@ namespace {
 const fs::path source_dir = TROUPE_SOURCE_DIR;
 
 jinja::value json_value(const char* text) {
-  return test::to_value(nlohmann::ordered_json::parse(text));
+  return to_template_value(nlohmann::ordered_json::parse(text));
 }
 
 const jinja::value hello = json_value(R"([{"role": "user", "content": "hi"}])");
@@ -127,7 +127,7 @@ BOOST_AUTO_TEST_CASE(renders_a_typical_chat_in_microseconds) {
   const chat_template t = qwen3_5();
   const nlohmann::ordered_json fixture = nlohmann::ordered_json::parse(
       read_text_file(source_dir / "tests/model/chat_template_cases.json").value());
-  const jinja::value tools = test::to_value(fixture["tools"]);
+  const jinja::value tools = to_template_value(fixture["tools"]);
   jinja::array messages{
       jinja::object{{"role", "system"}, {"content", "You are a helpful assistant."}}};
   for (int turn = 0; turn < 8; ++turn) {

@@ -4,12 +4,12 @@
 #include <string>
 
 #include "model/jinja/program.hpp"
-#include "tests/support/json_value.hpp"
+#include "gateway/template_value.hpp"
 
 namespace troupe::test {
 
 inline jinja::object variables(const char* json) {
-  return to_value(nlohmann::ordered_json::parse(json)).as_object();
+  return to_template_value(nlohmann::ordered_json::parse(json)).as_object();
 }
 
 // The rendered text, or "ERROR: message" so a failure shows in the comparison.

@@ -1,0 +1,96 @@
+#include "gateway/chat_request_json.hpp"
+
+#include "gateway/template_value.hpp"
+
+namespace troupe {
+namespace {
+
+using json = nlohmann::ordered_json;
+
+// One message as templates expect it: text parts joined into one string, a null content
+// (an assistant turn that only calls tools) as "", tool-call arguments given as a JSON
+// string parsed into an object (templates iterate them), as vLLM does.
+result<json, api_error> normalise_message(const json& m, size_t i) {
+  const std::string where = "messages[" + std::to_string(i) + "]";
+  if (!m.is_object()) return bad_param(where, where + " must be an object");
+  if (!m.contains("role") || !m["role"].is_string()) return bad_param(where + ".role", where + ".role must be a string");
+  const std::string role = m["role"].get<std::string>();
+  if (role != "system" && role != "developer" && role != "user" && role != "assistant" && role != "tool")
+    return bad_param(where + ".role", "unknown role \"" + role + "\" (system, developer, user, assistant or tool)");
+  json out = m;
+  const json content = m.value("content", json(nullptr));
+  if (content.is_array()) {
+    std::string text;
+    for (const json& part : content) {
+      if (!part.is_object() || part.value("type", "") != "text" || !part.contains("text") || !part["text"].is_string())
+        return bad_param(where + ".content", "only text content parts are supported by this model");
+      text += part["text"].get<std::string>();
+    }
+    out["content"] = text;
+  } else if (content.is_null()) {
+    if (role != "assistant") return bad_param(where + ".content", where + ".content is required");
+    out["content"] = "";
+  } else if (!content.is_string()) {
+    return bad_param(where + ".content", where + ".content must be a string or a list of content parts");
+  }
+  if (m.contains("tool_calls")) {
+    if (!m["tool_calls"].is_array()) return bad_param(where + ".tool_calls", where + ".tool_calls must be a list");
+    for (json& call : out["tool_calls"]) {
+      if (!call.is_object() || !call.contains("function") || !call["function"].is_object() ||
+          !call["function"].contains("name") || !call["function"]["name"].is_string())
+        return bad_param(where + ".tool_calls", "each tool call needs function.name");
+      json& args = call["function"]["arguments"];
+      if (args.is_string()) {
+        json parsed = json::parse(args.get<std::string>(), nullptr, false);
+        if (!parsed.is_discarded() && parsed.is_object()) args = parsed;
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+result<chat_request, api_error> parse_chat_request(std::string_view text) {
+  json body = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (body.is_discarded()) return api_error{400, "the request body is not valid JSON", "invalid_request_error", {}, {}};
+  if (!body.is_object()) return api_error{400, "the request body must be a JSON object", "invalid_request_error", {}, {}};
+  auto options = parse_generation_options(nlohmann::json(body));
+  if (!options) return options.err();
+  chat_request r{std::move(*options), {}, {}, true, {}, -1};
+  if (!body.contains("messages") || !body["messages"].is_array() || body["messages"].empty())
+    return bad_param("messages", "messages must be a non-empty list");
+  json messages = json::array();
+  for (size_t i = 0; i < body["messages"].size(); ++i) {
+    auto m = normalise_message(body["messages"][i], i);
+    if (!m) return m.err();
+    messages.push_back(std::move(*m));
+  }
+  r.messages = to_template_value(messages);
+  if (body.contains("tools") && !body["tools"].is_null()) {
+    if (!body["tools"].is_array()) return bad_param("tools", "tools must be a list");
+    if (!body["tools"].empty()) r.tools = to_template_value(body["tools"]);
+  }
+  if (body.contains("logprobs") && !body["logprobs"].is_null()) {
+    if (!body["logprobs"].is_boolean()) return bad_param("logprobs", "logprobs must be true or false");
+    if (body["logprobs"].get<bool>()) r.top_logprobs = 0;
+  }
+  if (body.contains("top_logprobs") && !body["top_logprobs"].is_null()) {
+    const json& t = body["top_logprobs"];
+    if (!t.is_number_integer() || t.get<int>() < 0 || t.get<int>() > 20)
+      return bad_param("top_logprobs", "top_logprobs must be an integer from 0 to 20");
+    if (r.top_logprobs < 0) return bad_param("top_logprobs", "top_logprobs needs logprobs set to true");
+    r.top_logprobs = t.get<int>();
+  }
+  if (body.contains("add_generation_prompt")) {
+    if (!body["add_generation_prompt"].is_boolean()) return bad_param("add_generation_prompt", "add_generation_prompt must be true or false");
+    r.add_generation_prompt = body["add_generation_prompt"].get<bool>();
+  }
+  if (body.contains("chat_template_kwargs") && !body["chat_template_kwargs"].is_null()) {
+    if (!body["chat_template_kwargs"].is_object()) return bad_param("chat_template_kwargs", "chat_template_kwargs must be an object");
+    for (const auto& [key, v] : body["chat_template_kwargs"].items()) r.template_kwargs.set(key, to_template_value(v));
+  }
+  return r;
+}
+
+}  // namespace troupe
