@@ -1,0 +1,228 @@
+// The OpenAI HTTP API as the official `openai` SDK sees it, against a real troupe server.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { writeFileSync, mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import OpenAI from 'openai';
+import { makeTinyModel, startServer, generateGreedy } from './server_process.mjs';
+
+let modelDir, server, client;
+
+before(async () => {
+  modelDir = makeTinyModel();
+  server = await startServer(modelDir, ['--max-num-seqs', '32']);
+  client = new OpenAI({ baseURL: server.baseURL + '/v1', apiKey: 'unused', maxRetries: 0 });
+});
+
+after(async () => {
+  const { code } = await server.stop();
+  assert.equal(code, 0, 'SIGTERM stops the server cleanly');
+});
+
+// Token ids of a completion, through vLLM's return_tokens_as_token_ids.
+function idsOf(choice) {
+  return choice.logprobs.tokens.map((t) => Number(t.slice('token_id:'.length)));
+}
+
+async function greedyIds(prompt, maxTokens) {
+  const r = await client.completions.create({ model: 'tiny', prompt, max_tokens: maxTokens, temperature: 0,
+    logprobs: 0, return_tokens_as_token_ids: true });
+  return idsOf(r.choices[0]);
+}
+
+test('lists the served model', async () => {
+  const models = await client.models.list();
+  assert.deepEqual(models.data.map((m) => m.id), ['tiny']);
+});
+
+test('completion: text prompt, usage and finish reason', async () => {
+  const tok = await (await fetch(server.baseURL + '/tokenize', { method: 'POST',
+    body: JSON.stringify({ model: 'tiny', prompt: 'The quick brown fox' }) })).json();
+  const r = await client.completions.create({ model: 'tiny', prompt: 'The quick brown fox', max_tokens: 7,
+    ignore_eos: true, seed: 1 });
+  assert.equal(r.object, 'text_completion');
+  assert.equal(r.choices[0].finish_reason, 'length');
+  assert.equal(r.usage.prompt_tokens, tok.count);
+  assert.equal(r.usage.completion_tokens, 7);
+  assert.equal(r.usage.total_tokens, tok.count + 7);
+  assert.equal(typeof r.choices[0].text, 'string');
+});
+
+test('greedy output through the API equals the engine run directly, alone and in a batch of 16', async () => {
+  const prompt = [9707, 11, 1879, 13, 576, 3974];
+  const direct = generateGreedy(modelDir, prompt, 12);
+  const alone = await greedyIds(prompt, 12);
+  assert.deepEqual(alone, direct.slice(0, alone.length));
+  assert.ok(alone.length === 12 || alone.length === direct.length);
+  const others = Array.from({ length: 15 }, (_, i) => greedyIds([100 + i, 200 + i * 3, 5, 7 + i], 12));
+  const [inBatch] = await Promise.all([greedyIds(prompt, 12), ...others]);
+  assert.deepEqual(inBatch, alone);
+});
+
+test('streamed completion concatenates to the non-streamed one, with usage last', async () => {
+  const args = { model: 'tiny', prompt: [1, 2, 3, 4], max_tokens: 10, temperature: 0, ignore_eos: true };
+  const whole = await client.completions.create(args);
+  const stream = await client.completions.create({ ...args, stream: true, stream_options: { include_usage: true } });
+  let text = '', usage = null, finish = null;
+  for await (const chunk of stream) {
+    if (chunk.usage) usage = chunk.usage;
+    for (const c of chunk.choices) { text += c.text; if (c.finish_reason) finish = c.finish_reason; }
+  }
+  assert.equal(text, whole.choices[0].text);
+  assert.equal(finish, 'length');
+  assert.equal(usage.completion_tokens, 10);
+});
+
+test('chat: create, stream, and the SDK stream helper agree', async () => {
+  const messages = [{ role: 'system', content: 'You are terse.' }, { role: 'user', content: 'Say hello in French.' }];
+  const args = { model: 'tiny', messages, max_tokens: 8, temperature: 0 };
+  const whole = await client.chat.completions.create(args);
+  assert.equal(whole.object, 'chat.completion');
+  assert.equal(whole.choices[0].message.role, 'assistant');
+  assert.ok(['length', 'stop'].includes(whole.choices[0].finish_reason));
+
+  let streamed = '';
+  for await (const chunk of await client.chat.completions.create({ ...args, stream: true }))
+    streamed += chunk.choices[0]?.delta?.content ?? '';
+  assert.equal(streamed, whole.choices[0].message.content);
+
+  const helper = client.chat.completions.stream(args);
+  const final = await helper.finalChatCompletion();
+  assert.equal(final.choices[0].message.content, whole.choices[0].message.content);
+});
+
+test('chat log-probs in OpenAI format', async () => {
+  const r = await client.chat.completions.create({ model: 'tiny', messages: [{ role: 'user', content: 'Hi' }],
+    max_tokens: 4, logprobs: true, top_logprobs: 3, ignore_eos: true });
+  const content = r.choices[0].logprobs.content;
+  assert.equal(content.length, 4);
+  for (const entry of content) {
+    assert.ok(entry.logprob <= 0);
+    assert.equal(entry.top_logprobs.length, 3);
+    assert.ok(entry.top_logprobs[0].logprob >= entry.top_logprobs[2].logprob);
+    assert.ok(Array.isArray(entry.bytes));
+  }
+});
+
+test('completion log-probs in the legacy format', async () => {
+  const r = await client.completions.create({ model: 'tiny', prompt: [5, 6, 7], max_tokens: 3, logprobs: 2,
+    temperature: 0, ignore_eos: true });
+  const lp = r.choices[0].logprobs;
+  assert.equal(lp.tokens.length, 3);
+  assert.equal(lp.token_logprobs.length, 3);
+  // Greedy: the chosen token is the most likely one, so it heads its own top list.
+  lp.top_logprobs.forEach((top, i) => assert.ok(Math.abs(Math.max(...Object.values(top)) - lp.token_logprobs[i]) < 1e-4));
+});
+
+test('a stop string cuts the text before it', async () => {
+  const base = { model: 'tiny', prompt: [42, 43, 44], max_tokens: 12, temperature: 0, ignore_eos: true };
+  const full = (await client.completions.create(base)).choices[0].text;
+  const stop = full.slice(Math.floor(full.length / 2), Math.floor(full.length / 2) + 2);
+  assert.ok(stop.length > 0);
+  const cut = await client.completions.create({ ...base, stop: [stop] });
+  assert.equal(cut.choices[0].text, full.slice(0, full.indexOf(stop)));
+  assert.equal(cut.choices[0].finish_reason, 'stop');
+});
+
+test('n choices and echo', async () => {
+  const r = await client.completions.create({ model: 'tiny', prompt: 'abc', max_tokens: 3, n: 3, echo: true, seed: 5,
+    ignore_eos: true });
+  assert.equal(r.choices.length, 3);
+  r.choices.forEach((c, i) => { assert.equal(c.index, i); assert.ok(c.text.startsWith('abc')); });
+  assert.equal(r.usage.completion_tokens, 9);
+});
+
+test('64 concurrent streams all complete with usage', async () => {
+  const runs = Array.from({ length: 64 }, async (_, i) => {
+    const stream = await client.chat.completions.create({ model: 'tiny', messages: [{ role: 'user', content: `n${i}` }],
+      max_tokens: 6, stream: true, stream_options: { include_usage: true }, ignore_eos: true, seed: i });
+    let usage = null, chunks = 0;
+    for await (const chunk of stream) { chunks++; if (chunk.usage) usage = chunk.usage; }
+    return { usage, chunks };
+  });
+  for (const { usage, chunks } of await Promise.all(runs)) {
+    assert.equal(usage.completion_tokens, 6);
+    assert.ok(chunks >= 7);
+  }
+});
+
+test('errors come back in OpenAI shape with the right status', async () => {
+  await assert.rejects(client.completions.create({ model: 'nope', prompt: 'x' }),
+    (e) => e.status === 404 && e.code === 'model_not_found');
+  await assert.rejects(client.completions.create({ model: 'tiny', prompt: 'x', temperature: 7 }),
+    (e) => e.status === 400 && e.param === 'temperature');
+  await assert.rejects(client.completions.create({ model: 'tiny', prompt: [1, 2], max_tokens: 100000 }),
+    (e) => e.status === 400 && /maximum context length/.test(e.message));
+  await assert.rejects(client.completions.create({ model: 'tiny', prompt: [999999999] }),
+    (e) => e.status === 400 && e.param === 'prompt');
+  const bad = await fetch(server.baseURL + '/v1/chat/completions', { method: 'POST', body: '{not json' });
+  assert.equal(bad.status, 400);
+  assert.equal((await bad.json()).error.type, 'invalid_request_error');
+  assert.equal((await fetch(server.baseURL + '/v1/nothing')).status, 404);
+});
+
+test('a client that disconnects mid-stream frees its sequence', async () => {
+  const controller = new AbortController();
+  const stream = await client.completions.create({ model: 'tiny', prompt: [7, 8], max_tokens: 3000, stream: true,
+    ignore_eos: true }, { signal: controller.signal });
+  let seen = 0;
+  try {
+    for await (const _ of stream) if (++seen === 3) controller.abort();
+  } catch {
+    // The SDK may end the iteration or throw on abort; either way the client is gone.
+  }
+  assert.ok(seen >= 3);
+  // The gateway saw the client leave (status 499) and the engine dropped the sequence long
+  // before its 3000 tokens could have been generated.
+  let running = -1, text = '';
+  for (let i = 0; i < 10 && running !== 0; i++) {
+    await new Promise((r) => setTimeout(r, 100));
+    text = await (await fetch(server.baseURL + '/metrics')).text();
+    running = Number(text.match(/^troupe_num_requests_running (\S+)$/m)[1]);
+  }
+  assert.equal(running, 0);
+  assert.match(text, /^troupe_requests_total\{endpoint="\/v1\/completions",status="499"\} 1$/m);
+  const generated = Number(text.match(/^troupe_generation_tokens_total (\S+)$/m)[1]);
+  await new Promise((r) => setTimeout(r, 300));
+  const later = await (await fetch(server.baseURL + '/metrics')).text();
+  assert.equal(Number(later.match(/^troupe_generation_tokens_total (\S+)$/m)[1]), generated);
+});
+
+test('health, version and metrics pass promtool', async () => {
+  assert.equal((await fetch(server.baseURL + '/health')).status, 200);
+  assert.equal(typeof (await (await fetch(server.baseURL + '/version')).json()).version, 'string');
+  const text = await (await fetch(server.baseURL + '/metrics')).text();
+  for (const name of ['troupe_requests_total', 'troupe_time_to_first_token_seconds_bucket', 'troupe_kv_cache_usage_ratio',
+                      'troupe_prefix_cache_hit_ratio', 'troupe_e2e_request_latency_seconds_count'])
+    assert.ok(text.includes(name), name);
+  const file = join(mkdtempSync(join(tmpdir(), 'troupe_metrics_')), 'metrics.txt');
+  writeFileSync(file, text);
+  execFileSync('promtool', ['check', 'metrics'], { input: text });
+});
+
+test('API keys: 401 without the key, 200 with it', async () => {
+  const guarded = await startServer(modelDir, ['--api-key', 'sk-right']);
+  try {
+    const wrong = new OpenAI({ baseURL: guarded.baseURL + '/v1', apiKey: 'sk-wrong', maxRetries: 0 });
+    await assert.rejects(wrong.models.list(), (e) => e.status === 401);
+    const right = new OpenAI({ baseURL: guarded.baseURL + '/v1', apiKey: 'sk-right', maxRetries: 0 });
+    assert.equal((await right.models.list()).data[0].id, 'tiny');
+  } finally {
+    await guarded.stop();
+  }
+});
+
+test('a full queue answers 429', async () => {
+  const small = await startServer(modelDir, ['--max-pending', '1']);
+  try {
+    const c = new OpenAI({ baseURL: small.baseURL + '/v1', apiKey: 'x', maxRetries: 0 });
+    const long = c.completions.create({ model: 'tiny', prompt: [1], max_tokens: 400, ignore_eos: true });
+    await new Promise((r) => setTimeout(r, 50));
+    await assert.rejects(c.completions.create({ model: 'tiny', prompt: [2], max_tokens: 2 }), (e) => e.status === 429);
+    await long;
+  } finally {
+    await small.stop();
+  }
+});
