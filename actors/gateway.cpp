@@ -149,8 +149,23 @@ void chat_completions(self_ptr self, const http_call_ptr& http) {
                    {{std::move(*ids), {}}});
 }
 
+// The chat form of /tokenize: the prompt the chat template makes of the messages.
+void tokenize_messages(self_ptr self, const http_call_ptr& http) {
+  auto& st = self->state;
+  auto r = parse_chat_request(http->request.body);
+  if (!r) return answer_error(self, http, "/tokenize", r.err());
+  if (r->options.model != st.options.served_model_name) return answer_error(self, http, "/tokenize", unknown_model(r->options.model));
+  if (!st.chat) return answer_error(self, http, "/tokenize", {400, "this model has no chat template", "invalid_request_error", {}, {}});
+  auto prompt = st.chat->render(r->messages, r->tools, r->add_generation_prompt, r->template_kwargs);
+  if (!prompt) return answer_error(self, http, "/tokenize", bad_param("messages", prompt.err().message));
+  auto ids = st.tok->encode(*prompt);
+  if (!ids) return answer_error(self, http, "/tokenize", bad_param("messages", ids.err().message));
+  answer(self, http, "/tokenize", 200, tokenize_json(*ids, st.options.max_model_len));
+}
+
 void tokenize(self_ptr self, const http_call_ptr& http) {
   auto& st = self->state;
+  if (has_messages(http->request.body)) return tokenize_messages(self, http);
   auto r = parse_tokenize_request(http->request.body);
   if (!r) return answer_error(self, http, "/tokenize", r.err());
   if (r->model != st.options.served_model_name) return answer_error(self, http, "/tokenize", unknown_model(r->model));

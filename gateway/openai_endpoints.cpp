@@ -45,6 +45,11 @@ result<tokenize_request, api_error> parse_tokenize_request(std::string_view body
   return r;
 }
 
+bool has_messages(std::string_view body) {
+  json j = json::parse(body, nullptr, false);
+  return j.is_object() && j.contains("messages");
+}
+
 std::string tokenize_json(const std::vector<int>& tokens, int max_model_len) {
   return dump({{"tokens", tokens}, {"count", tokens.size()}, {"max_model_len", max_model_len}});
 }

@@ -18,6 +18,8 @@ struct tokenize_request {
   bool add_special_tokens = true;
 };
 result<tokenize_request, api_error> parse_tokenize_request(std::string_view body);
+// Whether a /tokenize body is the chat form ({"messages": ...}) rather than {"prompt": ...}.
+bool has_messages(std::string_view body);
 std::string tokenize_json(const std::vector<int>& tokens, int max_model_len);
 
 struct detokenize_request {

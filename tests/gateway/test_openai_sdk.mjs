@@ -190,6 +190,45 @@ test('a client that disconnects mid-stream frees its sequence', async () => {
   assert.equal(Number(later.match(/^troupe_generation_tokens_total (\S+)$/m)[1]), generated);
 });
 
+test('/tokenize and /detokenize, as vLLM has them', async () => {
+  const post = async (path, body) => (await fetch(server.baseURL + path, { method: 'POST', body: JSON.stringify(body) })).json();
+  const plain = await post('/tokenize', { model: 'tiny', prompt: 'Hello world' });
+  assert.deepEqual(plain.tokens, [9707, 1879]);  // Qwen3's ids for "Hello" and " world"
+  assert.equal(plain.count, 2);
+  assert.equal(plain.max_model_len, 4096);
+  assert.deepEqual(await post('/detokenize', { model: 'tiny', tokens: plain.tokens }), { prompt: 'Hello world' });
+  // The chat form renders the model's template first, exactly as a chat completion would.
+  const chat = await post('/tokenize', { model: 'tiny', messages: [{ role: 'user', content: 'Hi' }],
+    add_generation_prompt: true });
+  const text = (await post('/detokenize', { model: 'tiny', tokens: chat.tokens })).prompt;
+  assert.equal(text, '<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n');
+  const r = await client.chat.completions.create({ model: 'tiny', messages: [{ role: 'user', content: 'Hi' }],
+    max_tokens: 1 });
+  assert.equal(r.usage.prompt_tokens, chat.count);
+});
+
+test('malformed JSON bodies never crash the server', async () => {
+  let seed = 7;
+  const rand = (n) => { seed = (seed * 1103515245 + 12345) % 2147483648; return seed % n; };
+  const valid = JSON.stringify({ model: 'tiny', messages: [{ role: 'user', content: 'x' }], max_tokens: 2,
+    stop: ['a'], logprobs: true, top_logprobs: 2, tools: [{ type: 'function', function: { name: 'f' } }] });
+  const pieces = ['null', '[]', '{}', '-1', '1e999', '"\u0000"', 'true', '"\ud800"', '{"a":', ']', '9'.repeat(40)];
+  for (let i = 0; i < 300; i++) {
+    let body = valid;
+    for (let k = 0; k < 1 + rand(3); k++) {
+      const at = rand(body.length);
+      body = rand(2) ? body.slice(0, at) + pieces[rand(pieces.length)] + body.slice(at + rand(8))
+                     : body.slice(0, at) + body.slice(at + 1 + rand(5));
+    }
+    const path = ['/v1/chat/completions', '/v1/completions', '/tokenize', '/detokenize'][i % 4];
+    const res = await fetch(server.baseURL + path, { method: 'POST', body });
+    assert.ok([200, 400, 404].includes(res.status), `${path} ${body} -> ${res.status}`);
+    const answer = await res.text();
+    if (res.status !== 200) assert.ok(JSON.parse(answer).error.message.length > 0);
+  }
+  assert.equal((await fetch(server.baseURL + '/health')).status, 200);
+});
+
 test('health, version and metrics pass promtool', async () => {
   assert.equal((await fetch(server.baseURL + '/health')).status, 200);
   assert.equal(typeof (await (await fetch(server.baseURL + '/version')).json()).version, 'string');
@@ -225,4 +264,22 @@ test('a full queue answers 429', async () => {
   } finally {
     await small.stop();
   }
+});
+
+test('SIGTERM finishes streams in flight, refuses new connections and exits 0', async () => {
+  const draining = await startServer(modelDir);
+  const c = new OpenAI({ baseURL: draining.baseURL + '/v1', apiKey: 'x', maxRetries: 0 });
+  const stream = await c.completions.create({ model: 'tiny', prompt: [3, 4], max_tokens: 200, stream: true,
+    stream_options: { include_usage: true }, ignore_eos: true });
+  let chunks = 0, usage = null, exited = null;
+  for await (const chunk of stream) {
+    if (++chunks === 2) {
+      exited = draining.stop();
+      await new Promise((r) => setTimeout(r, 100));
+      await assert.rejects(fetch(draining.baseURL + '/health'));
+    }
+    if (chunk.usage) usage = chunk.usage;
+  }
+  assert.equal(usage.completion_tokens, 200);
+  assert.deepEqual(await exited, { code: 0, signal: null });
 });
