@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Set up (as scripts/setup.sh), then run the demo model. Until the HTTP server lands this
-# is greedy generation from the command line; extra arguments go to `troupe generate`.
+# Set up (as scripts/setup.sh), then serve the demo model with the OpenAI API on
+# http://127.0.0.1:8000. Extra arguments go to `troupe serve` (e.g. --port 9000).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
-exec build/troupe generate --model models/demo --prompt-ids 151644,872,198,9707,11,1879,0 "$@"
+exec build/troupe serve --model models/demo --served-model-name demo "$@"
