@@ -6,6 +6,7 @@
 #include "actors/local_engine.hpp"
 #include "actors/message_types.hpp"
 #include "cli/args.hpp"
+#include "cli/cluster_conf.hpp"
 #include "cli/commands.hpp"
 #include "gateway/http_server.hpp"
 
@@ -19,8 +20,27 @@ struct serve_flags {
   std::string device = "cpu";
 };
 
+// `--config FILE` contributes the flags its file stands for; flags on the command line,
+// parsed after them, win.
 result<serve_flags> parse(int argc, char** argv) {
-  auto a = args::parse(argc, argv, {});
+  std::vector<std::string> words;
+  for (int i = 0; i < argc; ++i) {
+    if (std::string(argv[i]) != "--config") continue;
+    if (i + 1 >= argc) return error{"flag --config needs a value"};
+    auto from_file = cluster_conf_flags(argv[i + 1]);
+    if (!from_file) return from_file.err();
+    words.insert(words.end(), from_file->begin(), from_file->end());
+  }
+  for (int i = 0; i < argc; ++i) {
+    if (std::string(argv[i]) == "--config") {
+      ++i;
+      continue;
+    }
+    words.push_back(argv[i]);
+  }
+  std::vector<char*> pointers;
+  for (auto& w : words) pointers.push_back(w.data());
+  auto a = args::parse(int(pointers.size()), pointers.data(), {});
   if (!a) return a.err();
   serve_flags f;
   std::string failure;
@@ -45,7 +65,7 @@ result<serve_flags> parse(int argc, char** argv) {
   f.engine.kv_cache_bytes = size_t(number("--kv-cache-mb", 1024)) << 20;
   f.gateway.max_pending = size_t(number("--max-pending", 1024));
   if (auto s = a->finish(); !s && failure.empty()) failure = s.err().message;
-  if (!model && failure.empty()) failure = "--model DIR is required";
+  if (!model && failure.empty()) failure = "--model DIR (or --config FILE) is required";
   if (f.device != "cpu" && failure.empty())
     failure = "--device " + f.device + ": this build serves on the CPU only (the CUDA engine is not part of it yet)";
   if (!failure.empty()) return error{failure};

@@ -1,7 +1,7 @@
 // The OpenAI HTTP API as the official `openai` SDK sees it, against a real troupe server.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
 import { writeFileSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -282,4 +282,24 @@ test('SIGTERM finishes streams in flight, refuses new connections and exits 0', 
   }
   assert.equal(usage.completion_tokens, 200);
   assert.deepEqual(await exited, { code: 0, signal: null });
+});
+
+test('cluster.conf configures serve; command-line flags win; a bad file exits 2 naming the line', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'troupe_conf_'));
+  const conf = join(dir, 'cluster.conf');
+  writeFileSync(conf, `# one node\n[model]\npath = ${modelDir}\nserved_model_name = fromconf\n[gateway]\napi_key = sk-conf\n` +
+                      `[engine]\nmax_num_seqs = 8\n[node.local]\naddress = 127.0.0.1\ndevices = cpu\n`);
+  const configured = await startServer(modelDir, ['--config', conf]);  // startServer also passes --served-model-name tiny
+  try {
+    const keyed = new OpenAI({ baseURL: configured.baseURL + '/v1', apiKey: 'sk-conf', maxRetries: 0 });
+    assert.deepEqual((await keyed.models.list()).data.map((m) => m.id), ['tiny']);
+    const keyless = new OpenAI({ baseURL: configured.baseURL + '/v1', apiKey: 'other', maxRetries: 0 });
+    await assert.rejects(keyless.models.list(), (e) => e.status === 401);
+  } finally {
+    await configured.stop();
+  }
+  writeFileSync(conf, '[engine]\nmax_num_seqs = 8\nmax_num_seqz = 3\n');
+  const bad = spawnSync(process.env.TROUPE_BINARY, ['serve', '--config', conf], { encoding: 'utf8' });
+  assert.equal(bad.status, 2);
+  assert.match(bad.stderr, /cluster\.conf:3: unknown key `max_num_seqz` in \[engine\]/);
 });
