@@ -2,35 +2,22 @@
 #define BOOST_TEST_MODULE metrics
 #include <boost/test/unit_test.hpp>
 
-#include <array>
-#include <cstdio>
 #include <fstream>
 #include <thread>
 
 #include "gateway/metrics.hpp"
+#include "tests/support/run_command.hpp"
 #include "tests/support/temp_dir.hpp"
 
 using namespace troupe;
 
 namespace {
 
-struct run_result {
-  int code;
-  std::string output;
-};
-
-run_result promtool_check(const std::string& text) {
+test::command_result promtool_check(const std::string& text) {
   test::temp_dir dir("metrics");
   auto file = dir.path() / "metrics.prom";
   std::ofstream(file) << text;
-  std::string command = "promtool check metrics < " + file.string() + " 2>&1";
-  FILE* pipe = popen(command.c_str(), "r");
-  BOOST_REQUIRE(pipe);
-  std::string out;
-  std::array<char, 4096> buf;
-  while (size_t n = fread(buf.data(), 1, buf.size(), pipe)) out.append(buf.data(), n);
-  int status = pclose(pipe);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+  return test::run_command("promtool check metrics < " + file.string() + " 2>&1");
 }
 
 }  // namespace
@@ -87,14 +74,14 @@ BOOST_AUTO_TEST_CASE(promtool_accepts_the_output) {
   ttft.add({{"model", "m"}}).observe(1e9);
   r.add_counter("troupe_generated_bytes_total", "Bytes streamed.").add().inc(1.5e12);
   auto result = promtool_check(r.render());
-  BOOST_TEST(result.code == 0, result.output);
+  BOOST_TEST(result.exit_code == 0, result.output);
   BOOST_TEST(result.output.empty(), result.output);  // no lint complaints either
 }
 
 BOOST_AUTO_TEST_CASE(promtool_flags_what_lint_forbids) {
   // The check above only means something if promtool does complain about bad names.
   auto result = promtool_check("# HELP requests Requests.\n# TYPE requests counter\nrequests 1\n");
-  BOOST_TEST(result.code != 0, result.output);
+  BOOST_TEST(result.exit_code != 0, result.output);
 }
 
 BOOST_AUTO_TEST_CASE(updates_from_many_threads_all_count) {

@@ -4,16 +4,15 @@
 // real template and Qwen3.5's. The prompts must be byte-identical; where a template
 // refuses a case, both must refuse it.
 #define BOOST_TEST_MODULE chat_template
-#include <array>
 #include <boost/test/unit_test.hpp>
 #include <chrono>
-#include <cstdio>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "base/read_file.hpp"
 #include "model/chat_template.hpp"
 #include "gateway/template_value.hpp"
+#include "tests/support/run_command.hpp"
 #include "tests/support/temp_dir.hpp"
 
 using namespace troupe;
@@ -39,15 +38,6 @@ void write_file(const fs::path& path, const std::string& text) {
   BOOST_REQUIRE(out.good());
 }
 
-std::string run_command(const std::string& command) {
-  FILE* pipe = popen(command.c_str(), "r");
-  BOOST_REQUIRE(pipe);
-  std::string out;
-  std::array<char, 4096> buf;
-  while (size_t n = fread(buf.data(), 1, buf.size(), pipe)) out.append(buf.data(), n);
-  pclose(pipe);
-  return out;
-}
 
 // The cases of the fixture that apply to template `name`, with "tools": true replaced
 // by the fixture's tool list.
@@ -85,9 +75,11 @@ std::vector<outcome> render_with_hf_jinja(const std::string& source, const order
   input["template"] = source;
   input["cases"] = cases;
   write_file(dir.path() / "input.json", input.dump());
-  const std::string output =
-      run_command("node " + (source_dir / "tests/model/render_with_hf_jinja.mjs").string() + " " +
-                  (dir.path() / "input.json").string() + " 2>&1");
+  const test::command_result oracle =
+      test::run_command("node " + (source_dir / "tests/model/render_with_hf_jinja.mjs").string() + " " +
+                        (dir.path() / "input.json").string() + " 2>&1");
+  const std::string& output = oracle.output;
+  BOOST_REQUIRE_MESSAGE(oracle.exit_code == 0, "the oracle failed: " << output);
   const ordered_json results = ordered_json::parse(output, nullptr, false);
   BOOST_REQUIRE_MESSAGE(results.is_array() && results.size() == cases.size(),
                         "the oracle failed: " << output);

@@ -5,25 +5,8 @@
 
 #include "tests/support/jinja_render.hpp"
 
+using troupe::test::check_all;
 using troupe::test::render;
-
-namespace {
-
-struct example {
-  const char* source;
-  const char* variables;
-  const char* expected;
-};
-
-void check_all(std::initializer_list<example> examples) {
-  for (const example& e : examples) {
-    BOOST_TEST_CONTEXT("template: " << e.source) {
-      BOOST_TEST(render(e.source, e.variables) == e.expected);
-    }
-  }
-}
-
-}  // namespace
 
 BOOST_AUTO_TEST_CASE(tojson_matches_json_dumps) {
   check_all({

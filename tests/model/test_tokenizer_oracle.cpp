@@ -5,8 +5,6 @@
 #define BOOST_TEST_MODULE tokenizer_oracle
 #include <boost/test/unit_test.hpp>
 
-#include <array>
-#include <cstdio>
 #include <fstream>
 #include <random>
 
@@ -16,6 +14,7 @@
 #include "base/utf8.hpp"
 #include "model/tokenizer.hpp"
 #include "tests/support/error_text.hpp"
+#include "tests/support/run_command.hpp"
 #include "tests/support/temp_dir.hpp"
 
 using namespace troupe;
@@ -82,13 +81,9 @@ json run_oracle(const fs::path& model_dir, const std::vector<std::string>& texts
   std::ofstream(input) << json(texts).dump();
   const std::string command = "node " + (source_dir / "tests/model/tokenizer_oracle.mjs").string() +
                               " " + model_dir.string() + " " + input.string();
-  FILE* pipe = popen(command.c_str(), "r");
-  BOOST_REQUIRE(pipe);
-  std::string out;
-  std::array<char, 65536> buf;
-  while (size_t n = fread(buf.data(), 1, buf.size(), pipe)) out.append(buf.data(), n);
-  BOOST_REQUIRE_MESSAGE(pclose(pipe) == 0, "the oracle failed: " + command);
-  return json::parse(out);
+  const test::command_result r = test::run_command(command);
+  BOOST_REQUIRE_MESSAGE(r.exit_code == 0, "the oracle failed: " + command);
+  return json::parse(r.output);
 }
 
 std::string shown(const std::string& text) {

@@ -1,6 +1,7 @@
 #pragma once
 // Shorthands for engine tests: render a template source with variables written as JSON,
 // or get the error that compiling or rendering it gives.
+#include <initializer_list>
 #include <string>
 
 #include "model/jinja/program.hpp"
@@ -18,6 +19,22 @@ inline std::string render(const std::string& source, const char* json = "{}") {
   if (!program) return "COMPILE ERROR: " + program.err().message;
   auto text = program->render(variables(json));
   return text ? *text : "ERROR: " + text.err().message;
+}
+
+// One table row: a template, its variables as JSON, the text it must render.
+struct example {
+  const char* source;
+  const char* variables;
+  const char* expected;
+};
+
+// Renders every example; needs Boost.Test included first.
+inline void check_all(std::initializer_list<example> examples) {
+  for (const example& e : examples) {
+    BOOST_TEST_CONTEXT("template: " << e.source) {
+      BOOST_TEST(render(e.source, e.variables) == e.expected);
+    }
+  }
 }
 
 inline std::string compile_error(const std::string& source) {
