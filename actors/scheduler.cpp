@@ -10,7 +10,7 @@ using sequence = scheduler_state::sequence;
 
 void schedule(self_ptr self);
 
-void send_event(self_ptr self, const sequence& s, std::vector<sampled_token> tokens, finish_reason finish,
+void send_event(const sequence& s, std::vector<sampled_token> tokens, finish_reason finish,
                 std::string message = {}) {
   caf::anon_send(s.sink, token_event{s.request.id, std::move(tokens), uint8_t(finish), std::move(message),
                                  int(s.request.prompt.size()), std::max(0, s.cached_prompt_tokens)});
@@ -49,7 +49,7 @@ void recover(self_ptr self) {
   for (auto it = running.rbegin(); it != running.rend(); ++it) {
     sequence& s = st.sequences[*it];
     if (s.cancelled || ++s.recoveries > st.options.max_recoveries) {
-      if (!s.cancelled) send_event(self, s, {}, finish_reason::error, "the engine failed repeatedly while running this request");
+      if (!s.cancelled) send_event(s, {}, finish_reason::error, "the engine failed repeatedly while running this request");
       st.sequences.erase(*it);
       continue;
     }
@@ -84,7 +84,7 @@ void on_step_result(self_ptr self, const step_plan& plan, const step_result& res
     if (std::find(stops.begin(), stops.end(), t.token) != stops.end()) finish = finish_reason::stop;
     else if (s.generated >= s.request.max_tokens || int(s.tokens.size()) >= st.options.max_model_len)
       finish = finish_reason::length;
-    send_event(self, s, {t}, finish);
+    send_event(s, {t}, finish);
     if (finish != finish_reason::none) done.push_back(span.id);
   }
   for (request_id id : done) retire(self, id);
@@ -213,7 +213,7 @@ scheduler_actor::behavior_type scheduler(scheduler_actor::stateful_pointer<sched
         s.tokens = s.request.prompt;
         const int prompt = int(s.tokens.size());
         if (prompt == 0 || prompt >= st.options.max_model_len) {
-          send_event(self, s, {}, finish_reason::error,
+          send_event(s, {}, finish_reason::error,
                      "the prompt has " + std::to_string(prompt) + " tokens; this model takes 1 to " +
                          std::to_string(st.options.max_model_len - 1));
           return;
@@ -257,7 +257,7 @@ scheduler_actor::behavior_type scheduler(scheduler_actor::stateful_pointer<sched
         if (st.stage_lost != std::chrono::steady_clock::time_point{} &&
             std::chrono::steady_clock::now() - st.stage_lost > st.options.stage_timeout) {
           for (auto& [id, s] : st.sequences)
-            if (!s.cancelled) send_event(self, s, {}, finish_reason::error, "no stage of the engine is available");
+            if (!s.cancelled) send_event(s, {}, finish_reason::error, "no stage of the engine is available");
           st.sequences.clear();
           st.waiting.clear();
           st.running.clear();
