@@ -52,9 +52,6 @@ class generation_call {
 
   int prompt_tokens() const;
   int completion_tokens() const;
-  int cached_tokens() const { return cached_tokens_; }
-  size_t choice_count() const { return choices_.size(); }
-  const std::vector<int>& prompt_of(int index) const { return choices_[size_t(index)].prompt.ids; }
 
  private:
   struct logprob_entry {

@@ -1,7 +1,5 @@
 #include "model/qwen3_moe.hpp"
 
-#include <cstring>
-
 #include "kernels/cpu/embedding.hpp"
 #include "kernels/cpu/matmul.hpp"
 #include "kernels/cpu/rms_norm.hpp"
