@@ -5,8 +5,8 @@
 
 namespace troupe::cuda {
 
-void fail(const char* file, int line, const char* call, cudaError_t err) {
-  std::fprintf(stderr, "troupe: CUDA error at %s:%d: %s: %s\n", file, line, call, cudaGetErrorString(err));
+void fail(const char* file, int line, const char* call, const char* what) {
+  std::fprintf(stderr, "troupe: CUDA error at %s:%d: %s: %s\n", file, line, call, what);
   std::abort();
 }
 

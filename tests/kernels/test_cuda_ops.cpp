@@ -1,60 +1,343 @@
 // Every CUDA op against the CPU op on random inputs of several shapes, odd sizes included.
+// Inputs are bf16 on the device; the CPU op gets the same bf16-rounded values in fp32.
+// Outputs are poisoned with NaN before each run, and NaN never passes, so an element the
+// kernel left unwritten fails. Each check logs its error (--log_level=test_suite shows it).
 #define BOOST_TEST_MODULE cuda_ops
 #include <boost/test/unit_test.hpp>
 
+#include <algorithm>
 #include <cmath>
+#include <numeric>
+#include <random>
+#include <sstream>
+#include <string>
 
+#include "kernels/cpu/embedding.hpp"
+#include "kernels/cpu/kv_cache_write.hpp"
+#include "kernels/cpu/matmul.hpp"
+#include "kernels/cpu/moe_routing.hpp"
+#include "kernels/cpu/paged_attention.hpp"
 #include "kernels/cpu/rms_norm.hpp"
+#include "kernels/cpu/rope.hpp"
+#include "kernels/cpu/swiglu.hpp"
 #include "kernels/cuda/check.cuh"
+#include "kernels/cuda/embedding.cuh"
+#include "kernels/cuda/kv_cache_write.cuh"
+#include "kernels/cuda/matmul.cuh"
+#include "kernels/cuda/moe_routing.cuh"
+#include "kernels/cuda/paged_attention.cuh"
+#include "kernels/cuda/qk_norm_rope.cuh"
 #include "kernels/cuda/rms_norm.cuh"
+#include "kernels/cuda/swiglu.cuh"
 #include "tests/support/random.hpp"
 
 using namespace troupe;
 
 namespace {
 
+// bf16 keeps 8 significant bits: one rounding is a relative error up to 2^-9 (about 2e-3)
+// per element, so ||out - ref|| / ||ref|| of a bf16 output lands near 1e-3 to 4e-3.
+// 1e-2 leaves room for that and fp32 summation order, and still catches a wrong element.
+constexpr double bf16_tolerance = 1e-2;
+// fp32 outputs computed from the same inputs differ only in summation order.
+constexpr double f32_tolerance = 1e-5;
+constexpr uint16_t bf16_nan = 0x7fc0;
+
 // A device copy of a host vector, freed with the object.
+template <class T>
 class device_buffer {
  public:
-  explicit device_buffer(const std::vector<float>& host) : size_(host.size()) {
-    TROUPE_CUDA_CHECK(cudaMalloc(&ptr_, size_ * sizeof(float)));
-    TROUPE_CUDA_CHECK(cudaMemcpy(ptr_, host.data(), size_ * sizeof(float), cudaMemcpyHostToDevice));
+  explicit device_buffer(const std::vector<T>& host) : size_(host.size()) {
+    TROUPE_CUDA_CHECK(cudaMalloc(&ptr_, std::max<size_t>(size_, 1) * sizeof(T)));
+    TROUPE_CUDA_CHECK(cudaMemcpy(ptr_, host.data(), size_ * sizeof(T), cudaMemcpyHostToDevice));
   }
+  device_buffer(size_t size, T poison) : device_buffer(std::vector<T>(size, poison)) {}
+  device_buffer(const device_buffer&) = delete;
+  device_buffer& operator=(const device_buffer&) = delete;
   ~device_buffer() { cudaFree(ptr_); }
-  float* get() { return ptr_; }
-  std::vector<float> to_host() const {
-    std::vector<float> host(size_);
-    TROUPE_CUDA_CHECK(cudaMemcpy(host.data(), ptr_, size_ * sizeof(float), cudaMemcpyDeviceToHost));
+  T* get() { return ptr_; }
+  // The bits of a uint16_t buffer as the device's bf16.
+  __nv_bfloat16* bf16() { return reinterpret_cast<__nv_bfloat16*>(ptr_); }
+  std::vector<T> to_host() const {
+    TROUPE_CUDA_CHECK(cudaDeviceSynchronize());
+    std::vector<T> host(size_);
+    TROUPE_CUDA_CHECK(cudaMemcpy(host.data(), ptr_, size_ * sizeof(T), cudaMemcpyDeviceToHost));
     return host;
   }
 
  private:
-  float* ptr_ = nullptr;
+  T* ptr_ = nullptr;
   size_t size_;
 };
 
+std::vector<float> to_f32(const std::vector<uint16_t>& bits) {
+  std::vector<float> v(bits.size());
+  for (size_t i = 0; i < bits.size(); ++i) v[i] = bf16_to_f32(bits[i]);
+  return v;
+}
+
+// Random bf16 values: `bits` for the device, the same values in fp32 for the CPU op.
+struct bf16_values {
+  std::vector<uint16_t> bits;
+  std::vector<float> values;
+};
+
+bf16_values random_bf16(size_t n, uint32_t seed, float scale = 1.0f) {
+  bf16_values r;
+  for (float x : test::random_floats(n, seed, scale)) r.bits.push_back(f32_to_bf16(x));
+  r.values = to_f32(r.bits);
+  return r;
+}
+
+// ||out - ref|| / ||ref||; a non-finite output element fails the test outright.
 double relative_error(const std::vector<float>& out, const std::vector<float>& ref) {
+  BOOST_REQUIRE_EQUAL(out.size(), ref.size());
   double num = 0, den = 0;
   for (size_t i = 0; i < ref.size(); ++i) {
-    BOOST_REQUIRE(std::isfinite(out[i]));
+    BOOST_REQUIRE_MESSAGE(std::isfinite(out[i]), "element " << i << " is " << out[i]);
     num += double(out[i] - ref[i]) * (out[i] - ref[i]);
     den += double(ref[i]) * ref[i];
   }
-  return std::sqrt(num / den);
+  return std::sqrt(num / std::max(den, 1e-300));
+}
+
+void expect_close(const std::string& what, const std::vector<float>& out,
+                  const std::vector<float>& ref, double tolerance) {
+  const double err = relative_error(out, ref);
+  BOOST_TEST_MESSAGE(what << ": relative error " << err << " (tolerance " << tolerance << ")");
+  BOOST_TEST(err < tolerance, what << ": relative error " << err);
+}
+
+std::vector<int> random_ints(size_t n, int below, uint32_t seed) {
+  std::mt19937 gen(seed);
+  std::uniform_int_distribution<int> dist(0, below - 1);
+  std::vector<int> v(n);
+  for (int& x : v) x = dist(gen);
+  return v;
 }
 
 }  // namespace
 
-BOOST_AUTO_TEST_CASE(rms_norm_matches_cpu) {
-  for (int dim : {1, 7, 128, 2048, 4099}) {
-    const int rows = 33;
-    auto x = test::random_floats(size_t(rows) * dim, 1 + dim, 2.0f);
-    auto w = test::random_floats(size_t(dim), 2 + dim);
-    std::vector<float> ref(x.size());
-    cpu::rms_norm(x.data(), w.data(), 1e-6f, rows, dim, ref.data());
-    device_buffer dx(x), dw(w), dout(std::vector<float>(x.size(), NAN));
-    cuda::rms_norm(dx.get(), dw.get(), 1e-6f, rows, dim, dout.get(), nullptr);
-    TROUPE_CUDA_CHECK(cudaDeviceSynchronize());
-    BOOST_TEST_CONTEXT("dim " << dim) BOOST_TEST(relative_error(dout.to_host(), ref) < 1e-5);
+BOOST_AUTO_TEST_CASE(rms_norm_with_residual_add_matches_cpu) {
+  for (int dim : {1, 7, 128, 2048, 4099})
+    for (bool with_add : {true, false}) {
+      const int rows = 33;
+      const size_t n = size_t(rows) * dim;
+      auto residual = test::random_floats(n, 1 + dim, 2.0f);
+      auto add = random_bf16(n, 2 + dim);
+      auto w = test::random_floats(size_t(dim), 3 + dim);
+      std::vector<float> ref_residual = residual, ref(n);
+      if (with_add)
+        for (size_t i = 0; i < n; ++i) ref_residual[i] += add.values[i];
+      cpu::rms_norm(ref_residual.data(), w.data(), 1e-6f, rows, dim, ref.data());
+
+      device_buffer<float> d_residual(residual), d_w(w);
+      device_buffer<uint16_t> d_add(add.bits), d_out(n, bf16_nan);
+      cuda::rms_norm(with_add ? d_add.bf16() : nullptr, d_residual.get(), d_w.get(), 1e-6f, rows,
+                     dim, d_out.bf16(), nullptr);
+      std::ostringstream shape;
+      shape << "rms_norm rows " << rows << " dim " << dim << (with_add ? " +add" : "");
+      expect_close(shape.str() + " out", to_f32(d_out.to_host()), ref, bf16_tolerance);
+      expect_close(shape.str() + " residual", d_residual.to_host(), ref_residual, 1e-6);
+    }
+}
+
+BOOST_AUTO_TEST_CASE(qk_norm_rope_matches_cpu) {
+  struct shape {
+    int tokens, heads, kv_heads, head_dim;
+    float theta;
+  };
+  uint32_t seed = 100;
+  for (auto [tokens, heads, kv_heads, hd, theta] :
+       {shape{1, 4, 2, 64, 10000.0f}, shape{7, 32, 4, 128, 1e6f}, shape{5, 3, 1, 2, 10000.0f},
+        shape{9, 6, 2, 256, 1e6f}, shape{13, 5, 5, 18, 5e5f}}) {
+    auto q = random_bf16(size_t(tokens) * heads * hd, seed++, 2.0f);
+    auto k = random_bf16(size_t(tokens) * kv_heads * hd, seed++, 2.0f);
+    auto q_norm = test::random_floats(size_t(hd), seed++);
+    auto k_norm = test::random_floats(size_t(hd), seed++);
+    auto positions = random_ints(size_t(tokens), 40000, seed++);
+    positions[0] = 0;
+    std::vector<float> ref_q = q.values, ref_k = k.values;
+    cpu::rms_norm(ref_q.data(), q_norm.data(), 1e-6f, tokens * heads, hd, ref_q.data());
+    cpu::rms_norm(ref_k.data(), k_norm.data(), 1e-6f, tokens * kv_heads, hd, ref_k.data());
+    cpu::rope(ref_q.data(), tokens, heads, hd, positions.data(), theta);
+    cpu::rope(ref_k.data(), tokens, kv_heads, hd, positions.data(), theta);
+
+    // In place, so nothing to poison: a row left unrotated is far off at these positions.
+    device_buffer<uint16_t> d_q(q.bits), d_k(k.bits);
+    device_buffer<float> d_q_norm(q_norm), d_k_norm(k_norm);
+    device_buffer<int> d_positions(positions);
+    cuda::qk_norm_rope(d_q.bf16(), d_k.bf16(), d_q_norm.get(), d_k_norm.get(), 1e-6f, tokens, heads,
+                       kv_heads, hd, d_positions.get(), theta, nullptr);
+    std::ostringstream name;
+    name << "qk_norm_rope tokens " << tokens << " heads " << heads << "/" << kv_heads << " head_dim "
+         << hd;
+    expect_close(name.str() + " q", to_f32(d_q.to_host()), ref_q, bf16_tolerance);
+    expect_close(name.str() + " k", to_f32(d_k.to_host()), ref_k, bf16_tolerance);
+  }
+}
+
+BOOST_AUTO_TEST_CASE(swiglu_matches_cpu) {
+  for (int64_t n : {int64_t(1), int64_t(7), int64_t(4097), int64_t(3) * 1024 * 1024 + 5}) {
+    auto gate = random_bf16(size_t(n), uint32_t(n), 3.0f);
+    auto up = random_bf16(size_t(n), uint32_t(n) + 1);
+    std::vector<float> ref(static_cast<size_t>(n));
+    cpu::swiglu(gate.values.data(), up.values.data(), n, ref.data());
+    device_buffer<uint16_t> d_gate(gate.bits), d_up(up.bits), d_out(size_t(n), bf16_nan);
+    cuda::swiglu(d_gate.bf16(), d_up.bf16(), n, d_out.bf16(), nullptr);
+    expect_close("swiglu n " + std::to_string(n), to_f32(d_out.to_host()), ref, bf16_tolerance);
+  }
+}
+
+BOOST_AUTO_TEST_CASE(embedding_matches_cpu) {
+  const int vocab = 1001, tokens = 17;
+  for (int dim : {1, 7, 2048, 4099}) {
+    auto table = random_bf16(size_t(vocab) * dim, uint32_t(dim));
+    auto ids = random_ints(size_t(tokens), vocab, uint32_t(dim) + 1);
+    ids[0] = 0;
+    ids[1] = vocab - 1;
+    std::vector<float> ref(size_t(tokens) * dim);
+    cpu::embedding({dtype::bf16, vocab, dim, table.bits.data()}, ids.data(), tokens, ref.data());
+    device_buffer<uint16_t> d_table(table.bits);
+    device_buffer<int> d_ids(ids);
+    device_buffer<float> d_out(ref.size(), NAN);
+    cuda::embedding(d_table.bf16(), vocab, dim, d_ids.get(), tokens, d_out.get(), nullptr);
+    // A gather converts bf16 to fp32 exactly.
+    expect_close("embedding dim " + std::to_string(dim), d_out.to_host(), ref, 1e-30);
+  }
+}
+
+BOOST_AUTO_TEST_CASE(kv_cache_write_and_paged_attention_match_cpu) {
+  struct shape {
+    int heads, kv_heads, head_dim, block_size;
+    std::vector<int> lens;
+  };
+  uint32_t seed = 200;
+  for (const auto& [heads, kv_heads, hd, block_size, lens] :
+       {shape{32, 4, 128, 16, {1, 17, 300, 1000}}, shape{8, 8, 64, 32, {5, 257, 513}},
+        shape{6, 2, 80, 7, {3, 100, 600, 2}}, shape{16, 1, 256, 16, {1, 2000}}}) {
+    const int seqs = int(lens.size()), row = kv_heads * hd;
+    const int max_len = *std::max_element(lens.begin(), lens.end());
+    const int max_blocks = (max_len + block_size - 1) / block_size;
+    int used_blocks = 0;
+    for (int len : lens) used_blocks += (len + block_size - 1) / block_size;
+    const int pool_blocks = used_blocks + 5;  // some blocks stay unused (and NaN)
+
+    // Each sequence's blocks are a random share of the pool, so tables interleave.
+    std::vector<int> pool_order(static_cast<size_t>(pool_blocks));
+    std::iota(pool_order.begin(), pool_order.end(), 0);
+    std::shuffle(pool_order.begin(), pool_order.end(), std::mt19937(seed++));
+    std::vector<int> tables(size_t(seqs) * max_blocks, 0), slots;
+    int next_block = 0;
+    for (int s = 0; s < seqs; ++s) {
+      for (int b = 0; b < (lens[size_t(s)] + block_size - 1) / block_size; ++b)
+        tables[size_t(s) * max_blocks + b] = pool_order[size_t(next_block++)];
+      for (int p = 0; p < lens[size_t(s)]; ++p)
+        slots.push_back(tables[size_t(s) * max_blocks + p / block_size] * block_size + p % block_size);
+    }
+    const int tokens = int(slots.size());
+    auto k = random_bf16(size_t(tokens) * row, seed++);
+    auto v = random_bf16(size_t(tokens) * row, seed++);
+    auto q = random_bf16(size_t(seqs) * heads * hd, seed++, 2.0f);
+
+    const size_t pool_size = size_t(pool_blocks) * block_size * row;
+    std::vector<float> key_pool(pool_size, NAN), value_pool(pool_size, NAN);
+    std::vector<float> ref(q.values.size());
+    for (int s = 0, first = 0; s < seqs; first += lens[size_t(s)], ++s) {
+      const int* table = tables.data() + size_t(s) * max_blocks;
+      cpu::kv_cache_write(k.values.data() + size_t(first) * row, v.values.data() + size_t(first) * row,
+                          lens[size_t(s)], row, table, block_size, 0, key_pool.data(),
+                          value_pool.data());
+      cpu::paged_attention(q.values.data() + size_t(s) * heads * hd, 1, heads, kv_heads, hd,
+                           {key_pool.data(), value_pool.data(), table, block_size},
+                           lens[size_t(s)] - 1, ref.data() + size_t(s) * heads * hd);
+    }
+
+    device_buffer<uint16_t> d_k(k.bits), d_v(v.bits), d_q(q.bits);
+    device_buffer<uint16_t> d_keys(pool_size, bf16_nan), d_values(pool_size, bf16_nan);
+    device_buffer<uint16_t> d_out(q.bits.size(), bf16_nan);
+    device_buffer<int> d_slots(slots), d_tables(tables), d_lens(lens);
+    device_buffer<float> d_workspace(cuda::paged_attention_workspace_floats(seqs, heads, hd, max_len), NAN);
+    cuda::kv_cache_write(d_k.bf16(), d_v.bf16(), tokens, row, d_slots.get(), d_keys.bf16(),
+                         d_values.bf16(), nullptr);
+    cuda::paged_attention(d_q.bf16(), seqs, heads, kv_heads, hd,
+                          {d_keys.bf16(), d_values.bf16(), block_size, d_tables.get(), max_blocks,
+                           d_lens.get(), max_len},
+                          d_workspace.get(), d_out.bf16(), nullptr);
+
+    std::ostringstream name;
+    name << "heads " << heads << "/" << kv_heads << " head_dim " << hd << " block " << block_size
+         << " lens";
+    for (int len : lens) name << " " << len;
+    // The pools hold exactly the rows written, and NaN (poison) everywhere else.
+    auto keys = to_f32(d_keys.to_host()), values = to_f32(d_values.to_host());
+    size_t mismatches = 0;
+    for (size_t i = 0; i < pool_size; ++i) {
+      auto same = [](float a, float b) { return std::isnan(a) ? std::isnan(b) : a == b; };
+      mismatches += !same(keys[i], key_pool[i]) + !same(values[i], value_pool[i]);
+    }
+    BOOST_TEST_MESSAGE("kv_cache_write " << name.str() << ": " << mismatches << " pool mismatches");
+    BOOST_TEST(mismatches == 0u, "kv_cache_write " << name.str());
+    expect_close("paged_attention " + name.str(), to_f32(d_out.to_host()), ref, bf16_tolerance);
+  }
+}
+
+BOOST_AUTO_TEST_CASE(matmul_matches_cpu) {
+  struct shape {
+    int m, k, n;
+  };
+  cublasHandle_t handle;
+  TROUPE_CUDA_CHECK(cublasCreate(&handle));
+  uint32_t seed = 300;
+  for (auto [m, k, n] : {shape{1, 2048, 768}, shape{7, 129, 33}, shape{64, 1024, 512},
+                         shape{33, 5, 3}, shape{300, 768, 1001}})
+    for (dtype y_type : {dtype::f32, dtype::bf16}) {
+      auto x = random_bf16(size_t(m) * k, seed++);
+      auto w = random_bf16(size_t(n) * k, seed++);
+      std::vector<float> ref(size_t(m) * n);
+      cpu::matmul(x.values.data(), m, {dtype::bf16, n, k, w.bits.data()}, ref.data());
+      device_buffer<uint16_t> d_x(x.bits), d_w(w.bits);
+      std::ostringstream name;
+      name << "matmul m " << m << " k " << k << " n " << n << " -> " << dtype_name(y_type);
+      if (y_type == dtype::f32) {
+        device_buffer<float> d_y(ref.size(), NAN);
+        cuda::matmul(handle, d_x.bf16(), m, k, d_w.bf16(), n, y_type, d_y.get());
+        // Products of bf16 are exact in fp32: only the summation order differs.
+        expect_close(name.str(), d_y.to_host(), ref, 1e-4);
+      } else {
+        device_buffer<uint16_t> d_y(ref.size(), bf16_nan);
+        cuda::matmul(handle, d_x.bf16(), m, k, d_w.bf16(), n, y_type, d_y.get());
+        expect_close(name.str(), to_f32(d_y.to_host()), ref, bf16_tolerance);
+      }
+    }
+  TROUPE_CUDA_CHECK(cublasDestroy(handle));
+}
+
+BOOST_AUTO_TEST_CASE(route_top_k_matches_cpu) {
+  struct shape {
+    int tokens, experts, k;
+    bool normalize;
+  };
+  uint32_t seed = 400;
+  for (auto [tokens, experts, k, normalize] :
+       {shape{1, 8, 2, true}, shape{33, 128, 8, true}, shape{5, 60, 4, false},
+        shape{17, 512, 10, true}, shape{3, 7, 7, false}}) {
+    // Router logits come from an fp32 matmul; random floats are never tied.
+    auto logits = test::random_floats(size_t(tokens) * experts, seed++, 2.0f);
+    std::vector<int> ref_chosen(size_t(tokens) * k);
+    std::vector<float> ref_weights(ref_chosen.size());
+    for (int t = 0; t < tokens; ++t)
+      cpu::route_top_k(logits.data() + size_t(t) * experts, experts, k, normalize,
+                       ref_chosen.data() + size_t(t) * k, ref_weights.data() + size_t(t) * k);
+    device_buffer<float> d_logits(logits), d_weights(ref_weights.size(), NAN);
+    device_buffer<int> d_chosen(ref_chosen.size(), -1);
+    cuda::route_top_k(d_logits.get(), tokens, experts, k, normalize, d_chosen.get(),
+                      d_weights.get(), nullptr);
+    std::ostringstream name;
+    name << "route_top_k tokens " << tokens << " experts " << experts << " k " << k
+         << (normalize ? " normalized" : "");
+    const auto chosen = d_chosen.to_host();
+    BOOST_TEST(chosen == ref_chosen, boost::test_tools::per_element());
+    expect_close(name.str(), d_weights.to_host(), ref_weights, f32_tolerance);
   }
 }

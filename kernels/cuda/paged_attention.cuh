@@ -1,0 +1,43 @@
+#pragma once
+#include <cstddef>
+
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+namespace troupe::cuda {
+
+// A batch's keys and values in the paged bf16 pool, [blocks, block_size, kv_heads,
+// head_dim] as cpu::paged_kv describes. Sequence s owns block_tables[s * max_blocks ..]
+// and seq_lens[s] positions (1 <= seq_lens[s] <= max_seq_len). Device pointers except
+// the two host ints.
+struct paged_kv_batch {
+  const __nv_bfloat16* keys;
+  const __nv_bfloat16* values;
+  int block_size;
+  const int* block_tables;
+  int max_blocks;
+  const int* seq_lens;
+  int max_seq_len;
+};
+
+// Positions per split of a sequence's keys: one block of threads each.
+inline constexpr int paged_attention_split = 256;
+
+// fp32 values of scratch paged_attention needs for this batch: the caller owns it so the
+// decode step allocates nothing.
+inline size_t paged_attention_workspace_floats(int seqs, int heads, int head_dim, int max_seq_len) {
+  const size_t splits = size_t(max_seq_len + paged_attention_split - 1) / paged_attention_split;
+  return size_t(seqs) * size_t(heads) * splits * size_t(head_dim + 2);
+}
+
+// Decode attention (flash-decoding): one query per sequence, q and out [seqs, heads,
+// head_dim], the query at the sequence's last position seeing all of it, scale
+// 1/sqrt(head_dim), grouped-query (heads a multiple of kv_heads). Each split of
+// paged_attention_split positions is a block that attends for all heads of its KV head,
+// then a second launch merges the splits. fp32 scores and sums; head_dim at most 256.
+// Same contract as cpu::paged_attention with tokens = 1, start = seq_lens[s] - 1.
+void paged_attention(const __nv_bfloat16* q, int seqs, int heads, int kv_heads, int head_dim,
+                     const paged_kv_batch& kv, float* workspace, __nv_bfloat16* out,
+                     cudaStream_t stream);
+
+}  // namespace troupe::cuda

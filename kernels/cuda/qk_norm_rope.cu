@@ -1,0 +1,84 @@
+#include "kernels/cuda/qk_norm_rope.cuh"
+
+#include <cmath>
+
+#include "base/check.hpp"
+#include "kernels/cuda/check.cuh"
+
+namespace troupe::cuda {
+
+static constexpr int max_head_dim = 256;
+static constexpr int warps_per_block = 4;
+
+// Computed on the host with std::pow, exactly as cpu::rope does, and passed by value so a
+// captured graph keeps it: no device buffer to own.
+struct inv_freq_table {
+  float v[max_head_dim / 2];
+};
+
+// One warp per (token, head) row, q heads first then k heads: the normed row is staged in
+// shared memory so each lane can rotate pairs half a head apart.
+static __global__ void qk_norm_rope_kernel(__nv_bfloat16* q, __nv_bfloat16* k, const float* q_norm,
+                                           const float* k_norm, float eps, int tokens, int heads,
+                                           int kv_heads, int head_dim, const int* positions,
+                                           inv_freq_table inv_freq) {
+  __shared__ float rows[warps_per_block][max_head_dim];
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int row = blockIdx.x * warps_per_block + warp;
+  const int per_token = heads + kv_heads;
+  if (row >= tokens * per_token) return;
+  const int t = row / per_token, h = row % per_token;
+  const bool is_q = h < heads;
+  __nv_bfloat16* x = is_q ? q + (size_t(t) * heads + h) * head_dim
+                          : k + (size_t(t) * kv_heads + (h - heads)) * head_dim;
+  const float* weight = is_q ? q_norm : k_norm;
+  float* buf = rows[warp];
+
+  float sum = 0.0f;
+  for (int i = lane; i < head_dim; i += 32) {
+    const float v = __bfloat162float(x[i]);
+    buf[i] = v;
+    sum += v * v;
+  }
+  for (int offset = 16; offset > 0; offset /= 2) sum += __shfl_xor_sync(0xffffffffu, sum, offset);
+  const float scale = rsqrtf(sum / float(head_dim) + eps);
+  __syncwarp();
+  for (int i = lane; i < head_dim; i += 32) buf[i] = weight[i] * (buf[i] * scale);
+  __syncwarp();
+
+  const int half = head_dim / 2;
+  const float pos = float(positions[t]);
+  for (int i = lane; i < half; i += 32) {
+    float s, c;
+    sincosf(pos * inv_freq.v[i], &s, &c);
+    const float a = buf[i], b = buf[i + half];
+    x[i] = __float2bfloat16(a * c - b * s);
+    x[i + half] = __float2bfloat16(b * c + a * s);
+  }
+}
+
+static void launch(__nv_bfloat16* q, __nv_bfloat16* k, const float* q_norm, const float* k_norm,
+                   float eps, int tokens, int heads, int kv_heads, int head_dim,
+                   const int* positions, const inv_freq_table& inv_freq, cudaStream_t stream) {
+  const int rows = tokens * (heads + kv_heads);
+  const int blocks = (rows + warps_per_block - 1) / warps_per_block;
+  qk_norm_rope_kernel<<<blocks, warps_per_block * 32, 0, stream>>>(
+      q, k, q_norm, k_norm, eps, tokens, heads, kv_heads, head_dim, positions, inv_freq);
+  TROUPE_CUDA_CHECK(cudaGetLastError());
+}
+
+void qk_norm_rope(__nv_bfloat16* q, __nv_bfloat16* k, const float* q_norm, const float* k_norm,
+                  float eps, int tokens, int heads, int kv_heads, int head_dim,
+                  const int* positions, float theta, cudaStream_t stream) {
+  TROUPE_CHECK(tokens >= 0 && heads > 0 && kv_heads > 0, "bad shape");
+  TROUPE_CHECK(head_dim > 0 && head_dim % 2 == 0 && head_dim <= max_head_dim,
+               "head_dim must be even and at most 256");
+  TROUPE_CHECK(int64_t(tokens) * (heads + kv_heads) < (int64_t(1) << 31), "too many rows");
+  if (tokens == 0) return;
+  inv_freq_table inv_freq{};
+  for (int i = 0; i < head_dim / 2; ++i)
+    inv_freq.v[i] = 1.0f / std::pow(theta, float(2 * i) / float(head_dim));
+  launch(q, k, q_norm, k_norm, eps, tokens, heads, kv_heads, head_dim, positions, inv_freq, stream);
+}
+
+}  // namespace troupe::cuda
