@@ -10,6 +10,7 @@
 
 #include <cerrno>
 #include <charconv>
+#include <cstdio>
 #include <cstring>
 
 namespace troupe::bench {
@@ -182,21 +183,23 @@ result<int> http_client::exchange(const std::string& bytes, const body_sink& sin
   char buf[16384];
   while (!st.complete) {
     const int ready = wait_for(fd_, POLLIN, read_timeout_);
-    if (ready == 0)
-      return error{"the server sent nothing for " + std::to_string(read_timeout_.count() / 1000) + " s (--timeout)"};
+    if (ready == 0) {
+      char limit[32];
+      std::snprintf(limit, sizeof limit, "%.3g", double(read_timeout_.count()) / 1000);
+      return error{"the server sent nothing for " + std::string(limit) + " s (--timeout)"};
+    }
     if (ready < 0) return error{os_error("poll")};
     const ssize_t n = ::recv(fd_, buf, sizeof buf, 0);
     if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
-    if (n < 0) {
-      stale = reused_ && !got_any;
-      return error{os_error("recv")};
-    }
+    if (n < 0 && errno != ECONNRESET) return error{os_error("recv")};
     if (n == 0) {
       http_parser_execute(&parser, &parser_settings(), nullptr, 0);  // ends a body that runs to the close
       if (st.complete) break;
+    }
+    if (n <= 0) {
       stale = reused_ && !got_any;
-      return error{got_any ? "the server closed the connection mid-response"
-                           : "the server closed the connection without answering"};
+      return error{std::string(n == 0 ? "the server closed the connection" : "the server reset the connection") +
+                   (got_any ? " mid-response" : " without answering")};
     }
     got_any = true;
     const size_t used = http_parser_execute(&parser, &parser_settings(), buf, size_t(n));
