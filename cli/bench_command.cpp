@@ -77,6 +77,7 @@ result<bench_flags> parse(int argc, char** argv) {
   f.load.seed = f.dataset.seed;
   f.load.read_timeout = std::chrono::milliseconds(std::llround(real("--timeout", 300) * 1000));
   f.load.show_progress = !a->take_switch("--disable-progress");
+  if (f.dataset.num_prompts < 1) fail("--num-prompts must be at least 1");
   if (f.load.max_concurrency < 0) fail("--max-concurrency must be at least 1");
   if (!(f.load.request_rate > 0)) fail("--request-rate must be positive (inf: all at once)");
   if (f.load.read_timeout.count() <= 0) fail("--timeout must be positive");
@@ -95,20 +96,37 @@ result<bench_flags> parse(int argc, char** argv) {
 
 int bench_command(int argc, char** argv) {
   auto flags = parse(argc, argv);
-  auto prompts = flags ? bench::random_prompts(flags->dataset) : result<std::vector<bench::bench_prompt>>(flags.err());
+  if (!flags) {
+    std::fprintf(stderr, "troupe bench: %s\n", flags.err().message.c_str());
+    return 2;
+  }
+  auto& f = *flags;
+  auto dataset = f.dataset;
+  ++dataset.num_prompts;  // the last one is for the test request
+  auto prompts = bench::random_prompts(dataset);
   if (!prompts) {
     std::fprintf(stderr, "troupe bench: %s\n", prompts.err().message.c_str());
     return 2;
   }
-  auto& f = *flags;
-  if (f.spec.model.empty()) {
+  const bench::bench_prompt test_prompt = prompts->back();
+  prompts->pop_back();
+  {
     bench::http_client http(f.server, f.load.read_timeout);
-    auto id = bench::first_model_id(http, f.spec.api_key);
-    if (!id) {
-      std::fprintf(stderr, "troupe bench: %s\n", id.err().message.c_str());
+    if (f.spec.model.empty()) {
+      auto id = bench::first_model_id(http, f.spec.api_key);
+      if (!id) {
+        std::fprintf(stderr, "troupe bench: %s\n", id.err().message.c_str());
+        return 1;
+      }
+      f.spec.model = *id;
+    }
+    // As vLLM's benchmark does: one request that is not counted, so that a server that
+    // cannot serve stops the run at once, and its cold start stays out of the figures.
+    const auto test = bench::send_request(http, f.spec, test_prompt);
+    if (!test.success) {
+      std::fprintf(stderr, "troupe bench: the test request failed: %s\n", test.error.c_str());
       return 1;
     }
-    f.spec.model = *id;
   }
   const bench::run_info info{bench::to_string(f.server), f.spec.endpoint, f.spec.model,   f.dataset.num_prompts,
                              f.load.max_concurrency,     f.load.request_rate, f.slo};

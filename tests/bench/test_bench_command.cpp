@@ -60,11 +60,11 @@ int closed_port() {
   return ntohs(a.sin_port);
 }
 
-// A server that misbehaves on every request: it answers with the start of a stream and
-// closes the connection (`dies`), or reads the request and never answers.
+// A server that answers its first `good` requests with a whole stream and then misbehaves:
+// it sends the start of a stream and closes the connection (`dies`), or never answers.
 class broken_server {
  public:
-  explicit broken_server(bool dies) : dies_(dies) {
+  broken_server(bool dies, int good = 0) : dies_(dies), good_(good) {
     listener_ = ::socket(AF_INET, SOCK_STREAM, 0);
     sockaddr_in a{};
     a.sin_family = AF_INET;
@@ -86,24 +86,32 @@ class broken_server {
 
  private:
   void serve() {
+    const std::string event = "data: {\"choices\":[{\"text\":\"partial\"}]}\n\n";
+    const std::string whole = event + "data: {\"choices\":[],\"usage\":{\"completion_tokens\":1}}\n\ndata: [DONE]\n\n";
+    const std::string good_answer = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n"
+                                    "Content-Length: " + std::to_string(whole.size()) + "\r\n\r\n" + whole;
+    char size[16];
+    std::snprintf(size, sizeof size, "%zx", event.size());
+    const std::string cut_answer = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n" +
+                                   std::string(size) + "\r\n" + event + "\r\n";
     while (!stop_) {
       pollfd p{listener_, POLLIN, 0};
       if (::poll(&p, 1, 50) != 1) continue;
       const int fd = ::accept(listener_, nullptr, nullptr);
       char buf[4096];
-      if (::recv(fd, buf, sizeof buf, 0) <= 0 || !dies_) {
+      if (::recv(fd, buf, sizeof buf, 0) <= 0 || (!dies_ && good_ == 0)) {
         held_.push_back(fd);
         continue;
       }
-      const std::string start =
-          "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
-          "29\r\ndata: {\"choices\":[{\"text\":\"partial\"}]}\n\n\r\n";
-      ::send(fd, start.data(), start.size(), MSG_NOSIGNAL);
+      const std::string& answer = good_ > 0 ? good_answer : cut_answer;
+      good_ = std::max(0, good_ - 1);
+      ::send(fd, answer.data(), answer.size(), MSG_NOSIGNAL);
       ::close(fd);
     }
   }
 
   const bool dies_;
+  int good_;
   int listener_ = -1, port_ = 0;
   std::atomic<bool> stop_{false};
   std::vector<int> held_;
@@ -169,7 +177,7 @@ BOOST_AUTO_TEST_CASE(a_wrong_api_key_is_reported_and_fails_the_run) {
   r = run("bench " + s.url() + " --api-key wrong --model tiny --num-prompts 2 --random-input-len 4 --random-output-len 2"
           " --disable-progress");
   BOOST_TEST(r.code == 1);
-  BOOST_TEST(r.output.find("2 of 2 requests failed; the first: HTTP 401") != std::string::npos, r.output);
+  BOOST_TEST(r.output.find("the test request failed: HTTP 401: Incorrect API key provided.") != std::string::npos, r.output);
 }
 
 BOOST_AUTO_TEST_CASE(a_closed_port_fails_fast_with_a_message) {
@@ -188,9 +196,19 @@ BOOST_AUTO_TEST_CASE(a_server_that_dies_mid_stream_fails_the_requests) {
   auto r = run("bench " + s.url() + " --model m --num-prompts 4 --max-concurrency 2 --random-input-len 8"
                       " --disable-progress");
   BOOST_TEST(r.code == 1);
+  BOOST_TEST(r.output.find("the test request failed: the server closed the connection mid-response") != std::string::npos,
+             r.output);
+  BOOST_TEST(r.seconds < 5);
+}
+
+BOOST_AUTO_TEST_CASE(a_server_that_dies_after_the_test_request_fails_the_run) {
+  broken_server s(/*dies=*/true, /*good=*/1);
+  auto r = run("bench " + s.url() + " --model m --num-prompts 4 --max-concurrency 2 --random-input-len 8"
+                      " --disable-progress");
+  BOOST_TEST(r.code == 1);
+  BOOST_TEST(r.output.find("Failed requests:                         4") != std::string::npos, r.output);
   BOOST_TEST(r.output.find("4 of 4 requests failed; the first: the server closed the connection mid-response") !=
                  std::string::npos, r.output);
-  BOOST_TEST(r.seconds < 5);
 }
 
 BOOST_AUTO_TEST_CASE(a_server_that_never_answers_times_out) {
@@ -214,6 +232,8 @@ BOOST_AUTO_TEST_CASE(bad_flags_exit_2_with_a_message) {
   BOOST_TEST(r.code == 2);
   r = run("bench --dataset sharegpt");
   BOOST_TEST(r.output.find("only the random dataset") != std::string::npos, r.output);
+  r = run("bench --num-prompts 0");
+  BOOST_TEST(r.output.find("--num-prompts must be at least 1") != std::string::npos, r.output);
   r = run("bench --random-range-ratio 1.5");
   BOOST_TEST(r.output.find("--random-range-ratio must be in [0, 1)") != std::string::npos, r.output);
 }
