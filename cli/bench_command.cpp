@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -92,68 +93,66 @@ result<bench_flags> parse(int argc, char** argv) {
   return f;
 }
 
+// Names the model when --model was not given, and sends one request that is not counted
+// (as vLLM's benchmark does), so that a server that cannot serve stops the run at once and
+// its cold start stays out of the figures.
+status check_server(bench_flags& f, const bench::bench_prompt& test_prompt) {
+  bench::http_client http(f.server, f.load.read_timeout);
+  if (f.spec.model.empty()) {
+    auto id = bench::first_model_id(http, f.spec.api_key);
+    if (!id) return id.err();
+    f.spec.model = *id;
+  }
+  const auto test = bench::send_request(http, f.spec, test_prompt);
+  if (!test.success) return error{"the test request failed: " + test.error};
+  return ok();
+}
+
+void print_start(const bench_flags& f, const bench::run_info& info) {
+  char rate[32] = "inf";
+  if (!std::isinf(f.load.request_rate)) std::snprintf(rate, sizeof rate, "%g/s", f.load.request_rate);
+  const std::string concurrency = f.load.max_concurrency ? std::to_string(f.load.max_concurrency) : "unlimited";
+  std::fprintf(stderr, "troupe bench: %d requests of %s to %s%s, max concurrency %s, request rate %s\n",
+               f.dataset.num_prompts, f.spec.model.c_str(), info.base_url.c_str(), f.spec.endpoint.c_str(),
+               concurrency.c_str(), rate);
+}
+
 }  // namespace
 
 int bench_command(int argc, char** argv) {
+  auto stop = [](int code, const std::string& message) {
+    std::fprintf(stderr, "troupe bench: %s\n", message.c_str());
+    return code;
+  };
   auto flags = parse(argc, argv);
-  if (!flags) {
-    std::fprintf(stderr, "troupe bench: %s\n", flags.err().message.c_str());
-    return 2;
-  }
+  if (!flags) return stop(2, flags.err().message);
   auto& f = *flags;
   auto dataset = f.dataset;
   ++dataset.num_prompts;  // the last one is for the test request
   auto prompts = bench::random_prompts(dataset);
-  if (!prompts) {
-    std::fprintf(stderr, "troupe bench: %s\n", prompts.err().message.c_str());
-    return 2;
-  }
+  if (!prompts) return stop(2, prompts.err().message);
   const bench::bench_prompt test_prompt = prompts->back();
   prompts->pop_back();
-  {
-    bench::http_client http(f.server, f.load.read_timeout);
-    if (f.spec.model.empty()) {
-      auto id = bench::first_model_id(http, f.spec.api_key);
-      if (!id) {
-        std::fprintf(stderr, "troupe bench: %s\n", id.err().message.c_str());
-        return 1;
-      }
-      f.spec.model = *id;
-    }
-    // As vLLM's benchmark does: one request that is not counted, so that a server that
-    // cannot serve stops the run at once, and its cold start stays out of the figures.
-    const auto test = bench::send_request(http, f.spec, test_prompt);
-    if (!test.success) {
-      std::fprintf(stderr, "troupe bench: the test request failed: %s\n", test.error.c_str());
-      return 1;
-    }
+  std::ofstream json_out;
+  if (!f.json_path.empty()) {
+    json_out.open(f.json_path);  // now rather than after the run: a wrong path fails at once
+    if (!json_out) return stop(2, "cannot write " + f.json_path);
   }
+  if (auto s = check_server(f, test_prompt); !s) return stop(1, s.err().message);
   const bench::run_info info{bench::to_string(f.server), f.spec.endpoint, f.spec.model,   f.dataset.num_prompts,
                              f.load.max_concurrency,     f.load.request_rate, f.slo};
-  std::fprintf(stderr, "troupe bench: %d requests of %s to %s%s, max concurrency %s, request rate %s\n",
-               f.dataset.num_prompts, f.spec.model.c_str(), info.base_url.c_str(), f.spec.endpoint.c_str(),
-               f.load.max_concurrency ? std::to_string(f.load.max_concurrency).c_str() : "unlimited",
-               std::isinf(f.load.request_rate) ? "inf" : (std::to_string(f.load.request_rate) + "/s").c_str());
+  print_start(f, info);
 
   const auto run = bench::run_load(f.server, f.spec, *prompts, f.load);
   const auto report = bench::summarize(run.outcomes, run.duration_s, f.slo);
   std::fputs(bench::format_report(report, info).c_str(), stdout);
   std::fflush(stdout);
-  if (!f.json_path.empty()) {
-    std::ofstream out(f.json_path);
-    out << bench::report_json(report, info, run.outcomes);
-    if (!out.flush()) {
-      std::fprintf(stderr, "troupe bench: cannot write %s\n", f.json_path.c_str());
-      return 1;
-    }
-  }
+  if (json_out.is_open() && !(json_out << bench::report_json(report, info, run.outcomes)).flush())
+    return stop(1, "cannot write " + f.json_path);
   if (report.failed == 0) return 0;
-  for (const auto& o : run.outcomes)
-    if (!o.success) {
-      std::fprintf(stderr, "troupe bench: %d of %d requests failed; the first: %s\n", report.failed,
-                   f.dataset.num_prompts, o.error.c_str());
-      break;
-    }
+  const auto first = std::find_if(run.outcomes.begin(), run.outcomes.end(), [](const auto& o) { return !o.success; });
+  std::fprintf(stderr, "troupe bench: %d of %d requests failed; the first: %s\n", report.failed, f.dataset.num_prompts,
+               first->error.c_str());
   return 1;
 }
 

@@ -234,6 +234,9 @@ BOOST_AUTO_TEST_CASE(bad_flags_exit_2_with_a_message) {
   BOOST_TEST(r.output.find("only the random dataset") != std::string::npos, r.output);
   r = run("bench --num-prompts 0");
   BOOST_TEST(r.output.find("--num-prompts must be at least 1") != std::string::npos, r.output);
+  r = run("bench --json /nonexistent/out.json");  // refused before any request is sent
+  BOOST_TEST(r.code == 2);
+  BOOST_TEST(r.output.find("cannot write /nonexistent/out.json") != std::string::npos, r.output);
   r = run("bench --random-range-ratio 1.5");
   BOOST_TEST(r.output.find("--random-range-ratio must be in [0, 1)") != std::string::npos, r.output);
 }
