@@ -2,20 +2,30 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cmath>
 
 namespace troupe::cli {
 
-result<args> args::parse(int argc, char** argv, const std::vector<std::string>& switches) {
+static bool is_flag(const std::string& s) { return s.rfind("--", 0) == 0; }
+
+static bool among(const std::vector<std::string>& names, const std::string& flag) {
+  return std::find(names.begin(), names.end(), flag) != names.end();
+}
+
+result<args> args::parse(int argc, char** argv, const std::vector<std::string>& switches,
+                         const std::vector<std::string>& lists) {
   args a;
   for (int i = 0; i < argc; ++i) {
     std::string flag = argv[i];
-    if (flag.rfind("--", 0) != 0) return error{"unexpected argument \"" + flag + "\""};
-    if (std::find(switches.begin(), switches.end(), flag) != switches.end()) {
+    if (!is_flag(flag)) return error{"unexpected argument \"" + flag + "\""};
+    if (among(switches, flag)) {
       a.values_[flag] = "";
       continue;
     }
     if (i + 1 >= argc) return error{"flag " + flag + " needs a value"};
-    a.values_[flag] = argv[++i];
+    std::string value = argv[++i];
+    while (among(lists, flag) && i + 1 < argc && !is_flag(argv[i + 1])) value += std::string(" ") + argv[++i];
+    a.values_[flag] = value;
   }
   return a;
 }
@@ -39,6 +49,16 @@ static result<int> to_int(const std::string& name, const std::string& text) {
 result<int> args::take_int(const std::string& name, int fallback) {
   auto v = take(name);
   return v ? to_int(name, *v) : result<int>(fallback);
+}
+
+result<double> args::take_double(const std::string& name, double fallback) {
+  auto v = take(name);
+  if (!v) return fallback;
+  double d = 0;
+  auto [end, ec] = std::from_chars(v->data(), v->data() + v->size(), d);
+  if (ec != std::errc() || end != v->data() + v->size() || std::isnan(d))
+    return error{"flag " + name + " needs a number, got \"" + *v + "\""};
+  return d;
 }
 
 result<std::vector<int>> args::take_int_list(const std::string& name) {

@@ -6,5 +6,6 @@ namespace troupe::cli {
 int make_test_model_command(int argc, char** argv);
 int generate_command(int argc, char** argv);
 int serve_command(int argc, char** argv);
+int bench_command(int argc, char** argv);
 
 }  // namespace troupe::cli

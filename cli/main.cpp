@@ -17,6 +17,11 @@ constexpr const char* usage =
     "        --max-num-seqs N --max-num-batched-tokens N --max-model-len N --kv-cache-mb N\n"
     "        --block-size N --expert-groups N --load-format dummy --device cpu]\n"
     "      serve the OpenAI HTTP API (binds 127.0.0.1:8000 unless told)\n"
+    "  bench [--base-url URL | --host H --port N] [--model NAME --endpoint /v1/completions|/v1/chat/completions\n"
+    "        --dataset random --random-input-len N --random-output-len N --random-range-ratio R\n"
+    "        --num-prompts N --max-concurrency N --request-rate R --seed N --no-ignore-eos --api-key KEY\n"
+    "        --goodput ttft:MS tpot:MS e2el:MS --json FILE --timeout S --disable-progress]\n"
+    "      benchmark a running OpenAI-compatible server, as `vllm bench serve` does\n"
     "  generate --model DIR --prompt-ids I,J,... [--max-tokens N --load-format dummy]\n"
     "      greedy generation on the CPU; prints the token ids\n";
 
@@ -30,6 +35,7 @@ int main(int argc, char** argv) {
   const char* command = argv[1];
   if (!std::strcmp(command, "make-test-model")) return troupe::cli::make_test_model_command(argc - 2, argv + 2);
   if (!std::strcmp(command, "serve")) return troupe::cli::serve_command(argc - 2, argv + 2);
+  if (!std::strcmp(command, "bench")) return troupe::cli::bench_command(argc - 2, argv + 2);
   if (!std::strcmp(command, "generate")) return troupe::cli::generate_command(argc - 2, argv + 2);
   std::fprintf(stderr, "troupe: unknown command \"%s\"\n%s", command, usage);
   return 2;
