@@ -62,19 +62,21 @@ void filter(std::vector<int>& order, std::vector<double>& probs, const sampling_
 
 sampled_token sample(const float* logits, int vocab, const sampling_params& p,
                      const token_history& history, int position) {
-  std::vector<float> logprobs(static_cast<size_t>(vocab));
-  cpu::log_softmax(logits, vocab, logprobs.data());
-
-  std::vector<float> adjusted(logits, logits + vocab);
-  apply_penalties(adjusted, p, history);
+  const bool penalised = p.repetition_penalty != 1.0f || p.frequency_penalty != 0.0f || p.presence_penalty != 0.0f;
+  std::vector<float> adjusted;
+  if (penalised) {
+    adjusted.assign(logits, logits + vocab);
+    apply_penalties(adjusted, p, history);
+  }
+  const float* scores = penalised ? adjusted.data() : logits;
   int chosen = 0;
   if (p.temperature <= 0.0f) {
-    chosen = int(std::max_element(adjusted.begin(), adjusted.end()) - adjusted.begin());
+    chosen = int(std::max_element(scores, scores + vocab) - scores);
   } else {
-    const float max_logit = *std::max_element(adjusted.begin(), adjusted.end());
+    const float max_logit = *std::max_element(scores, scores + vocab);
     std::vector<double> probs(static_cast<size_t>(vocab));
     double total = 0;
-    for (int i = 0; i < vocab; ++i) total += probs[size_t(i)] = std::exp(double(adjusted[size_t(i)] - max_logit) / p.temperature);
+    for (int i = 0; i < vocab; ++i) total += probs[size_t(i)] = std::exp(double(scores[i] - max_logit) / p.temperature);
     for (double& q : probs) q /= total;
     std::vector<int> order(static_cast<size_t>(vocab));
     std::iota(order.begin(), order.end(), 0);
@@ -91,7 +93,11 @@ sampled_token sample(const float* logits, int vocab, const sampling_params& p,
       }
   }
 
-  sampled_token out{chosen, logprobs[size_t(chosen)], {}};
+  sampled_token out{chosen, 0.0f, {}};
+  if (p.top_logprobs < 0) return out;  // a full log-softmax per token costs more than the rest
+  std::vector<float> logprobs(static_cast<size_t>(vocab));
+  cpu::log_softmax(logits, vocab, logprobs.data());
+  out.logprob = logprobs[size_t(chosen)];
   if (p.top_logprobs > 0) {
     std::vector<int> top(static_cast<size_t>(vocab));
     std::iota(top.begin(), top.end(), 0);

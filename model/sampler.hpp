@@ -23,7 +23,8 @@ class token_history {
 
 // Samples the token for sequence position `position`. The random draw depends only on
 // (params.seed, position), never on what else ran, so a batch, a replay after a failure
-// and a run alone agree. Log-probs are those of the raw model distribution.
+// and a run alone agree. Log-probs (of the raw model distribution) are filled in only
+// when params.top_logprobs >= 0.
 sampled_token sample(const float* logits, int vocab, const sampling_params& params,
                      const token_history& history, int position);
 
