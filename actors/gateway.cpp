@@ -57,7 +57,7 @@ void finish_call(self_ptr self, uint64_t id) {
 // per choice.
 void start_generation(self_ptr self, const http_call_ptr& http, const std::string& endpoint, api_kind kind,
                       const generation_options& options, int logprobs, bool echo,
-                      std::vector<generation_call::choice_prompt> prompts) {
+                      std::vector<generation_call::choice_prompt> prompts, const chat_reply_parsing& parsing = {}) {
   auto& st = self->state;
   if (options.model != st.options.served_model_name) return answer_error(self, http, endpoint, unknown_model(options.model));
   if (st.calls.size() >= st.options.max_pending)
@@ -89,7 +89,7 @@ void start_generation(self_ptr self, const http_call_ptr& http, const std::strin
   c.stream = options.stream;
   c.start = clock_type::now();
   c.generation = std::make_unique<generation_call>(kind, (kind == api_kind::chat ? "chatcmpl-" : "cmpl-") + std::to_string(call_id),
-                                                   options, logprobs, echo, choices, st.tok);
+                                                   options, logprobs, echo, choices, st.tok, parsing);
   std::vector<int> stops = options.stop_token_ids;
   if (!options.ignore_eos) stops.insert(stops.end(), st.options.eos_token_ids.begin(), st.options.eos_token_ids.end());
   http->responder->on_close([self, call_id] { caf::anon_send(caf::actor_cast<gateway_actor>(self), closed_atom::value, call_id); });
@@ -145,8 +145,10 @@ void chat_completions(self_ptr self, const http_call_ptr& http) {
   generation_options options = parsed->options;
   // Without max_tokens a chat reply may run to the end of the context, as in OpenAI's API.
   if (options.max_tokens < 0) options.max_tokens = std::max(1, st.options.max_model_len - int(ids->size()));
+  chat_reply_parsing parsing{reasoning_parser::prompt_opens_reasoning(*prompt), std::nullopt, parsed->tool_specs};
+  if (parsed->parses_tool_calls()) parsing.tool_format = tool_call_parser::format_of_template(st.chat->tools_source());
   start_generation(self, http, endpoint, api_kind::chat, options, parsed->top_logprobs, false,
-                   {{std::move(*ids), {}}});
+                   {{std::move(*ids), {}}}, parsing);
 }
 
 // The chat form of /tokenize: the prompt the chat template makes of the messages.

@@ -1,5 +1,8 @@
 #include "gateway/chat_request_json.hpp"
 
+#include <algorithm>
+#include <optional>
+
 #include "gateway/template_value.hpp"
 
 namespace troupe {
@@ -49,6 +52,59 @@ result<json, api_error> normalise_message(const json& m, size_t i) {
   return out;
 }
 
+// The declared JSON type of a parameter schema: "type" as a string, or the first that
+// is not "null" of a list of types.
+std::string declared_type(const json& schema) {
+  if (!schema.is_object() || !schema.contains("type")) return {};
+  const json& type = schema["type"];
+  if (type.is_string()) return type.get<std::string>();
+  if (type.is_array())
+    for (const json& t : type)
+      if (t.is_string() && t.get<std::string>() != "null") return t.get<std::string>();
+  return {};
+}
+
+result<std::vector<tool_spec>, api_error> parse_tools(const json& tools) {
+  if (!tools.is_array()) return bad_param("tools", "tools must be a list");
+  std::vector<tool_spec> specs;
+  for (size_t i = 0; i < tools.size(); ++i) {
+    const std::string where = "tools[" + std::to_string(i) + "]";
+    const json& t = tools[i];
+    if (!t.is_object() || (t.contains("type") && t["type"] != "function") || !t.contains("function") ||
+        !t["function"].is_object() || !t["function"].contains("name") || !t["function"]["name"].is_string())
+      return bad_param(where, where + " must be {\"type\": \"function\", \"function\": {\"name\": ...}}");
+    tool_spec spec{t["function"]["name"].get<std::string>(), {}};
+    const json params = t["function"].value("parameters", json::object());
+    if (params.is_object() && params.contains("properties") && params["properties"].is_object())
+      for (const auto& [name, schema] : params["properties"].items()) spec.parameter_types[name] = declared_type(schema);
+    specs.push_back(std::move(spec));
+  }
+  return specs;
+}
+
+// Sets r.choice and r.choice_name; an error when tool_choice is malformed.
+std::optional<api_error> parse_tool_choice(const json& body, const std::vector<tool_spec>& tools, chat_request& r) {
+  const json& c = body["tool_choice"];
+  if (c.is_string()) {
+    const std::string mode = c.get<std::string>();
+    if (mode == "auto") r.choice = tool_choice::automatic;
+    else if (mode == "none") r.choice = tool_choice::none;
+    else if (mode == "required") r.choice = tool_choice::required;
+    else return bad_param("tool_choice", "tool_choice must be \"auto\", \"none\", \"required\" or a named function");
+  } else if (c.is_object() && c.contains("type") && c["type"] == "function" && c.contains("function") && c["function"].is_object() &&
+             c["function"].contains("name") && c["function"]["name"].is_string()) {
+    r.choice = tool_choice::function;
+    r.choice_name = c["function"]["name"].get<std::string>();
+    if (std::none_of(tools.begin(), tools.end(), [&](const tool_spec& t) { return t.name == r.choice_name; }))
+      return bad_param("tool_choice", "tool_choice names the function \"" + r.choice_name + "\", which is not in tools");
+  } else {
+    return bad_param("tool_choice", "tool_choice must be \"auto\", \"none\", \"required\" or {\"type\": \"function\", \"function\": {\"name\": ...}}");
+  }
+  if (r.choice == tool_choice::required && tools.empty())
+    return bad_param("tool_choice", "tool_choice \"required\" needs tools");
+  return std::nullopt;
+}
+
 }  // namespace
 
 result<chat_request, api_error> parse_chat_request(std::string_view text) {
@@ -57,7 +113,7 @@ result<chat_request, api_error> parse_chat_request(std::string_view text) {
   if (!body.is_object()) return api_error{400, "the request body must be a JSON object", "invalid_request_error", {}, {}};
   auto options = parse_generation_options(nlohmann::json(body));
   if (!options) return options.err();
-  chat_request r{std::move(*options), {}, {}, true, {}, -1};
+  chat_request r{std::move(*options), {}, {}, {}, tool_choice::automatic, {}, true, true, {}, -1};
   if (!body.contains("messages") || !body["messages"].is_array() || body["messages"].empty())
     return bad_param("messages", "messages must be a non-empty list");
   json messages = json::array();
@@ -67,9 +123,20 @@ result<chat_request, api_error> parse_chat_request(std::string_view text) {
     messages.push_back(std::move(*m));
   }
   r.messages = to_template_value(messages);
+  std::vector<tool_spec> tools;
   if (body.contains("tools") && !body["tools"].is_null()) {
-    if (!body["tools"].is_array()) return bad_param("tools", "tools must be a list");
-    if (!body["tools"].empty()) r.tools = to_template_value(body["tools"]);
+    auto parsed = parse_tools(body["tools"]);
+    if (!parsed) return parsed.err();
+    tools = std::move(*parsed);
+    if (!tools.empty()) r.tools = to_template_value(body["tools"]);
+  }
+  if (body.contains("tool_choice") && !body["tool_choice"].is_null()) {
+    if (auto e = parse_tool_choice(body, tools, r)) return *e;
+  }
+  r.tool_specs = std::make_shared<const std::vector<tool_spec>>(std::move(tools));
+  if (body.contains("parallel_tool_calls") && !body["parallel_tool_calls"].is_null()) {
+    if (!body["parallel_tool_calls"].is_boolean()) return bad_param("parallel_tool_calls", "parallel_tool_calls must be true or false");
+    r.parallel_tool_calls = body["parallel_tool_calls"].get<bool>();
   }
   if (body.contains("logprobs") && !body["logprobs"].is_null()) {
     if (!body["logprobs"].is_boolean()) return bad_param("logprobs", "logprobs must be true or false");

@@ -1,22 +1,36 @@
 #pragma once
 // The body of POST /v1/chat/completions, parsed at the edge into what the chat template
 // and the engine take.
+#include <memory>
+#include <string>
 #include <string_view>
+#include <vector>
 
 #include "base/result.hpp"
 #include "gateway/api_error.hpp"
 #include "gateway/generation_request_json.hpp"
+#include "gateway/tool_call_parser.hpp"
 #include "model/jinja/value.hpp"
 
 namespace troupe {
+
+// tool_choice: required and function are accepted but not yet enforced (that needs
+// constrained decoding); the answer is searched for calls unless it is none.
+enum class tool_choice { automatic, none, required, function };
 
 struct chat_request {
   generation_options options;
   jinja::value messages;  // normalised as transformers hands them to templates
   jinja::value tools;     // undefined when none were given
+  std::shared_ptr<const std::vector<tool_spec>> tool_specs;  // the same tools, for parsing calls
+  tool_choice choice = tool_choice::automatic;
+  std::string choice_name;           // the tool named by tool_choice function
+  bool parallel_tool_calls = true;  // accepted; the model decides how many calls it makes
   bool add_generation_prompt = true;
   jinja::object template_kwargs;  // chat_template_kwargs, e.g. enable_thinking
   int top_logprobs = -1;          // -1: no log-probs
+
+  bool parses_tool_calls() const { return !tool_specs->empty() && choice != tool_choice::none; }
 };
 
 result<chat_request, api_error> parse_chat_request(std::string_view body);

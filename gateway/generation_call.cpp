@@ -17,17 +17,33 @@ std::vector<int> bytes_of(const std::string& s) {
   return out;
 }
 
+// As OpenAI: content is null when the reply only calls tools.
+json message_json(const std::string& content, const std::string& reasoning, const std::vector<tool_call>& calls) {
+  json m{{"role", "assistant"}, {"content", content.empty() && !calls.empty() ? json(nullptr) : json(content)}};
+  if (!reasoning.empty()) m["reasoning_content"] = reasoning;
+  if (calls.empty()) return m;
+  json list = json::array();
+  for (const tool_call& call : calls)
+    list.push_back({{"id", call.id}, {"type", "function"}, {"function", {{"name", call.name}, {"arguments", call.arguments}}}});
+  m["tool_calls"] = std::move(list);
+  return m;
+}
+
 }  // namespace
 
 generation_call::generation_call(api_kind kind, std::string id, const generation_options& options,
                                  int logprobs, bool echo, std::vector<choice_prompt> prompts,
-                                 std::shared_ptr<const tokenizer> tok)
+                                 std::shared_ptr<const tokenizer> tok, const chat_reply_parsing& parsing)
     : kind_(kind), id_(std::move(id)),
       created_(std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count()),
       options_(options), logprobs_(logprobs), echo_(echo), tokenizer_(std::move(tok)) {
-  for (auto& p : prompts)
+  for (auto& p : prompts) {
     choices_.push_back({std::move(p), incremental_detokenizer(*tokenizer_, options_.skip_special_tokens),
-                        stop_matcher(options_.stop), {}, {}, 0, {}});
+                        stop_matcher(options_.stop), {}, {}, 0, {}, {}, {}, {}, {}});
+    if (kind_ != api_kind::chat) continue;
+    choices_.back().reasoning.emplace(parsing.starts_in_reasoning);
+    if (parsing.tool_format) choices_.back().tool_calls.emplace(*parsing.tool_format, parsing.tools);
+  }
   if (echo_)
     for (auto& c : choices_) c.text = c.prompt.text.empty() ? tokenizer_->decode(c.prompt.ids) : c.prompt.text;
 }
@@ -79,11 +95,42 @@ std::string generation_call::on_event(int index, const token_event& ev, bool& ca
     fresh += c.stops.flush();
     c.finish = ev.finish == uint8_t(finish_reason::length) ? "length" : "stop";
   }
-  c.text += fresh;
   c.logprobs.insert(c.logprobs.end(), fresh_lps.begin(), fresh_lps.end());
   if (!c.finish.empty()) ++finished_;
-  if (!options_.stream || (fresh.empty() && c.finish.empty())) return {};
-  return chunk(index, fresh, fresh_lps, c.finish);
+  if (kind_ != api_kind::chat) {
+    c.text += fresh;
+    if (!options_.stream || (fresh.empty() && c.finish.empty())) return {};
+    return chunk(index, fresh, fresh_lps, c.finish);
+  }
+  reply_delta d = split_reply(c, fresh, !c.finish.empty());
+  const size_t first_call = c.calls.size();
+  c.reasoning_text += d.reasoning;
+  c.text += d.content;
+  c.calls.insert(c.calls.end(), d.calls.begin(), d.calls.end());
+  // A reply that ended on its own after calling tools waits for their results.
+  if (c.finish == "stop" && !c.calls.empty()) c.finish = "tool_calls";
+  if (!options_.stream) return {};
+  return chat_chunks(index, d, first_call, fresh_lps, c.finish);
+}
+
+generation_call::reply_delta generation_call::split_reply(choice& c, const std::string& fresh, bool ended) const {
+  reasoning_parser::output r = c.reasoning->push(fresh);
+  if (ended) {
+    reasoning_parser::output tail = c.reasoning->flush();
+    r.reasoning += tail.reasoning;
+    r.content += tail.content;
+  }
+  reply_delta d{std::move(r.reasoning), std::move(r.content), {}};
+  if (!c.tool_calls) return d;
+  tool_call_parser::output t = c.tool_calls->push(d.content);
+  if (ended) {
+    tool_call_parser::output tail = c.tool_calls->flush();
+    t.content += tail.content;
+    t.calls.insert(t.calls.end(), tail.calls.begin(), tail.calls.end());
+  }
+  d.content = std::move(t.content);
+  d.calls = std::move(t.calls);
+  return d;
 }
 
 nlohmann::ordered_json generation_call::logprobs_json(const std::vector<logprob_entry>& lps) const {
@@ -115,13 +162,42 @@ nlohmann::ordered_json generation_call::logprobs_json(const std::vector<logprob_
 std::string generation_call::chunk(int index, const std::string& text, const std::vector<logprob_entry>& lps,
                                    const std::string& finish) const {
   json lp = lps.empty() ? json(nullptr) : logprobs_json(lps);
-  if (kind_ == api_kind::chat) {
-    json delta = text.empty() ? json::object() : json{{"content", text}};
-    return sse({{"id", id_}, {"object", "chat.completion.chunk"}, {"created", created_}, {"model", options_.model},
-                {"choices", json::array({{{"index", index}, {"delta", delta}, {"logprobs", lp}, {"finish_reason", or_null(finish)}}})}});
-  }
   return sse({{"id", id_}, {"object", "text_completion"}, {"created", created_}, {"model", options_.model},
               {"choices", json::array({{{"index", index}, {"text", text}, {"logprobs", lp}, {"finish_reason", or_null(finish)}}})}});
+}
+
+std::string generation_call::chat_chunk(int index, json delta, const std::vector<logprob_entry>& lps,
+                                        const std::string& finish) const {
+  json lp = lps.empty() ? json(nullptr) : logprobs_json(lps);
+  return sse({{"id", id_}, {"object", "chat.completion.chunk"}, {"created", created_}, {"model", options_.model},
+              {"choices", json::array({{{"index", index}, {"delta", std::move(delta)}, {"logprobs", lp},
+                                        {"finish_reason", or_null(finish)}}})}});
+}
+
+// Text first, then each call as OpenAI streams it: a delta naming the call, then its
+// arguments; log-probs ride on the first chunk and the finish reason on the last.
+std::string generation_call::chat_chunks(int index, const reply_delta& d, size_t first_call,
+                                         const std::vector<logprob_entry>& lps, const std::string& finish) const {
+  std::vector<json> deltas;
+  if (!d.reasoning.empty() || !d.content.empty() || !lps.empty()) {
+    json text = json::object();
+    if (!d.reasoning.empty()) text["reasoning_content"] = d.reasoning;
+    if (!d.content.empty()) text["content"] = d.content;
+    deltas.push_back(std::move(text));
+  }
+  for (size_t i = 0; i < d.calls.size(); ++i) {
+    const tool_call& call = d.calls[i];
+    const size_t at = first_call + i;
+    deltas.push_back({{"tool_calls", json::array({{{"index", at}, {"id", call.id}, {"type", "function"},
+                                                   {"function", {{"name", call.name}, {"arguments", ""}}}}})}});
+    deltas.push_back({{"tool_calls", json::array({{{"index", at}, {"function", {{"arguments", call.arguments}}}}})}});
+  }
+  if (deltas.empty() && !finish.empty()) deltas.push_back(json::object());
+  std::string out;
+  for (size_t i = 0; i < deltas.size(); ++i)
+    out += chat_chunk(index, std::move(deltas[i]), i == 0 ? lps : std::vector<logprob_entry>{},
+                      i + 1 == deltas.size() ? finish : std::string());
+  return out;
 }
 
 int generation_call::prompt_tokens() const {
@@ -161,7 +237,7 @@ std::string generation_call::response_body() const {
   for (size_t i = 0; i < choices_.size(); ++i) {
     const choice& c = choices_[i];
     json ch{{"index", i}};
-    if (kind_ == api_kind::chat) ch["message"] = {{"role", "assistant"}, {"content", c.text}};
+    if (kind_ == api_kind::chat) ch["message"] = message_json(c.text, c.reasoning_text, c.calls);
     else ch["text"] = c.text;
     ch["logprobs"] = logprobs_json(c.logprobs);
     ch["finish_reason"] = or_null(c.finish);

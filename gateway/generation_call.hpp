@@ -1,7 +1,7 @@
 #pragma once
 // One accepted /v1/completions or /v1/chat/completions request while it runs: each choice's
-// streamed detokenization, stop strings and log-probs, rendered as OpenAI's SSE chunks or
-// as the final JSON body.
+// streamed detokenization, stop strings and log-probs (and for chat its reasoning and tool
+// calls), rendered as OpenAI's SSE chunks or as the final JSON body.
 #include <chrono>
 #include <memory>
 #include <optional>
@@ -13,13 +13,22 @@
 #include "actors/messages.hpp"
 #include "gateway/api_error.hpp"
 #include "gateway/generation_request_json.hpp"
+#include "gateway/reasoning_parser.hpp"
 #include "gateway/stop_matcher.hpp"
+#include "gateway/tool_call_parser.hpp"
 #include "model/incremental_detokenizer.hpp"
 #include "model/tokenizer.hpp"
 
 namespace troupe {
 
 enum class api_kind { completion, chat };
+
+// How a chat reply's text splits into reasoning, answer and tool calls.
+struct chat_reply_parsing {
+  bool starts_in_reasoning = false;  // the prompt left a <think> block open
+  std::optional<tool_call_format> tool_format;  // none: the answer is not searched for calls
+  std::shared_ptr<const std::vector<tool_spec>> tools;
+};
 
 class generation_call {
  public:
@@ -29,7 +38,8 @@ class generation_call {
   };
 
   generation_call(api_kind kind, std::string id, const generation_options& options, int logprobs,
-                  bool echo, std::vector<choice_prompt> prompts, std::shared_ptr<const tokenizer> tok);
+                  bool echo, std::vector<choice_prompt> prompts, std::shared_ptr<const tokenizer> tok,
+                  const chat_reply_parsing& parsing = {});
 
   // The first SSE chunk of a stream (chat: the assistant role), if the API has one.
   std::string stream_start() const;
@@ -59,18 +69,32 @@ class generation_call {
     std::string text;
     int offset = 0;  // where its text starts in the choice's text
   };
+  struct reply_delta {
+    std::string reasoning;
+    std::string content;
+    std::vector<tool_call> calls;
+  };
   struct choice {
     choice_prompt prompt;
     incremental_detokenizer detokenizer;
     stop_matcher stops;
-    std::string text;
+    std::string text;  // chat: the answer without reasoning and tool-call markup
     std::vector<logprob_entry> logprobs;
     int generated = 0;
-    std::string finish;  // "stop", "length"; empty while running
+    std::string finish;  // "stop", "length", "tool_calls"; empty while running
+    std::optional<reasoning_parser> reasoning;  // chat only
+    std::optional<tool_call_parser> tool_calls;  // chat with tools only
+    std::string reasoning_text;
+    std::vector<tool_call> calls;
   };
 
+  reply_delta split_reply(choice& c, const std::string& fresh, bool ended) const;
   std::string chunk(int index, const std::string& text, const std::vector<logprob_entry>& lps,
                     const std::string& finish) const;
+  std::string chat_chunks(int index, const reply_delta& d, size_t first_call,
+                          const std::vector<logprob_entry>& lps, const std::string& finish) const;
+  std::string chat_chunk(int index, nlohmann::ordered_json delta, const std::vector<logprob_entry>& lps,
+                         const std::string& finish) const;
   std::string token_label(int token) const;
   nlohmann::ordered_json logprobs_json(const std::vector<logprob_entry>& lps) const;
 

@@ -44,14 +44,15 @@ result<chat_template> chat_template::load(const std::filesystem::path& tokenizer
     if (!jinja_text) return error{name + ": no chat_template, and " + jinja_text.err().message};
     result<jinja::program> p = compile(*jinja_text, file.string());
     if (!p) return p.err();
-    return chat_template(std::move(p).value(), std::nullopt, bos, eos);
+    return chat_template(std::move(p).value(), std::nullopt, bos, eos, *jinja_text);
   }
   if (source->is_string()) {
     result<jinja::program> p = compile(source->get<std::string>(), name + ": chat_template");
     if (!p) return p.err();
-    return chat_template(std::move(p).value(), std::nullopt, bos, eos);
+    return chat_template(std::move(p).value(), std::nullopt, bos, eos, source->get<std::string>());
   }
   std::optional<jinja::program> main, tool_use;
+  std::string main_source, tool_use_source;
   if (source->is_array()) {
     for (const json& named : *source) {
       if (!named.is_object() || !named.contains("name") || !named.contains("template") ||
@@ -63,11 +64,13 @@ result<chat_template> chat_template::load(const std::filesystem::path& tokenizer
           compile(named["template"].get<std::string>(), name + ": chat_template " + template_name);
       if (!p) return p.err();
       (template_name == "default" ? main : tool_use) = std::move(p).value();
+      (template_name == "default" ? main_source : tool_use_source) = named["template"].get<std::string>();
     }
   }
   if (!main)
     return error{name + ": chat_template must be a string or a list with a \"default\" template"};
-  return chat_template(std::move(*main), std::move(tool_use), bos, eos);
+  const bool has_tool_use = tool_use.has_value();
+  return chat_template(std::move(*main), std::move(tool_use), bos, eos, has_tool_use ? tool_use_source : main_source);
 }
 
 result<chat_template> chat_template::from_source(std::string_view source,
@@ -76,7 +79,7 @@ result<chat_template> chat_template::from_source(std::string_view source,
   result<jinja::program> p = jinja::program::compile(source);
   if (!p) return p.err();
   return chat_template(std::move(p).value(), std::nullopt, std::move(bos_token),
-                       std::move(eos_token));
+                       std::move(eos_token), std::string(source));
 }
 
 result<std::string> chat_template::render(const jinja::value& messages, const jinja::value& tools,

@@ -35,18 +35,24 @@ class chat_template {
                              bool add_generation_prompt,
                              const jinja::object& extra_kwargs = {}) const;
 
+  // The source of the template that renders requests with tools: it shows the tool-call
+  // markup the model was taught.
+  const std::string& tools_source() const { return tools_source_; }
+
  private:
   chat_template(jinja::program main, std::optional<jinja::program> tool_use,
-                std::optional<std::string> bos, std::optional<std::string> eos)
+                std::optional<std::string> bos, std::optional<std::string> eos, std::string tools_source)
       : main_(std::move(main)),
         tool_use_(std::move(tool_use)),
         bos_(std::move(bos)),
-        eos_(std::move(eos)) {}
+        eos_(std::move(eos)),
+        tools_source_(std::move(tools_source)) {}
 
   jinja::program main_;
   std::optional<jinja::program> tool_use_;
   std::optional<std::string> bos_;
   std::optional<std::string> eos_;
+  std::string tools_source_;
 };
 
 }  // namespace troupe

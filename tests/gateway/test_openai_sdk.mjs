@@ -93,6 +93,32 @@ test('chat: create, stream, and the SDK stream helper agree', async () => {
   assert.equal(final.choices[0].message.content, whole.choices[0].message.content);
 });
 
+// The random-weight model calls no tools: the parsing itself is covered by the C++ tests
+// (test_generation_call); here the API accepts the tool fields and checks their shape.
+test('chat with tools: tool_choice and parallel_tool_calls accepted, malformed ones 400', async () => {
+  const tools = [{ type: 'function', function: { name: 'get_weather', description: 'Weather of a city',
+    parameters: { type: 'object', properties: { city: { type: 'string' }, days: { type: 'integer' } }, required: ['city'] } } }];
+  const base = { model: 'tiny', messages: [{ role: 'user', content: 'Weather in Paris?' }], max_tokens: 4, tools };
+  for (const extra of [{}, { tool_choice: 'auto' }, { tool_choice: 'none' }, { tool_choice: 'required' },
+    { tool_choice: { type: 'function', function: { name: 'get_weather' } } }, { parallel_tool_calls: false }]) {
+    const r = await client.chat.completions.create({ ...base, ...extra });
+    assert.equal(r.choices[0].message.role, 'assistant', JSON.stringify(extra));
+    assert.ok(['length', 'stop', 'tool_calls'].includes(r.choices[0].finish_reason));
+  }
+  const final = await client.chat.completions.stream({ ...base, tool_choice: 'auto', parallel_tool_calls: true })
+    .finalChatCompletion();
+  assert.equal(final.choices[0].message.role, 'assistant');
+  for (const [extra, param] of [[{ tool_choice: 'sometimes' }, 'tool_choice'],
+    [{ tool_choice: { type: 'function', function: { name: 'launch_rocket' } } }, 'tool_choice'],
+    [{ tool_choice: { type: 'function' } }, 'tool_choice'],
+    [{ tools: undefined, tool_choice: 'required' }, 'tool_choice'],
+    [{ parallel_tool_calls: 'yes' }, 'parallel_tool_calls'],
+    [{ tools: [{ type: 'function', function: {} }] }, 'tools[0]']]) {
+    await assert.rejects(client.chat.completions.create({ ...base, ...extra }),
+      (e) => e.status === 400 && e.param === param, JSON.stringify(extra));
+  }
+});
+
 test('chat log-probs in OpenAI format', async () => {
   const r = await client.chat.completions.create({ model: 'tiny', messages: [{ role: 'user', content: 'Hi' }],
     max_tokens: 4, logprobs: true, top_logprobs: 3, ignore_eos: true });

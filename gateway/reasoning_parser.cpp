@@ -1,0 +1,103 @@
+#include "gateway/reasoning_parser.hpp"
+
+#include <algorithm>
+
+namespace troupe {
+namespace {
+
+constexpr std::string_view open_tag = "<think>";
+constexpr std::string_view close_tag = "</think>";
+
+bool is_space(char c) { return c == ' ' || c == '\n' || c == '\t' || c == '\r'; }
+
+void drop_leading_space(std::string& s) {
+  size_t i = 0;
+  while (i < s.size() && is_space(s[i])) ++i;
+  s.erase(0, i);
+}
+
+// How many trailing bytes of `s` could start `tag` (a tag split across pieces).
+size_t partial_tag_suffix(std::string_view s, std::string_view tag) {
+  for (size_t n = std::min(s.size(), tag.size() - 1); n > 0; --n)
+    if (tag.substr(0, n) == s.substr(s.size() - n)) return n;
+  return 0;
+}
+
+}  // namespace
+
+reasoning_parser::reasoning_parser(bool starts_in_reasoning)
+    : state_(starts_in_reasoning ? state::reasoning : state::start), skip_space_(true) {}
+
+bool reasoning_parser::prompt_opens_reasoning(std::string_view prompt) {
+  const size_t open = prompt.rfind(open_tag);
+  if (open == std::string_view::npos) return false;
+  const size_t close = prompt.rfind(close_tag);
+  return close == std::string_view::npos || close < open;
+}
+
+reasoning_parser::output reasoning_parser::push(std::string_view text) {
+  output out;
+  held_ += text;
+  advance(out);
+  return out;
+}
+
+void reasoning_parser::advance(output& out) {
+  for (;;) {
+    if (skip_space_) {
+      drop_leading_space(held_);
+      if (held_.empty()) return;
+      skip_space_ = false;
+    }
+    switch (state_) {
+      case state::start:
+        // Only a reply that opens with `<think>` reasons; the tag later on is answer text.
+        if (held_.size() < open_tag.size() && open_tag.substr(0, held_.size()) == held_) return;
+        if (held_.starts_with(open_tag)) {
+          held_.erase(0, open_tag.size());
+          state_ = state::reasoning;
+          skip_space_ = true;
+        } else {
+          state_ = state::answer;
+        }
+        continue;
+      case state::reasoning: {
+        if (const size_t end = held_.find(close_tag); end != std::string::npos) {
+          size_t keep = end;
+          while (keep > 0 && is_space(held_[keep - 1])) --keep;
+          out.reasoning += held_.substr(0, keep);
+          held_.erase(0, end + close_tag.size());
+          state_ = state::answer;
+          skip_space_ = true;
+          continue;
+        }
+        // Hold a possible partial tag and the whitespace before it: it is trimmed if the
+        // tag follows.
+        size_t keep = held_.size() - partial_tag_suffix(held_, close_tag);
+        while (keep > 0 && is_space(held_[keep - 1])) --keep;
+        out.reasoning += held_.substr(0, keep);
+        held_.erase(0, keep);
+        return;
+      }
+      case state::answer:
+        out.content += held_;
+        held_.clear();
+        return;
+    }
+  }
+}
+
+reasoning_parser::output reasoning_parser::flush() {
+  output out;
+  if (state_ == state::reasoning) {
+    size_t keep = held_.size();
+    while (keep > 0 && is_space(held_[keep - 1])) --keep;
+    out.reasoning = held_.substr(0, keep);
+  } else {
+    out.content = held_;
+  }
+  held_.clear();
+  return out;
+}
+
+}  // namespace troupe
