@@ -48,6 +48,13 @@ void expect_same_as_alone(const engine& e, const std::vector<generation_request>
   }
 }
 
+engine_stats stats_of(caf::scoped_actor& self, const engine& e) {
+  engine_stats stats;
+  self->request(e.scheduler, caf::infinite, stats_atom::value)
+      .receive([&](engine_stats s) { stats = s; }, [](caf::error&) { BOOST_FAIL("the scheduler does not answer"); });
+  return stats;
+}
+
 }  // namespace
 
 BOOST_AUTO_TEST_CASE(concurrent_greedy_requests_match_runs_alone) {
@@ -73,8 +80,7 @@ BOOST_AUTO_TEST_CASE(a_small_kv_cache_preempts_and_still_gives_the_same_tokens) 
   auto requests = greedy_requests(12, 2, 20, e->model->config().vocab_size);
   auto got = test::run_requests(self, *e, requests);
   expect_same_as_alone(*e, requests, got);
-  engine_stats stats;
-  self->request(e->scheduler, caf::infinite, stats_atom::value).receive([&](engine_stats s) { stats = s; }, [](caf::error&) {});
+  const engine_stats stats = stats_of(self, *e);
   BOOST_TEST(stats.preemptions > 0u);
   BOOST_TEST(stats.kv.used_blocks == 0);
   e->stop(system);
@@ -126,8 +132,7 @@ BOOST_AUTO_TEST_CASE(crashed_stages_and_expert_groups_are_restarted_without_gaps
         BOOST_TEST(faulty.at(r.id).tokens == fault_free.at(r.id - 100).tokens);
         BOOST_TEST(int(faulty.at(r.id).finish) == int(finish_reason::length));
       }
-      engine_stats stats;
-      self->request(e->scheduler, caf::infinite, stats_atom::value).receive([&](engine_stats s) { stats = s; }, [](caf::error&) {});
+      const engine_stats stats = stats_of(self, *e);
       BOOST_TEST(stats.recoveries > 0u);
     }
     e->stop(system);

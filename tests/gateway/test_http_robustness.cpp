@@ -10,11 +10,13 @@
 #include <random>
 #include <thread>
 
+#include "tests/support/eventually.hpp"
 #include "tests/support/http_client.hpp"
 #include "tests/support/pending_requests.hpp"
 
 using namespace troupe;
 using namespace std::chrono_literals;
+using troupe::test::eventually;
 using test::http_client;
 
 namespace {
@@ -43,16 +45,6 @@ void expect_error(const http::server& server, const std::string& bytes, int stat
   BOOST_TEST(r->body.ends_with(R"(","type":"invalid_request_error","param":null,"code":null}})"));
   BOOST_TEST(r->header("connection") == "close");
   BOOST_TEST(c.closed_by_server());
-}
-
-template <class Predicate>
-bool eventually(Predicate p, std::chrono::milliseconds within = 5s) {
-  auto deadline = std::chrono::steady_clock::now() + within;
-  while (!p()) {
-    if (std::chrono::steady_clock::now() > deadline) return false;
-    std::this_thread::sleep_for(5ms);
-  }
-  return true;
 }
 
 }  // namespace

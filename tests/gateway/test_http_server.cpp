@@ -5,27 +5,19 @@
 #include <future>
 #include <thread>
 
+#include "tests/support/eventually.hpp"
 #include "tests/support/http_client.hpp"
 #include "tests/support/pending_requests.hpp"
 
 using namespace troupe;
 using namespace std::chrono_literals;
+using troupe::test::eventually;
 using test::http_client;
 
 namespace {
 
 std::string get(std::string_view target, std::string_view extra_headers = "") {
   return "GET " + std::string(target) + " HTTP/1.1\r\nHost: t\r\n" + std::string(extra_headers) + "\r\n";
-}
-
-template <class Predicate>
-bool eventually(Predicate p, std::chrono::milliseconds within = 5s) {
-  auto deadline = std::chrono::steady_clock::now() + within;
-  while (!p()) {
-    if (std::chrono::steady_clock::now() > deadline) return false;
-    std::this_thread::sleep_for(5ms);
-  }
-  return true;
 }
 
 }  // namespace
