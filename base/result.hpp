@@ -26,7 +26,8 @@ class [[nodiscard]] result {
     TROUPE_CHECK(ok(), "result holds an error");
     return std::get<0>(v_);
   }
-  T&& value() && {
+  // By value, so `for (auto x : f().value())` does not iterate a dead temporary.
+  T value() && {
     TROUPE_CHECK(ok(), "result holds an error");
     return std::get<0>(std::move(v_));
   }

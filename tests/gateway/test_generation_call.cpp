@@ -170,3 +170,28 @@ BOOST_AUTO_TEST_CASE(plain_answer_keeps_the_old_shape) {
   const json m = json::parse(body)["choices"][0]["message"];
   BOOST_TEST(m == (json{{"role", "assistant"}, {"content", "Hello there."}}));
 }
+
+// An engine failure after tokens were streamed ends the call with an SSE error event (and
+// [DONE]), never a silent cut: the gateway writes stream_error() when failed().
+BOOST_AUTO_TEST_CASE(an_engine_failure_mid_stream_becomes_an_error_event) {
+  generation_options options;
+  options.model = "m";
+  options.stream = true;
+  generation_call call(api_kind::chat, "chatcmpl-2", options, -1, false, {{{1, 2, 3}, {}}}, qwen3(), parsing(false, {}));
+  bool cancel = false;
+  token_event first;
+  for (int id : test::qwen3_tokenizer().encode("Hello there").value()) first.tokens.push_back({id, 0.0f, {}});
+  const std::string sent = call.on_event(0, first, cancel);
+  BOOST_TEST(sent.find("Hello") != std::string::npos);
+  BOOST_TEST(!call.failed());
+  token_event failure;
+  failure.finish = uint8_t(finish_reason::error);
+  failure.error_message = "no stage of the engine is available";
+  BOOST_TEST(call.on_event(0, failure, cancel).empty());
+  BOOST_REQUIRE(call.failed());
+  BOOST_TEST(call.failure().status == 500);
+  const std::string tail = generation_call::stream_error(call.failure());
+  BOOST_TEST(tail.rfind("data: {\"error\":", 0) == 0);
+  BOOST_TEST(tail.find("no stage of the engine is available") != std::string::npos);
+  BOOST_TEST(tail.substr(tail.size() - 14) == "data: [DONE]\n\n");
+}
