@@ -93,6 +93,11 @@ void on_step_result(self_ptr self, const step_plan& plan, const step_result& res
 
 void run_step(self_ptr self, step_plan plan) {
   auto& st = self->state;
+  if (!st.stage) {  // the stage went down while the KV request was in flight
+    recover(self);
+    self->delayed_send(self, std::chrono::milliseconds(100), tick_atom::value);
+    return;
+  }
   self->request(st.stage, caf::infinite, step_atom::value, plan)
       .then([=](const step_result& r) { on_step_result(self, plan, r); },
             [=](const caf::error&) {
