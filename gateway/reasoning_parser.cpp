@@ -2,25 +2,18 @@
 
 #include <algorithm>
 
+#include "gateway/streamed_text.hpp"
+
 namespace troupe {
 namespace {
 
 constexpr std::string_view open_tag = "<think>";
 constexpr std::string_view close_tag = "</think>";
 
-bool is_space(char c) { return c == ' ' || c == '\n' || c == '\t' || c == '\r'; }
-
 void drop_leading_space(std::string& s) {
   size_t i = 0;
-  while (i < s.size() && is_space(s[i])) ++i;
+  while (i < s.size() && is_ascii_space(s[i])) ++i;
   s.erase(0, i);
-}
-
-// How many trailing bytes of `s` could start `tag` (a tag split across pieces).
-size_t partial_tag_suffix(std::string_view s, std::string_view tag) {
-  for (size_t n = std::min(s.size(), tag.size() - 1); n > 0; --n)
-    if (tag.substr(0, n) == s.substr(s.size() - n)) return n;
-  return 0;
 }
 
 }  // namespace
@@ -64,7 +57,7 @@ void reasoning_parser::advance(output& out) {
       case state::reasoning: {
         if (const size_t end = held_.find(close_tag); end != std::string::npos) {
           size_t keep = end;
-          while (keep > 0 && is_space(held_[keep - 1])) --keep;
+          while (keep > 0 && is_ascii_space(held_[keep - 1])) --keep;
           out.reasoning += held_.substr(0, keep);
           held_.erase(0, end + close_tag.size());
           state_ = state::answer;
@@ -73,8 +66,8 @@ void reasoning_parser::advance(output& out) {
         }
         // Hold a possible partial tag and the whitespace before it: it is trimmed if the
         // tag follows.
-        size_t keep = held_.size() - partial_tag_suffix(held_, close_tag);
-        while (keep > 0 && is_space(held_[keep - 1])) --keep;
+        size_t keep = held_.size() - partial_marker_suffix(held_, close_tag);
+        while (keep > 0 && is_ascii_space(held_[keep - 1])) --keep;
         out.reasoning += held_.substr(0, keep);
         held_.erase(0, keep);
         return;
@@ -91,7 +84,7 @@ reasoning_parser::output reasoning_parser::flush() {
   output out;
   if (state_ == state::reasoning) {
     size_t keep = held_.size();
-    while (keep > 0 && is_space(held_[keep - 1])) --keep;
+    while (keep > 0 && is_ascii_space(held_[keep - 1])) --keep;
     out.reasoning = held_.substr(0, keep);
   } else {
     out.content = held_;

@@ -1,5 +1,7 @@
 #include "gateway/stop_matcher.hpp"
 
+#include "gateway/streamed_text.hpp"
+
 #include <algorithm>
 #include <utility>
 
@@ -18,12 +20,7 @@ std::string stop_matcher::push(const std::string& text) {
   }
   // Hold back the longest tail that could still grow into a stop string.
   size_t keep = 0;
-  for (const auto& s : stops_)
-    for (size_t n = std::min(s.size() - 1, held_.size()); n > keep; --n)
-      if (held_.compare(held_.size() - n, n, s, 0, n) == 0) {
-        keep = n;
-        break;
-      }
+  for (const auto& s : stops_) keep = std::max(keep, partial_marker_suffix(held_, s));
   std::string out = held_.substr(0, held_.size() - keep);
   held_.erase(0, held_.size() - keep);
   return out;

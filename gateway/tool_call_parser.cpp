@@ -4,20 +4,13 @@
 #include <random>
 
 #include "gateway/tool_call_markup.hpp"
+#include "gateway/streamed_text.hpp"
 
 namespace troupe {
 namespace {
 
 constexpr std::string_view open_tag = "<tool_call>";
 constexpr std::string_view close_tag = "</tool_call>";
-
-bool is_space(char c) { return c == ' ' || c == '\n' || c == '\t' || c == '\r'; }
-
-size_t partial_tag_suffix(std::string_view s, std::string_view tag) {
-  for (size_t n = std::min(s.size(), tag.size() - 1); n > 0; --n)
-    if (tag.substr(0, n) == s.substr(s.size() - n)) return n;
-  return 0;
-}
 
 std::string new_call_id() {
   static constexpr std::string_view alphabet = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
@@ -61,7 +54,7 @@ void tool_call_parser::advance(output& out) {
       in_block_ = true;
       continue;
     }
-    const size_t keep = partial_tag_suffix(held_, open_tag);
+    const size_t keep = partial_marker_suffix(held_, open_tag);
     release(held_.substr(0, held_.size() - keep), out);
     held_.erase(0, held_.size() - keep);
     return;
@@ -81,7 +74,7 @@ void tool_call_parser::finish_block(std::string_view body, output& out) {
 void tool_call_parser::release(std::string text, output& out) {
   text = space_ + text;
   size_t end = text.size();
-  while (end > 0 && is_space(text[end - 1])) --end;
+  while (end > 0 && is_ascii_space(text[end - 1])) --end;
   space_ = text.substr(end);
   out.content += text.substr(0, end);
 }
