@@ -2,32 +2,55 @@
 
 #include <algorithm>
 
+#include "actors/cpu_backend.hpp"
 #include "actors/expert_group.hpp"
 #include "actors/health_monitor.hpp"
 #include "actors/kv_manager.hpp"
 #include "actors/stage.hpp"
+#ifdef TROUPE_WITH_CUDA
+#include "model/cuda/gpu_backend.hpp"
+#endif
 
 namespace troupe {
+namespace {
+
+result<compute_backend> make_backend(const engine_options& options) {
+  backend_options b = options.backend;
+  b.max_num_seqs = options.scheduler.max_num_seqs;
+  b.max_num_batched_tokens = options.scheduler.max_num_batched_tokens;
+  b.max_model_len = options.max_model_len;
+  if (options.device == device_kind::cpu) {
+    if (b.kv_cache_bytes == 0) b.kv_cache_bytes = size_t(1) << 30;
+    return make_cpu_backend(b);
+  }
+#ifdef TROUPE_WITH_CUDA
+  if (options.expert_groups != 1)
+    return error{"--device cuda serves its experts as one group per GPU; expert groups across GPUs come with a cluster"};
+  return make_gpu_backend(b);
+#else
+  return error{"--device cuda: this build has no CUDA (nvcc was not found when it was configured)"};
+#endif
+}
+
+}  // namespace
 
 result<engine> start_local_engine(caf::actor_system& system, const engine_options& options) {
-  auto loaded = qwen3_moe::load(options.model_dir, options.dummy_weights);
-  if (!loaded) return loaded.err();
+  auto backend = make_backend(options);
+  if (!backend) return backend.err();
   engine e;
-  e.model = std::make_shared<const qwen3_moe>(std::move(*loaded));
-  const model_config& c = e.model->config();
-  const size_t bytes_per_block =
-      size_t(options.block_size) * size_t(c.num_kv_heads) * size_t(c.head_dim) * 4 * 2 * size_t(c.num_layers);
-  e.num_blocks = int(options.kv_cache_bytes / bytes_per_block);
+  e.config = backend->config;
+  const model_config& c = e.config;
+  e.num_blocks = backend->num_blocks;
+  const int block_size = options.backend.block_size;
   const int model_len = options.max_model_len > 0 ? options.max_model_len : c.max_position_embeddings;
-  e.max_model_len = std::min(model_len, e.num_blocks * options.block_size);
+  e.max_model_len = std::min(model_len, e.num_blocks * block_size);
   if (e.max_model_len < 2)
-    return error{"the KV cache (" + std::to_string(options.kv_cache_bytes >> 20) +
-                 " MiB) holds fewer than two tokens of this model; give it more memory"};
+    return error{"the KV cache (" + std::to_string(e.num_blocks) + " blocks of " + std::to_string(block_size) +
+                 " tokens) holds fewer than two tokens of this model; give it more memory"};
   const int groups = std::clamp(options.expert_groups, 1, c.num_experts);
 
-  e.transport = std::make_shared<in_process_experts>(c.num_experts, c.hidden_size);
   e.health = system.spawn(health_monitor);
-  e.kv = system.spawn(kv_manager, e.num_blocks, options.block_size);
+  e.kv = system.spawn(kv_manager, e.num_blocks, block_size);
   scheduler_options sched = options.scheduler;
   sched.max_model_len = e.max_model_len;
   e.scheduler = system.spawn(scheduler, sched, e.kv);
@@ -36,16 +59,13 @@ result<engine> start_local_engine(caf::actor_system& system, const engine_option
   for (int g = 0; g < groups; ++g) {
     expert_group_options opts{"expert_group_" + std::to_string(g), c.num_experts * g / groups,
                               c.num_experts * (g + 1) / groups};
-    children.push_back({opts.name, [opts, model = e.model, transport = e.transport, health = e.health](caf::local_actor* parent) {
-                          return caf::actor_cast<caf::actor>(
-                              parent->spawn<caf::detached>(expert_group, opts, model, transport, health));
+    children.push_back({opts.name, [opts, attach = backend->attach_experts, health = e.health](caf::local_actor* parent) {
+                          return caf::actor_cast<caf::actor>(parent->spawn<caf::detached>(expert_group, opts, attach, health));
                         }});
   }
-  stage_options stage_opts{"stage_0", 0, c.num_layers, e.num_blocks, options.block_size};
-  children.push_back({stage_opts.name, [stage_opts, model = e.model, transport = e.transport,
-                                        health = e.health](caf::local_actor* parent) {
-                        return caf::actor_cast<caf::actor>(parent->spawn<caf::detached>(
-                            stage, stage_opts, model, std::static_pointer_cast<expert_executor>(transport), health));
+  stage_options stage_opts{"stage_0", 0, c.num_layers};
+  children.push_back({stage_opts.name, [stage_opts, make = backend->make_runner, health = e.health](caf::local_actor* parent) {
+                        return caf::actor_cast<caf::actor>(parent->spawn<caf::detached>(stage, stage_opts, make, health));
                       }});
   e.supervisor = system.spawn(supervisor, std::move(children), options.restarts, e.health,
                               caf::actor_cast<caf::actor>(e.scheduler));

@@ -1,33 +1,29 @@
 #pragma once
 // Spawns the actors of a one-node engine: health_monitor, kv_manager, scheduler, and a
 // supervisor over one stage (every layer) and the expert groups, which reach each other
-// through the in-process transport. The multi-node node_agent builds on the same pieces.
-#include <filesystem>
-#include <memory>
-
+// through the in-process transport of the chosen device. The multi-node node_agent builds
+// on the same pieces.
 #include "actors/actors.hpp"
 #include "actors/scheduler.hpp"
 #include "actors/supervisor.hpp"
 #include "base/result.hpp"
-#include "model/qwen3_moe.hpp"
-#include "transport/in_process_experts.hpp"
+#include "model/compute_backend.hpp"
 
 namespace troupe {
 
+enum class device_kind { cpu, cuda };
+
 struct engine_options {
-  std::filesystem::path model_dir;
-  bool dummy_weights = false;
-  int block_size = 16;
-  size_t kv_cache_bytes = size_t(1) << 30;  // fp32 keys and values of every layer
-  int max_model_len = 0;                     // 0: the model's max_position_embeddings
+  backend_options backend;  // kv_cache_bytes 0 means 1 GiB on the CPU
+  device_kind device = device_kind::cpu;
+  int max_model_len = 0;  // 0: the model's max_position_embeddings
   int expert_groups = 1;
   scheduler_options scheduler;
   restart_policy restarts;
 };
 
 struct engine {
-  std::shared_ptr<const qwen3_moe> model;  // outlives the actors that use it
-  std::shared_ptr<in_process_experts> transport;
+  model_config config;
   health_monitor_actor health;
   kv_manager_actor kv;
   scheduler_actor scheduler;

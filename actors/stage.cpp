@@ -17,40 +17,33 @@ sequence_span to_span(stage_state& st, const step_plan& plan, const step_sequenc
 }  // namespace
 
 stage_actor::behavior_type stage(stage_actor::stateful_pointer<stage_state> self, stage_options options,
-                                 std::shared_ptr<const qwen3_moe> model,
-                                 std::shared_ptr<expert_executor> experts, health_monitor_actor health) {
+                                 step_runner_factory make_runner, health_monitor_actor health) {
   auto& st = self->state;
-  st.kv = std::make_unique<kv_pool>(model->config(), options.first_layer,
-                                    options.last_layer - options.first_layer, options.num_blocks,
-                                    options.block_size);
+  auto runner = make_runner(options.first_layer, options.last_layer);
   st.options = std::move(options);
-  st.model = std::move(model);
-  st.experts = std::move(experts);
   st.health = health;
-  self->send(health, ready_atom::value, st.options.name);
+  if (runner) {
+    st.runner = std::move(*runner);
+    self->send(health, ready_atom::value, st.options.name);
+  } else {  // e.g. no device memory left for its KV pool: its supervisor decides
+    self->quit(caf::make_error(caf::sec::runtime_error, st.options.name + ": " + runner.err().message));
+  }
   return {
       [=](step_atom, const step_plan& plan) -> caf::result<step_result> {
         auto& st = self->state;
-        const qwen3_moe& m = *st.model;
         for (request_id id : plan.finished) st.histories.erase(id);
         forward_batch batch{plan.token_ids, {}};
-        for (const auto& s : plan.sequences) batch.sequences.push_back(to_span(st, plan, s));
-        auto hidden = m.embed(batch);
+        std::vector<sample_request> samples;
+        for (const auto& s : plan.sequences) {
+          batch.sequences.push_back(to_span(st, plan, s));
+          if (s.sample) samples.push_back({s.sampling, &st.histories[s.id], s.start + s.count});
+        }
         // A peer that failed (an expert group restarting) fails the step, not the stage:
         // the scheduler re-runs its sequences once the peer is back.
-        if (auto r = m.run_layers(st.options.first_layer, st.options.last_layer, batch, *st.kv, *st.experts, hidden); !r)
-          return caf::make_error(caf::sec::runtime_error, st.options.name + ": " + r.err().message);
-        const int vocab = m.config().vocab_size;
-        auto logits = m.logits(batch, hidden);
-        step_result out{plan.step, {}};
-        size_t row = 0;
-        for (const auto& s : plan.sequences) {
-          if (!s.sample) continue;
-          out.tokens.push_back(sample(logits.data() + row++ * size_t(vocab), vocab, s.sampling,
-                                      st.histories[s.id], s.start + s.count));
-        }
+        auto tokens = st.runner->run(batch, samples);
+        if (!tokens) return caf::make_error(caf::sec::runtime_error, st.options.name + ": " + tokens.err().message);
         self->send(st.health, progress_atom::value, st.options.name);
-        return out;
+        return step_result{plan.step, std::move(*tokens)};
       },
       [=](crash_atom) { self->quit(caf::make_error(caf::sec::runtime_error, "crash drill")); },
   };

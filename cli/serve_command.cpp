@@ -50,24 +50,25 @@ result<serve_flags> parse(int argc, char** argv) {
     return v ? *v : fallback;
   };
   auto model = a->take("--model");
-  f.engine.model_dir = model.value_or("");
-  f.engine.dummy_weights = a->take("--load-format").value_or("safetensors") == "dummy";
+  f.engine.backend.model_dir = model.value_or("");
+  f.engine.backend.dummy_weights = a->take("--load-format").value_or("safetensors") == "dummy";
   f.http.host = a->take("--host").value_or("127.0.0.1");
   f.http.port = number("--port", 8000);
-  f.gateway.served_model_name = a->take("--served-model-name").value_or(f.engine.model_dir.filename().string());
+  f.gateway.served_model_name = a->take("--served-model-name").value_or(f.engine.backend.model_dir.filename().string());
   f.gateway.api_key = a->take("--api-key").value_or("");
   f.device = a->take("--device").value_or("cpu");
   f.engine.scheduler.max_num_seqs = number("--max-num-seqs", 64);
   f.engine.scheduler.max_num_batched_tokens = number("--max-num-batched-tokens", 2048);
   f.engine.max_model_len = number("--max-model-len", 0);
-  f.engine.block_size = number("--block-size", 16);
+  f.engine.backend.block_size = number("--block-size", 16);
   f.engine.expert_groups = number("--expert-groups", 1);
-  f.engine.kv_cache_bytes = size_t(number("--kv-cache-mb", 1024)) << 20;
+  f.engine.backend.kv_cache_bytes = size_t(number("--kv-cache-mb", 0)) << 20;
+  f.engine.backend.gpu_memory_utilization = number("--gpu-memory-percent", 90) / 100.0;
   f.gateway.max_pending = size_t(number("--max-pending", 1024));
   if (auto s = a->finish(); !s && failure.empty()) failure = s.err().message;
   if (!model && failure.empty()) failure = "--model DIR (or --config FILE) is required";
-  if (f.device != "cpu" && failure.empty())
-    failure = "--device " + f.device + ": this build serves on the CPU only (the CUDA engine is not part of it yet)";
+  if (f.device == "cuda") f.engine.device = device_kind::cuda;
+  else if (f.device != "cpu" && failure.empty()) failure = "--device must be cpu or cuda, not " + f.device;
   if (!failure.empty()) return error{failure};
   return f;
 }
@@ -88,13 +89,13 @@ int serve_command(int argc, char** argv) {
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
 
   std::fprintf(stderr, "troupe: loading the tokenizer\n");
-  auto tok = tokenizer::load(flags->engine.model_dir / "tokenizer.json");
+  auto tok = tokenizer::load(flags->engine.backend.model_dir / "tokenizer.json");
   if (!tok) {
     std::fprintf(stderr, "troupe serve: %s\n", tok.err().message.c_str());
     return 1;
   }
   std::shared_ptr<const chat_template> chat;
-  if (auto t = chat_template::load(flags->engine.model_dir / "tokenizer_config.json"))
+  if (auto t = chat_template::load(flags->engine.backend.model_dir / "tokenizer_config.json"))
     chat = std::make_shared<const chat_template>(std::move(*t));
   else
     std::fprintf(stderr, "troupe: no chat template (%s); /v1/chat/completions will answer 400\n", t.err().message.c_str());
@@ -113,8 +114,8 @@ int serve_command(int argc, char** argv) {
   }
   gateway_options g = flags->gateway;
   g.max_model_len = engine->max_model_len;
-  g.vocab_size = engine->model->config().vocab_size;
-  g.eos_token_ids = engine->model->config().eos_token_ids;
+  g.vocab_size = engine->config.vocab_size;
+  g.eos_token_ids = engine->config.eos_token_ids;
   auto gw = system.spawn(gateway, g, std::make_shared<const tokenizer>(std::move(*tok)), chat, engine->scheduler, engine->health);
   auto server = http::server::start(flags->http, [gw](http::request req, std::shared_ptr<http::responder> r) {
     caf::anon_send(gw, http_atom::value, std::make_shared<http_call>(http_call{std::move(req), std::move(r)}));

@@ -15,4 +15,9 @@ for bin in "$@"; do
     esac
   done
 done
+# The Qwen3 tokenizer, for `troupe serve` on a checkpoint made of a config alone.
+if [ -f models/demo/tokenizer.json ]; then
+  mkdir -p .device/tokenizer
+  cp models/demo/tokenizer.json models/demo/tokenizer_config.json .device/tokenizer/
+fi
 du -sh .device

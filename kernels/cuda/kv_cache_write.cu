@@ -9,11 +9,11 @@ static constexpr int block_size = 256;
 
 // One block per token, copying its key row and value row.
 static __global__ void kv_cache_write_kernel(const __nv_bfloat16* k, const __nv_bfloat16* v,
-                                             int row, const int* slots, __nv_bfloat16* key_pool,
+                                             int row, int stride, const int* slots, __nv_bfloat16* key_pool,
                                              __nv_bfloat16* value_pool) {
   const int slot = slots[blockIdx.x];
   if (slot < 0) return;
-  const size_t from = size_t(blockIdx.x) * row, to = size_t(slot) * row;
+  const size_t from = size_t(blockIdx.x) * stride, to = size_t(slot) * row;
   for (int i = threadIdx.x; i < row; i += block_size) {
     key_pool[to + i] = k[from + i];
     value_pool[to + i] = v[from + i];
@@ -21,18 +21,19 @@ static __global__ void kv_cache_write_kernel(const __nv_bfloat16* k, const __nv_
 }
 
 static void launch(const __nv_bfloat16* k, const __nv_bfloat16* v, int tokens, int row,
-                   const int* slots, __nv_bfloat16* key_pool, __nv_bfloat16* value_pool,
+                   int stride, const int* slots, __nv_bfloat16* key_pool, __nv_bfloat16* value_pool,
                    cudaStream_t stream) {
-  kv_cache_write_kernel<<<tokens, block_size, 0, stream>>>(k, v, row, slots, key_pool, value_pool);
+  kv_cache_write_kernel<<<tokens, block_size, 0, stream>>>(k, v, row, stride, slots, key_pool,
+                                                                    value_pool);
   TROUPE_CUDA_CHECK(cudaGetLastError());
 }
 
 void kv_cache_write(const __nv_bfloat16* k, const __nv_bfloat16* v, int tokens, int row,
-                    const int* slots, __nv_bfloat16* key_pool, __nv_bfloat16* value_pool,
+                    int stride, const int* slots, __nv_bfloat16* key_pool, __nv_bfloat16* value_pool,
                     cudaStream_t stream) {
-  TROUPE_CHECK(tokens >= 0 && row > 0, "bad shape");
+  TROUPE_CHECK(tokens >= 0 && row > 0 && stride >= row, "bad shape");
   if (tokens == 0) return;
-  launch(k, v, tokens, row, slots, key_pool, value_pool, stream);
+  launch(k, v, tokens, row, stride, slots, key_pool, value_pool, stream);
 }
 
 }  // namespace troupe::cuda

@@ -41,7 +41,7 @@ static __host__ __device__ split_results results_of(float* workspace, int seqs, 
 // Block (split, kv head, sequence): scores for the group's query heads against up to
 // `split` positions (a warp per position, K read once for the whole group), a softmax
 // within the split, then the weighted sum of V (threads over group x head_dim).
-static __global__ void split_kernel(const __nv_bfloat16* q, int heads, int kv_heads, int head_dim,
+static __global__ void split_kernel(const __nv_bfloat16* q, int q_stride, int heads, int kv_heads, int head_dim,
                                     paged_kv_batch kv, int splits, split_results results) {
   extern __shared__ float shared[];
   const int group = heads / kv_heads;
@@ -58,7 +58,7 @@ static __global__ void split_kernel(const __nv_bfloat16* q, int heads, int kv_he
   const float scale = rsqrtf(float(head_dim));
 
   for (int i = threadIdx.x; i < group * head_dim; i += threads)
-    q_s[i] = __bfloat162float(q[(size_t(s) * heads + kvh * group) * head_dim + i]) * scale;
+    q_s[i] = __bfloat162float(q[size_t(s) * q_stride + size_t(kvh) * group * head_dim + i]) * scale;
   __syncthreads();
 
   for (int j = warp; j < n; j += warps) {
@@ -133,24 +133,25 @@ static __global__ void merge_kernel(int heads, int head_dim, const int* seq_lens
   }
 }
 
-static void launch(const __nv_bfloat16* q, int seqs, int heads, int kv_heads, int head_dim,
+static void launch(const __nv_bfloat16* q, int q_stride, int seqs, int heads, int kv_heads, int head_dim,
                    const paged_kv_batch& kv, float* workspace, __nv_bfloat16* out,
                    size_t shared, cudaStream_t stream) {
   const int splits = (kv.max_seq_len + split - 1) / split;
   const split_results results = results_of(workspace, seqs, heads, head_dim, splits);
   split_kernel<<<dim3(splits, kv_heads, seqs), threads, shared, stream>>>(
-      q, heads, kv_heads, head_dim, kv, splits, results);
+      q, q_stride, heads, kv_heads, head_dim, kv, splits, results);
   TROUPE_CUDA_CHECK(cudaGetLastError());
   merge_kernel<<<dim3(heads, seqs), threads, 0, stream>>>(heads, head_dim, kv.seq_lens, splits,
                                                           results, out);
   TROUPE_CUDA_CHECK(cudaGetLastError());
 }
 
-void paged_attention(const __nv_bfloat16* q, int seqs, int heads, int kv_heads, int head_dim,
+void paged_attention(const __nv_bfloat16* q, int q_stride, int seqs, int heads, int kv_heads, int head_dim,
                      const paged_kv_batch& kv, float* workspace, __nv_bfloat16* out,
                      cudaStream_t stream) {
   TROUPE_CHECK(seqs >= 0 && kv_heads > 0 && heads % kv_heads == 0, "heads must be a multiple of kv_heads");
   TROUPE_CHECK(head_dim > 0 && head_dim <= max_head_dim, "head_dim must be at most 256");
+  TROUPE_CHECK(q_stride >= heads * head_dim, "query rows overlap");
   TROUPE_CHECK(kv.block_size > 0 && kv.max_blocks > 0 && kv.max_seq_len > 0, "bad KV layout");
   TROUPE_CHECK(int64_t(kv.max_blocks) * kv.block_size >= kv.max_seq_len, "block table too short");
   TROUPE_CHECK(seqs <= 65535 && kv_heads <= 65535, "grid too large");
@@ -158,7 +159,7 @@ void paged_attention(const __nv_bfloat16* q, int seqs, int heads, int kv_heads, 
   const size_t shared = sizeof(float) * (size_t(group) * (head_dim + split) + split);
   TROUPE_CHECK(shared <= max_shared, "query group too large for one block");
   if (seqs == 0) return;
-  launch(q, seqs, heads, kv_heads, head_dim, kv, workspace, out, shared, stream);
+  launch(q, q_stride, seqs, heads, kv_heads, head_dim, kv, workspace, out, shared, stream);
 }
 
 }  // namespace troupe::cuda

@@ -31,12 +31,12 @@ inline size_t paged_attention_workspace_floats(int seqs, int heads, int head_dim
 }
 
 // Decode attention (flash-decoding): one query per sequence, q and out [seqs, heads,
-// head_dim], the query at the sequence's last position seeing all of it, scale
+// head_dim] (q's rows q_stride elements apart: it may sit in a fused qkv row), the query at the sequence's last position seeing all of it, scale
 // 1/sqrt(head_dim), grouped-query (heads a multiple of kv_heads). Each split of
 // paged_attention_split positions is a block that attends for all heads of its KV head,
 // then a second launch merges the splits. fp32 scores and sums; head_dim at most 256.
 // Same contract as cpu::paged_attention with tokens = 1, start = seq_lens[s] - 1.
-void paged_attention(const __nv_bfloat16* q, int seqs, int heads, int kv_heads, int head_dim,
+void paged_attention(const __nv_bfloat16* q, int q_stride, int seqs, int heads, int kv_heads, int head_dim,
                      const paged_kv_batch& kv, float* workspace, __nv_bfloat16* out,
                      cudaStream_t stream);
 

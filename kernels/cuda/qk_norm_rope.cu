@@ -20,8 +20,8 @@ struct inv_freq_table {
 // shared memory so each lane can rotate pairs half a head apart.
 static __global__ void qk_norm_rope_kernel(__nv_bfloat16* q, __nv_bfloat16* k, const float* q_norm,
                                            const float* k_norm, float eps, int tokens, int heads,
-                                           int kv_heads, int head_dim, const int* positions,
-                                           inv_freq_table inv_freq) {
+                                           int kv_heads, int head_dim, int q_stride, int k_stride,
+                                           const int* positions, inv_freq_table inv_freq) {
   __shared__ float rows[warps_per_block][max_head_dim];
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int row = blockIdx.x * warps_per_block + warp;
@@ -29,8 +29,8 @@ static __global__ void qk_norm_rope_kernel(__nv_bfloat16* q, __nv_bfloat16* k, c
   if (row >= tokens * per_token) return;
   const int t = row / per_token, h = row % per_token;
   const bool is_q = h < heads;
-  __nv_bfloat16* x = is_q ? q + (size_t(t) * heads + h) * head_dim
-                          : k + (size_t(t) * kv_heads + (h - heads)) * head_dim;
+  __nv_bfloat16* x = is_q ? q + size_t(t) * q_stride + size_t(h) * head_dim
+                          : k + size_t(t) * k_stride + size_t(h - heads) * head_dim;
   const float* weight = is_q ? q_norm : k_norm;
   float* buf = rows[warp];
 
@@ -58,27 +58,31 @@ static __global__ void qk_norm_rope_kernel(__nv_bfloat16* q, __nv_bfloat16* k, c
 }
 
 static void launch(__nv_bfloat16* q, __nv_bfloat16* k, const float* q_norm, const float* k_norm,
-                   float eps, int tokens, int heads, int kv_heads, int head_dim,
-                   const int* positions, const inv_freq_table& inv_freq, cudaStream_t stream) {
+                   float eps, int tokens, int heads, int kv_heads, int head_dim, int q_stride,
+                   int k_stride, const int* positions, const inv_freq_table& inv_freq,
+                   cudaStream_t stream) {
   const int rows = tokens * (heads + kv_heads);
   const int blocks = (rows + warps_per_block - 1) / warps_per_block;
   qk_norm_rope_kernel<<<blocks, warps_per_block * 32, 0, stream>>>(
-      q, k, q_norm, k_norm, eps, tokens, heads, kv_heads, head_dim, positions, inv_freq);
+      q, k, q_norm, k_norm, eps, tokens, heads, kv_heads, head_dim, q_stride, k_stride, positions,
+      inv_freq);
   TROUPE_CUDA_CHECK(cudaGetLastError());
 }
 
 void qk_norm_rope(__nv_bfloat16* q, __nv_bfloat16* k, const float* q_norm, const float* k_norm,
-                  float eps, int tokens, int heads, int kv_heads, int head_dim,
-                  const int* positions, float theta, cudaStream_t stream) {
+                  float eps, int tokens, int heads, int kv_heads, int head_dim, int q_stride,
+                  int k_stride, const int* positions, float theta, cudaStream_t stream) {
   TROUPE_CHECK(tokens >= 0 && heads > 0 && kv_heads > 0, "bad shape");
   TROUPE_CHECK(head_dim > 0 && head_dim % 2 == 0 && head_dim <= max_head_dim,
                "head_dim must be even and at most 256");
+  TROUPE_CHECK(q_stride >= heads * head_dim && k_stride >= kv_heads * head_dim, "rows overlap");
   TROUPE_CHECK(int64_t(tokens) * (heads + kv_heads) < (int64_t(1) << 31), "too many rows");
   if (tokens == 0) return;
   inv_freq_table inv_freq{};
   for (int i = 0; i < head_dim / 2; ++i)
     inv_freq.v[i] = 1.0f / std::pow(theta, float(2 * i) / float(head_dim));
-  launch(q, k, q_norm, k_norm, eps, tokens, heads, kv_heads, head_dim, positions, inv_freq, stream);
+  launch(q, k, q_norm, k_norm, eps, tokens, heads, kv_heads, head_dim, q_stride, k_stride, positions,
+         inv_freq, stream);
 }
 
 }  // namespace troupe::cuda

@@ -12,11 +12,13 @@ using namespace troupe;
 
 namespace {
 
+const std::filesystem::path fixture = test::source_dir() / "tests/golden/fixtures/gqa_sharded";
+
 engine_options fixture_options() {
   engine_options o;
-  o.model_dir = test::source_dir() / "tests/golden/fixtures/gqa_sharded";
-  o.block_size = 4;
-  o.kv_cache_bytes = size_t(4) << 20;
+  o.backend.model_dir = fixture;
+  o.backend.block_size = 4;
+  o.backend.kv_cache_bytes = size_t(4) << 20;
   o.expert_groups = 2;
   return o;
 }
@@ -36,14 +38,20 @@ std::vector<generation_request> greedy_requests(int count, uint32_t seed, int ma
   return out;
 }
 
-void expect_same_as_alone(const engine& e, const std::vector<generation_request>& requests,
+// The reference: the same checkpoint run one sequence at a time, outside the actors.
+const qwen3_moe& model_alone() {
+  static const qwen3_moe model = qwen3_moe::load(fixture).value();
+  return model;
+}
+
+void expect_same_as_alone(const std::vector<generation_request>& requests,
                           const std::map<request_id, test::outcome>& got) {
   for (const auto& r : requests) {
     const auto& o = got.at(r.id);
     BOOST_TEST_CONTEXT("request " << r.id) {
       BOOST_TEST(o.events_after_finish == 0);
       BOOST_TEST(int(o.finish) == int(finish_reason::length));
-      BOOST_TEST(o.tokens == test::greedy_alone(*e.model, r.prompt, r.max_tokens));
+      BOOST_TEST(o.tokens == test::greedy_alone(model_alone(), r.prompt, r.max_tokens));
     }
   }
 }
@@ -62,9 +70,9 @@ BOOST_AUTO_TEST_CASE(concurrent_greedy_requests_match_runs_alone) {
   auto e = start_local_engine(system, fixture_options());
   BOOST_REQUIRE(e);
   caf::scoped_actor self{system};
-  auto requests = greedy_requests(16, 1, 12, e->model->config().vocab_size);
+  auto requests = greedy_requests(16, 1, 12, e->config.vocab_size);
   auto got = test::run_requests(self, *e, requests);
-  expect_same_as_alone(*e, requests, got);
+  expect_same_as_alone(requests, got);
   e->stop(system);
 }
 
@@ -72,14 +80,14 @@ BOOST_AUTO_TEST_CASE(a_small_kv_cache_preempts_and_still_gives_the_same_tokens) 
   caf::actor_system system{test::engine_config()};
   auto options = fixture_options();
   // Two layers' worth of blocks for about 90 tokens: 12 sequences of up to 60 cannot all fit.
-  options.kv_cache_bytes = size_t(4) * 2 * 2 * 32 * 4 * 2 * 3 * 12;
+  options.backend.kv_cache_bytes = size_t(4) * 2 * 2 * 32 * 4 * 2 * 3 * 12;
   options.max_model_len = 80;
   auto e = start_local_engine(system, options);
   BOOST_REQUIRE(e);
   caf::scoped_actor self{system};
-  auto requests = greedy_requests(12, 2, 20, e->model->config().vocab_size);
+  auto requests = greedy_requests(12, 2, 20, e->config.vocab_size);
   auto got = test::run_requests(self, *e, requests);
-  expect_same_as_alone(*e, requests, got);
+  expect_same_as_alone(requests, got);
   const engine_stats stats = stats_of(self, *e);
   BOOST_TEST(stats.preemptions > 0u);
   BOOST_TEST(stats.kv.used_blocks == 0);
@@ -91,7 +99,7 @@ BOOST_AUTO_TEST_CASE(a_repeated_prompt_prefix_is_served_from_the_cache) {
   auto e = start_local_engine(system, fixture_options());
   BOOST_REQUIRE(e);
   caf::scoped_actor self{system};
-  auto requests = greedy_requests(1, 3, 6, e->model->config().vocab_size);
+  auto requests = greedy_requests(1, 3, 6, e->config.vocab_size);
   requests[0].prompt.resize(30, 7);
   auto first = test::run_requests(self, *e, requests);
   requests[0].id = 2;
@@ -110,7 +118,7 @@ BOOST_AUTO_TEST_CASE(crashed_stages_and_expert_groups_are_restarted_without_gaps
     auto e = start_local_engine(system, fixture_options());
     BOOST_REQUIRE(e);
     caf::scoped_actor self{system};
-    auto requests = greedy_requests(16, 4, 24, e->model->config().vocab_size);
+    auto requests = greedy_requests(16, 4, 24, e->config.vocab_size);
     for (auto& r : requests) {  // seeded sampling must replay exactly too
       r.sampling.temperature = 0.8f;
       r.sampling.top_p = 0.9f;

@@ -11,6 +11,7 @@
 #include <random>
 #include <sstream>
 #include <string>
+#include <tuple>
 
 #include "kernels/cpu/embedding.hpp"
 #include "kernels/cpu/kv_cache_write.hpp"
@@ -20,8 +21,11 @@
 #include "kernels/cpu/rms_norm.hpp"
 #include "kernels/cpu/rope.hpp"
 #include "kernels/cpu/swiglu.hpp"
+#include "kernels/cuda/add_bias.cuh"
 #include "kernels/cuda/check.cuh"
 #include "kernels/cuda/embedding.cuh"
+#include "kernels/cuda/fill_uniform.cuh"
+#include "kernels/cuda/gather_rows.cuh"
 #include "kernels/cuda/kv_cache_write.cuh"
 #include "kernels/cuda/matmul.cuh"
 #include "kernels/cuda/moe_routing.cuh"
@@ -168,7 +172,7 @@ BOOST_AUTO_TEST_CASE(qk_norm_rope_matches_cpu) {
     device_buffer<float> d_q_norm(q_norm), d_k_norm(k_norm);
     device_buffer<int> d_positions(positions);
     cuda::qk_norm_rope(d_q.bf16(), d_k.bf16(), d_q_norm.get(), d_k_norm.get(), 1e-6f, tokens, heads,
-                       kv_heads, hd, d_positions.get(), theta, nullptr);
+                       kv_heads, hd, heads * hd, kv_heads * hd, d_positions.get(), theta, nullptr);
     std::ostringstream name;
     name << "qk_norm_rope tokens " << tokens << " heads " << heads << "/" << kv_heads << " head_dim "
          << hd;
@@ -258,9 +262,9 @@ BOOST_AUTO_TEST_CASE(kv_cache_write_and_paged_attention_match_cpu) {
     device_buffer<uint16_t> d_out(q.bits.size(), bf16_nan);
     device_buffer<int> d_slots(slots), d_tables(tables), d_lens(lens);
     device_buffer<float> d_workspace(cuda::paged_attention_workspace_floats(seqs, heads, hd, max_len), NAN);
-    cuda::kv_cache_write(d_k.bf16(), d_v.bf16(), tokens, row, d_slots.get(), d_keys.bf16(),
+    cuda::kv_cache_write(d_k.bf16(), d_v.bf16(), tokens, row, row, d_slots.get(), d_keys.bf16(),
                          d_values.bf16(), nullptr);
-    cuda::paged_attention(d_q.bf16(), seqs, heads, kv_heads, hd,
+    cuda::paged_attention(d_q.bf16(), heads * hd, seqs, heads, kv_heads, hd,
                           {d_keys.bf16(), d_values.bf16(), block_size, d_tables.get(), max_blocks,
                            d_lens.get(), max_len},
                           d_workspace.get(), d_out.bf16(), nullptr);
@@ -339,5 +343,53 @@ BOOST_AUTO_TEST_CASE(route_top_k_matches_cpu) {
     const auto chosen = d_chosen.to_host();
     BOOST_TEST(chosen == ref_chosen, boost::test_tools::per_element());
     expect_close(name.str(), d_weights.to_host(), ref_weights, f32_tolerance);
+  }
+}
+
+BOOST_AUTO_TEST_CASE(add_bias_matches_cpu) {
+  uint32_t seed = 500;
+  for (auto [rows, cols, stride] : {std::tuple{1, 7, 7}, std::tuple{33, 128, 160}, std::tuple{5, 4096, 5120}}) {
+    auto y = random_bf16(size_t(rows) * stride, seed++);
+    const auto bias = test::random_floats(size_t(cols), seed++);
+    std::vector<float> ref = y.values;
+    for (int r = 0; r < rows; ++r)
+      for (int i = 0; i < cols; ++i) ref[size_t(r) * stride + i] += bias[size_t(i)];
+    device_buffer<uint16_t> d_y(y.bits);
+    device_buffer<float> d_bias(bias);
+    cuda::add_bias(d_y.bf16(), rows, cols, stride, d_bias.get(), nullptr);
+    std::ostringstream name;
+    name << "add_bias rows " << rows << " cols " << cols << " stride " << stride;
+    // Columns past `cols` are left as they were: the reference keeps them too.
+    expect_close(name.str(), to_f32(d_y.to_host()), ref, bf16_tolerance);
+  }
+}
+
+BOOST_AUTO_TEST_CASE(gather_rows_copies_the_named_rows) {
+  const int dim = 77, rows = 40;
+  auto x = random_bf16(size_t(rows) * dim, 600);
+  const std::vector<int> pick{39, 0, 7, 7, 21};
+  device_buffer<uint16_t> d_x(x.bits), d_out(pick.size() * dim, bf16_nan);
+  device_buffer<int> d_pick(pick);
+  cuda::gather_rows(d_x.bf16(), dim, d_pick.get(), int(pick.size()), d_out.bf16(), nullptr);
+  const auto out = d_out.to_host();
+  for (size_t i = 0; i < pick.size(); ++i)
+    BOOST_TEST(std::equal(out.begin() + long(i * dim), out.begin() + long((i + 1) * dim),
+                          x.bits.begin() + long(pick[i]) * dim));
+}
+
+BOOST_AUTO_TEST_CASE(fill_uniform_matches_its_host_formula) {
+  for (int64_t n : {int64_t(1), int64_t(1000), int64_t(3) << 22}) {
+    const float bound = 0.02f;
+    device_buffer<uint16_t> d(size_t(n), bf16_nan);
+    cuda::fill_uniform(d.bf16(), n, bound, 42, nullptr);
+    const auto out = d.to_host();
+    size_t mismatches = 0;
+    double sum = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      mismatches += out[size_t(i)] != f32_to_bf16(cuda::uniform_value(i, bound, 42));
+      sum += bf16_to_f32(out[size_t(i)]);
+    }
+    BOOST_TEST(mismatches == 0u);
+    if (n > 1000000) BOOST_TEST(std::abs(sum / double(n)) < bound * 1e-2);  // centred
   }
 }

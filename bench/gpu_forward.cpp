@@ -1,0 +1,188 @@
+// The CUDA step on a checkpoint's shape with random weights (--load-format dummy): batch-1
+// decode next to the memory-bandwidth floor, decode at larger batches, and one long
+// prefill. Timed on the host around step_runner::run, as the stage actor calls it: the
+// figures include packing inputs, the graph launch and reading the tokens back.
+//   bench_gpu_forward CONFIG_DIR [--context 512] [--steps 128] [--batches 1,32,128] [--prefill 4096]
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "kernels/cuda/check.cuh"
+#include "model/cuda/gpu_step_runner.hpp"
+
+using namespace troupe;
+
+namespace {
+
+constexpr int block_size = 16;
+
+double now_s() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+// Device-to-device copy bandwidth, bytes read plus written: the floor's denominator.
+double copy_bandwidth() {
+  const size_t bytes = size_t(2) << 30;
+  void *src, *dst;
+  TROUPE_CUDA_CHECK(cudaMalloc(&src, bytes));
+  TROUPE_CUDA_CHECK(cudaMalloc(&dst, bytes));
+  TROUPE_CUDA_CHECK(cudaMemset(src, 1, bytes));
+  std::vector<double> gbs;
+  for (int i = 0; i < 7; ++i) {
+    TROUPE_CUDA_CHECK(cudaDeviceSynchronize());
+    const double t = now_s();
+    TROUPE_CUDA_CHECK(cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToDevice));
+    TROUPE_CUDA_CHECK(cudaDeviceSynchronize());
+    gbs.push_back(2.0 * double(bytes) / (now_s() - t) / 1e9);
+  }
+  TROUPE_CUDA_CHECK(cudaFree(src));
+  TROUPE_CUDA_CHECK(cudaFree(dst));
+  std::sort(gbs.begin(), gbs.end());
+  return gbs[gbs.size() / 2];
+}
+
+// Bytes of weights one decoded token reads: attention, router, its k experts, lm_head.
+double bytes_per_token(const model_config& c) {
+  const double h = c.hidden_size, q = double(c.num_heads) * c.head_dim, kv = double(c.num_kv_heads) * c.head_dim;
+  double params = double(c.vocab_size) * h;
+  for (int i = 0; i < c.num_layers; ++i) {
+    params += (q + 2 * kv) * h + h * q;
+    params += c.is_moe_layer(i) ? double(c.num_experts) * h + double(c.num_experts_per_tok) * 3 * c.moe_intermediate_size * h
+                                : 3.0 * c.intermediate_size * h;
+  }
+  return 2 * params;
+}
+
+struct sequences {
+  std::vector<std::vector<int>> tables;
+  std::vector<token_history> histories;
+  std::vector<int> lengths;
+};
+
+// `count` sequences of `context` random tokens, prefilled in steps of at most `chunk` tokens.
+sequences prefill(step_runner& runner, int count, int context, int chunk, int vocab, int blocks_each) {
+  sequences s;
+  std::mt19937 gen(7);
+  s.histories.resize(size_t(count));
+  sampling_params greedy;
+  greedy.temperature = 0.0f;
+  for (int i = 0; i < count; ++i) {
+    s.tables.emplace_back();
+    for (int b = 0; b < blocks_each; ++b) s.tables.back().push_back(i * blocks_each + b);
+    s.lengths.push_back(context);
+  }
+  for (int first = 0; first < count;) {
+    forward_batch batch;
+    std::vector<sample_request> samples;
+    int i = first;
+    for (; i < count && int(batch.token_ids.size()) + context <= std::max(chunk, context); ++i) {
+      batch.sequences.push_back({int(batch.token_ids.size()), context, 0, s.tables[size_t(i)], logits_rows::last});
+      for (int t = 0; t < context; ++t) batch.token_ids.push_back(int(gen() % uint32_t(vocab)));
+      samples.push_back({greedy, &s.histories[size_t(i)], context});
+    }
+    if (auto r = runner.run(batch, samples); !r) {
+      std::fprintf(stderr, "prefill failed: %s\n", r.err().message.c_str());
+      std::exit(1);
+    }
+    first = i;
+  }
+  return s;
+}
+
+// Output tokens per second of `steps` decode steps over every sequence at once.
+double decode_rate(step_runner& runner, sequences& s, int steps) {
+  sampling_params greedy;
+  greedy.temperature = 0.0f;
+  const int count = int(s.tables.size());
+  std::vector<int> last(size_t(count), 1);
+  auto step = [&] {
+    forward_batch batch;
+    std::vector<sample_request> samples;
+    for (int i = 0; i < count; ++i) {
+      batch.sequences.push_back({i, 1, s.lengths[size_t(i)], s.tables[size_t(i)], logits_rows::last});
+      batch.token_ids.push_back(last[size_t(i)]);
+      samples.push_back({greedy, &s.histories[size_t(i)], ++s.lengths[size_t(i)]});
+    }
+    auto r = runner.run(batch, samples);
+    if (!r) {
+      std::fprintf(stderr, "decode failed: %s\n", r.err().message.c_str());
+      std::exit(1);
+    }
+    for (int i = 0; i < count; ++i) last[size_t(i)] = (*r)[size_t(i)].token;
+  };
+  for (int i = 0; i < 3; ++i) step();  // captures the graph
+  const double t = now_s();
+  for (int i = 0; i < steps; ++i) step();
+  return double(count) * steps / (now_s() - t);
+}
+
+std::vector<int> parse_list(const std::string& s) {
+  std::vector<int> v;
+  std::stringstream in(s);
+  for (std::string item; std::getline(in, item, ',');) v.push_back(std::atoi(item.c_str()));
+  return v;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    std::fprintf(stderr, "usage: bench_gpu_forward CONFIG_DIR [--context N] [--steps N] [--batches 1,32,128] [--prefill N]\n");
+    return 2;
+  }
+  int context = 512, steps = 128, prefill_len = 4096;
+  std::vector<int> batches{1, 32, 128};
+  for (int i = 2; i + 1 < argc; i += 2) {
+    const std::string flag = argv[i];
+    if (flag == "--context") context = std::atoi(argv[i + 1]);
+    else if (flag == "--steps") steps = std::atoi(argv[i + 1]);
+    else if (flag == "--batches") batches = parse_list(argv[i + 1]);
+    else if (flag == "--prefill") prefill_len = std::atoi(argv[i + 1]);
+  }
+  const int max_batch = *std::max_element(batches.begin(), batches.end());
+  auto weights = load_gpu_weights(argv[1], /*dummy=*/true);
+  if (!weights) {
+    std::fprintf(stderr, "%s\n", weights.err().message.c_str());
+    return 1;
+  }
+  const model_config& c = (*weights)->config;
+  auto experts = std::make_shared<gpu_experts>(*weights);
+  experts->attach("experts", 0, c.num_experts);
+  const int model_len = std::max(context + steps + 8, prefill_len);
+  const int blocks_each = (model_len + block_size - 1) / block_size;
+  const int chunk = std::max(prefill_len, 4096);
+  auto runner = gpu_step_runner::create(*weights, experts, {blocks_each * max_batch, block_size, model_len, max_batch, chunk});
+  if (!runner) {
+    std::fprintf(stderr, "%s\n", runner.err().message.c_str());
+    return 1;
+  }
+
+  const double bw = copy_bandwidth(), bytes = bytes_per_token(c);
+  const double floor = bw * 1e9 / bytes;
+  std::printf("device copy bandwidth %.0f GB/s; weights read per decoded token %.2f GB\n", bw, bytes / 1e9);
+  std::printf("| measure | troupe | reference |\n| --- | --- | --- |\n");
+  for (int b : batches) {
+    auto seqs = prefill(**runner, b, context, chunk, c.vocab_size, blocks_each);
+    const double rate = decode_rate(**runner, seqs, steps);
+    if (b == 1)
+      std::printf("| decode, batch 1, context %d: tokens/s | %.1f | floor %.0f (%.0f%% of it) |\n", context, rate, floor,
+                  100.0 * rate / floor);
+    else
+      std::printf("| decode, batch %d, context %d: output tokens/s | %.0f | |\n", b, context, rate);
+    std::fflush(stdout);
+  }
+  std::vector<double> rates;
+  for (int i = 0; i < 5; ++i) {
+    const double t = now_s();
+    prefill(**runner, 1, prefill_len, chunk, c.vocab_size, blocks_each);
+    rates.push_back(prefill_len / (now_s() - t));
+  }
+  std::sort(rates.begin(), rates.end());
+  std::printf("| prefill, one prompt of %d tokens: tokens/s (median of 5) | %.0f | |\n", prefill_len, rates[2]);
+  return 0;
+}

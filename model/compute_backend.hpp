@@ -1,0 +1,30 @@
+#pragma once
+// What an engine computes with, on the CPU or a GPU: the model's shape, how many KV blocks
+// its memory holds, how stages build their step runners and how expert groups attach.
+#include <filesystem>
+
+#include "model/expert_executor.hpp"
+#include "model/model_config.hpp"
+#include "model/step_runner.hpp"
+
+namespace troupe {
+
+struct backend_options {
+  std::filesystem::path model_dir;
+  bool dummy_weights = false;
+  int block_size = 16;
+  size_t kv_cache_bytes = 0;            // 0 on a GPU: what gpu_memory_utilization leaves
+  double gpu_memory_utilization = 0.9;  // of the device's memory, weights included
+  int max_num_seqs = 64;                // a step's most sequences and tokens: GPU buffers
+  int max_num_batched_tokens = 2048;
+  int max_model_len = 0;  // 0: the model's max_position_embeddings
+};
+
+struct compute_backend {
+  model_config config;
+  int num_blocks = 0;
+  step_runner_factory make_runner;
+  experts_attacher attach_experts;
+};
+
+}  // namespace troupe

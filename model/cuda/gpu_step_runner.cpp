@@ -1,0 +1,287 @@
+#include "model/cuda/gpu_step_runner.hpp"
+
+#include <algorithm>
+
+#include "kernels/cuda/add_bias.cuh"
+#include "kernels/cuda/check.cuh"
+#include "kernels/cuda/embedding.cuh"
+#include "kernels/cuda/flash_attention.cuh"
+#include "kernels/cuda/gather_rows.cuh"
+#include "kernels/cuda/kv_cache_write.cuh"
+#include "kernels/cuda/matmul.cuh"
+#include "kernels/cuda/moe_routing.cuh"
+#include "kernels/cuda/paged_attention.cuh"
+#include "kernels/cuda/qk_norm_rope.cuh"
+#include "kernels/cuda/rms_norm.cuh"
+#include "kernels/cuda/sampling.cuh"
+#include "kernels/cuda/swiglu.cuh"
+
+namespace troupe {
+namespace {
+
+using bf16 = __nv_bfloat16;
+constexpr int max_top_logprobs = 20;
+constexpr size_t cublas_workspace_bytes = size_t(32) << 20;
+
+// Decode graphs are captured for these batch sizes; a batch runs in the smallest that holds it.
+constexpr int batch_buckets[] = {1, 2, 4, 8, 12, 16, 24, 32, 40, 48, 56, 64, 80, 96, 112, 128,
+                                 160, 192, 224, 256, 320, 384, 448, 512};
+
+int batch_bucket(int seqs) {
+  for (int b : batch_buckets)
+    if (b >= seqs) return b;
+  return 0;
+}
+
+// The decode attention grid covers a power of two of positions (at least one split).
+int context_bucket(int longest, int max_model_len) {
+  int len = cuda::paged_attention_split;
+  while (len < longest) len *= 2;
+  return std::min(len, max_model_len);
+}
+
+}  // namespace
+
+// Device memory of one runner: activations for the largest step, then the KV pool.
+struct gpu_step_runner::buffers {
+  float* residual;
+  bf16 *normed, *qkv, *q, *attn, *block_out;
+  float* router_logits;
+  int* chosen;
+  float* route_weights;
+  void* moe_workspace;
+  bf16 *gate, *up;  // dense layers
+  float* attn_workspace;
+  bf16* rows;
+  float* logits;
+  void* sampling_workspace;
+  void* cublas_workspace;
+  // What comes back to the host: one contiguous span, copied in one transfer.
+  char* outputs;
+  size_t outputs_bytes;
+  int *tokens, *top_ids;
+  float *logprob, *top_logprobs;
+  std::vector<bf16*> keys, values;  // per layer [blocks, block_size, kv_heads, head_dim]
+
+  buffers(device_arena& a, const gpu_weights& w, const gpu_experts& experts, const gpu_runner_options& o,
+          bool with_kv) {
+    const model_config& c = w.config;
+    const size_t t = size_t(o.max_num_batched_tokens), s = size_t(o.max_num_seqs), h = size_t(c.hidden_size);
+    const size_t q_dim = size_t(c.num_heads) * size_t(c.head_dim), kv_dim = size_t(c.num_kv_heads) * size_t(c.head_dim);
+    const size_t k = size_t(c.num_experts_per_tok);
+    residual = a.take<float>(t * h);
+    normed = a.take<bf16>(t * h);
+    qkv = a.take<bf16>(t * (q_dim + 2 * kv_dim));
+    q = a.take<bf16>(t * q_dim);
+    attn = a.take<bf16>(t * q_dim);
+    block_out = a.take<bf16>(t * h);
+    router_logits = a.take<float>(t * size_t(std::max(c.num_experts, 1)));
+    chosen = a.take<int>(t * std::max<size_t>(k, 1));
+    route_weights = a.take<float>(t * std::max<size_t>(k, 1));
+    moe_workspace = a.take<char>(c.num_experts > 0 ? experts.workspace_bytes(int(t)) : 0);
+    const bool dense = std::any_of(w.layers.begin(), w.layers.end(), [](const gpu_layer_weights& l) { return !l.moe; });
+    gate = a.take<bf16>(dense ? t * size_t(c.intermediate_size) : 0);
+    up = a.take<bf16>(dense ? t * size_t(c.intermediate_size) : 0);
+    attn_workspace = a.take<float>(cuda::paged_attention_workspace_floats(int(s), c.num_heads, c.head_dim, o.max_model_len));
+    rows = a.take<bf16>(s * h);
+    logits = a.take<float>(s * size_t(c.vocab_size));
+    sampling_workspace = a.take<char>(cuda::sampling_workspace_bytes(int(s), c.vocab_size));
+    cublas_workspace = a.take<char>(cublas_workspace_bytes);
+    tokens = a.take<int>(s);
+    outputs = reinterpret_cast<char*>(tokens);
+    logprob = a.take<float>(s);
+    top_ids = a.take<int>(s * max_top_logprobs);
+    top_logprobs = a.take<float>(s * max_top_logprobs);
+    outputs_bytes = size_t(reinterpret_cast<char*>(top_logprobs + s * max_top_logprobs) - outputs);
+    if (!with_kv) return;
+    const size_t pool = size_t(o.num_blocks) * size_t(o.block_size) * kv_dim;
+    for (int l = 0; l < c.num_layers; ++l) {
+      keys.push_back(a.take<bf16>(pool));
+      values.push_back(a.take<bf16>(pool));
+    }
+  }
+};
+
+size_t gpu_step_runner::activation_bytes(const gpu_weights& weights, const gpu_experts& experts,
+                                         const gpu_runner_options& options) {
+  device_arena sizing = device_arena::measure();
+  buffers(sizing, weights, experts, options, false);
+  return sizing.used();
+}
+
+gpu_step_runner::gpu_step_runner(std::shared_ptr<const gpu_weights> weights, std::shared_ptr<gpu_experts> experts,
+                                 const gpu_runner_options& options)
+    : weights_(std::move(weights)), experts_(std::move(experts)), options_(options) {}
+
+result<std::unique_ptr<step_runner>> gpu_step_runner::create(std::shared_ptr<const gpu_weights> weights,
+                                                             std::shared_ptr<gpu_experts> experts,
+                                                             const gpu_runner_options& options) {
+  std::unique_ptr<gpu_step_runner> r(new gpu_step_runner(std::move(weights), std::move(experts), options));
+  device_arena sizing = device_arena::measure();
+  buffers(sizing, *r->weights_, *r->experts_, options, true);
+  auto memory = device_arena::allocate(sizing.used(), "the stage's activations and KV cache");
+  if (!memory) return memory.err();
+  r->memory_ = std::move(*memory);
+  r->buf_ = std::make_unique<buffers>(r->memory_, *r->weights_, *r->experts_, options, true);
+  // Decode graphs pad batches with rows that read block 0: zeros keep them finite.
+  for (size_t l = 0; l < r->buf_->keys.size(); ++l) {
+    const size_t pool = size_t(options.num_blocks) * size_t(options.block_size) *
+                        size_t(r->weights_->config.num_kv_heads) * size_t(r->weights_->config.head_dim);
+    TROUPE_CUDA_CHECK(cudaMemset(r->buf_->keys[l], 0, pool * sizeof(bf16)));
+    TROUPE_CUDA_CHECK(cudaMemset(r->buf_->values[l], 0, pool * sizeof(bf16)));
+  }
+  const step_capacity capacity{options.max_num_batched_tokens, options.max_num_seqs,
+                               (options.max_model_len + options.block_size - 1) / options.block_size,
+                               options.block_size, options.max_num_seqs * 8192};
+  r->inputs_ = std::make_unique<step_inputs>(capacity);
+  TROUPE_CUDA_CHECK(cudaMallocHost(&r->outputs_host_, r->buf_->outputs_bytes));
+  TROUPE_CUDA_CHECK(cudaStreamCreateWithFlags(&r->stream_, cudaStreamNonBlocking));
+  TROUPE_CUDA_CHECK(cublasCreate(&r->cublas_));
+  TROUPE_CUDA_CHECK(cublasSetStream(r->cublas_, r->stream_));
+  // A workspace of its own keeps cuBLAS from allocating inside a graph capture.
+  TROUPE_CUDA_CHECK(cublasSetWorkspace(r->cublas_, r->buf_->cublas_workspace, cublas_workspace_bytes));
+  return std::unique_ptr<step_runner>(std::move(r));
+}
+
+gpu_step_runner::~gpu_step_runner() {
+  if (stream_ != nullptr) cudaStreamSynchronize(stream_);
+  for (auto& [key, exec] : graphs_) cudaGraphExecDestroy(exec);
+  if (cublas_ != nullptr) cublasDestroy(cublas_);
+  if (stream_ != nullptr) cudaStreamDestroy(stream_);
+  if (outputs_host_ != nullptr) cudaFreeHost(outputs_host_);
+}
+
+status gpu_step_runner::forward(const shape& s) {
+  const model_config& c = weights_->config;
+  const gpu_weights& w = *weights_;
+  buffers& b = *buf_;
+  const step_inputs& in = *inputs_;
+  const int n = s.tokens, h = c.hidden_size, heads = c.num_heads, kv_heads = c.num_kv_heads, hd = c.head_dim;
+  const int q_dim = heads * hd, kv_dim = kv_heads * hd, qkv_dim = q_dim + 2 * kv_dim;
+  const float eps = float(c.rms_norm_eps);
+  const int max_blocks = in.capacity().max_blocks_per_seq;
+
+  cuda::embedding(w.embed, c.vocab_size, h, in.token_ids.device, n, b.residual, stream_);
+  for (int i = 0; i < c.num_layers; ++i) {
+    const gpu_layer_weights& l = w.layers[size_t(i)];
+    cuda::rms_norm(i == 0 ? nullptr : b.block_out, b.residual, l.input_norm, eps, n, h, b.normed, stream_);
+    cuda::matmul(cublas_, b.normed, n, h, l.qkv, qkv_dim, dtype::bf16, b.qkv);
+    if (l.qkv_bias != nullptr) cuda::add_bias(b.qkv, n, qkv_dim, qkv_dim, l.qkv_bias, stream_);
+    bf16* k = b.qkv + q_dim;
+    bf16* v = k + kv_dim;
+    cuda::qk_norm_rope(b.qkv, k, l.q_norm, l.k_norm, eps, n, heads, kv_heads, hd, qkv_dim, qkv_dim,
+                       in.positions.device, float(c.rope_theta), stream_);
+    cuda::kv_cache_write(k, v, n, kv_dim, qkv_dim, in.slots.device, b.keys[size_t(i)], b.values[size_t(i)], stream_);
+    if (s.decode) {
+      cuda::paged_attention(b.qkv, qkv_dim, s.seqs, heads, kv_heads, hd,
+                            {b.keys[size_t(i)], b.values[size_t(i)], options_.block_size, in.block_tables.device,
+                             max_blocks, in.seq_lens.device, s.attn_len},
+                            b.attn_workspace, b.attn, stream_);
+    } else {
+      TROUPE_CUDA_CHECK(cudaMemcpy2DAsync(b.q, size_t(q_dim) * sizeof(bf16), b.qkv, size_t(qkv_dim) * sizeof(bf16),
+                                          size_t(q_dim) * sizeof(bf16), size_t(n), cudaMemcpyDeviceToDevice, stream_));
+      cuda::flash_attention(b.q, heads, kv_heads, hd,
+                            {b.keys[size_t(i)], b.values[size_t(i)], options_.block_size, in.block_tables.device,
+                             max_blocks, s.seqs, in.query_starts.device, in.positions_start.device, s.max_query_len},
+                            b.attn, stream_);
+    }
+    cuda::matmul(cublas_, b.attn, n, q_dim, l.o, h, dtype::bf16, b.block_out);
+    if (l.o_bias != nullptr) cuda::add_bias(b.block_out, n, h, h, l.o_bias, stream_);
+    cuda::rms_norm(b.block_out, b.residual, l.post_attention_norm, eps, n, h, b.normed, stream_);
+    if (l.moe) {
+      cuda::matmul(cublas_, b.normed, n, h, l.router, c.num_experts, dtype::f32, b.router_logits);
+      cuda::route_top_k(b.router_logits, n, c.num_experts, c.num_experts_per_tok, c.norm_topk_prob, b.chosen,
+                        b.route_weights, stream_);
+      if (auto r = experts_->run(i, b.normed, n, b.chosen, b.route_weights, b.moe_workspace, b.block_out, stream_); !r)
+        return r;
+    } else {
+      cuda::matmul(cublas_, b.normed, n, h, l.gate, c.intermediate_size, dtype::bf16, b.gate);
+      cuda::matmul(cublas_, b.normed, n, h, l.up, c.intermediate_size, dtype::bf16, b.up);
+      cuda::swiglu(b.gate, b.up, int64_t(n) * c.intermediate_size, b.gate, stream_);
+      cuda::matmul(cublas_, b.gate, n, c.intermediate_size, l.down, h, dtype::bf16, b.block_out);
+    }
+  }
+  cuda::rms_norm(b.block_out, b.residual, w.final_norm, eps, n, h, b.normed, stream_);
+  const bf16* rows = b.normed;
+  if (!s.decode) {
+    cuda::gather_rows(b.normed, h, in.logit_rows.device, s.samples, b.rows, stream_);
+    rows = b.rows;
+  }
+  cuda::matmul(cublas_, rows, s.samples, h, w.lm_head, c.vocab_size, dtype::f32, b.logits);
+  const cuda::sampling_rows params{in.temperature.device,        in.top_p.device,
+                                   in.top_k.device,              in.min_p.device,
+                                   in.repetition_penalty.device, in.frequency_penalty.device,
+                                   in.presence_penalty.device,   in.uniform.device,
+                                   in.top_logprobs.device,       in.history_offsets.device,
+                                   in.history_tokens.device,     in.history_seen.device,
+                                   in.history_generated.device};
+  cuda::sample_tokens(b.logits, s.samples, c.vocab_size, params, b.sampling_workspace, b.tokens, b.logprob,
+                      b.top_ids, b.top_logprobs, stream_);
+  return ok();
+}
+
+status gpu_step_runner::run_decode_graph(int seqs) {
+  int longest = 0;
+  for (int i = 0; i < seqs; ++i) longest = std::max(longest, inputs_->seq_lens.host[i]);
+  const shape s{batch_bucket(seqs), batch_bucket(seqs), batch_bucket(seqs), true,
+                context_bucket(longest, options_.max_model_len), 1};
+  if (!experts_->serving()) return error{"the expert group is restarting"};
+  if (const uint64_t g = experts_->generation(); g != graphs_generation_) {
+    for (auto& [key, exec] : graphs_) TROUPE_CUDA_CHECK(cudaGraphExecDestroy(exec));
+    graphs_.clear();
+    graphs_generation_ = g;
+  }
+  auto& exec = graphs_[{s.seqs, s.attn_len}];
+  if (exec == nullptr) {
+    cudaGraph_t graph = nullptr;
+    TROUPE_CUDA_CHECK(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal));
+    const status captured = forward(s);
+    TROUPE_CUDA_CHECK(cudaStreamEndCapture(stream_, &graph));
+    if (!captured) {
+      TROUPE_CUDA_CHECK(cudaGraphDestroy(graph));
+      graphs_.erase({s.seqs, s.attn_len});
+      return captured;
+    }
+    TROUPE_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
+    TROUPE_CUDA_CHECK(cudaGraphDestroy(graph));
+  }
+  TROUPE_CUDA_CHECK(cudaGraphLaunch(exec, stream_));
+  return ok();
+}
+
+result<std::vector<sampled_token>> gpu_step_runner::run(const forward_batch& batch,
+                                                        const std::vector<sample_request>& samples) {
+  const int seqs = int(batch.sequences.size()), tokens = int(batch.token_ids.size());
+  const bool decode = tokens == seqs && int(samples.size()) == seqs && batch_bucket(seqs) != 0 &&
+                      batch_bucket(seqs) <= options_.max_num_seqs && batch_bucket(seqs) <= options_.max_num_batched_tokens;
+  if (auto filled = inputs_->fill(batch, samples, decode ? batch_bucket(seqs) : 0); !filled) return filled.err();
+  inputs_->upload(stream_);
+  if (decode) {
+    if (auto r = run_decode_graph(seqs); !r) return r.err();
+  } else {
+    int longest = 0;
+    for (const auto& span : batch.sequences) longest = std::max(longest, span.tokens);
+    if (auto r = forward({tokens, seqs, int(samples.size()), false, 0, longest}); !r) return r.err();
+  }
+  TROUPE_CUDA_CHECK(cudaMemcpyAsync(outputs_host_, buf_->outputs, buf_->outputs_bytes, cudaMemcpyDeviceToHost, stream_));
+  TROUPE_CUDA_CHECK(cudaStreamSynchronize(stream_));
+  auto at = [&](const void* device) { return outputs_host_ + (static_cast<const char*>(device) - buf_->outputs); };
+  const int* ids = reinterpret_cast<const int*>(at(buf_->tokens));
+  const float* logprob = reinterpret_cast<const float*>(at(buf_->logprob));
+  const int* top_ids = reinterpret_cast<const int*>(at(buf_->top_ids));
+  const float* top_lp = reinterpret_cast<const float*>(at(buf_->top_logprobs));
+  std::vector<sampled_token> out;
+  for (size_t r = 0; r < samples.size(); ++r) {
+    sampled_token t{ids[r], 0.0f, {}};
+    const int want = samples[r].params.top_logprobs;
+    if (want >= 0) {
+      t.logprob = logprob[r];
+      for (int j = 0; j < std::min(want, max_top_logprobs); ++j)
+        t.top.push_back({top_ids[r * max_top_logprobs + j], top_lp[r * max_top_logprobs + j]});
+    }
+    out.push_back(std::move(t));
+  }
+  return out;
+}
+
+}  // namespace troupe

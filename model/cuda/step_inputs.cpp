@@ -1,0 +1,148 @@
+#include "model/cuda/step_inputs.hpp"
+
+#include "kernels/cuda/check.cuh"
+
+namespace troupe {
+namespace {
+
+// Carves consecutive aligned arrays out of a host and a device allocation at the same offsets.
+struct carver {
+  char* host;
+  char* device;
+  size_t offset = 0;
+  template <class T>
+  mirrored<T> take(size_t count) {
+    offset = (offset + 15) / 16 * 16;
+    mirrored<T> m{reinterpret_cast<T*>(host + offset), reinterpret_cast<T*>(device + offset)};
+    offset += count * sizeof(T);
+    return m;
+  }
+};
+
+}  // namespace
+
+step_inputs::step_inputs(const step_capacity& c) : capacity_(c) {
+  // Two walks: the first with null bases measures, the second hands out the arrays.
+  for (int pass = 0; pass < 2; ++pass) {
+    carver k{host_, device_};
+    const size_t t = size_t(c.max_tokens), s = size_t(c.max_seqs);
+    token_ids = k.take<int>(t);
+    positions = k.take<int>(t);
+    slots = k.take<int>(t);
+    seq_lens = k.take<int>(s);
+    query_starts = k.take<int>(s + 1);
+    positions_start = k.take<int>(s);
+    logit_rows = k.take<int>(s);
+    top_k = k.take<int>(s);
+    top_logprobs = k.take<int>(s);
+    history_offsets = k.take<int>(s + 1);
+    temperature = k.take<float>(s);
+    top_p = k.take<float>(s);
+    min_p = k.take<float>(s);
+    repetition_penalty = k.take<float>(s);
+    frequency_penalty = k.take<float>(s);
+    presence_penalty = k.take<float>(s);
+    uniform = k.take<double>(s);
+    small_bytes_ = k.offset;
+    block_tables = k.take<int>(s * size_t(c.max_blocks_per_seq));
+    history_tokens = k.take<int>(size_t(c.history_entries));
+    history_seen = k.take<int>(size_t(c.history_entries));
+    history_generated = k.take<int>(size_t(c.history_entries));
+    if (pass == 0) {
+      TROUPE_CUDA_CHECK(cudaMallocHost(&host_, k.offset));
+      TROUPE_CUDA_CHECK(cudaMalloc(&device_, k.offset));
+    }
+  }
+}
+
+step_inputs::~step_inputs() {
+  cudaFreeHost(host_);
+  cudaFree(device_);
+}
+
+status step_inputs::fill(const forward_batch& batch, const std::vector<sample_request>& samples, int pad_to) {
+  const step_capacity& c = capacity_;
+  const int tokens = int(batch.token_ids.size()), seqs = int(batch.sequences.size());
+  rows_ = std::max(tokens, pad_to);
+  sequences_ = std::max(seqs, pad_to);
+  TROUPE_CHECK(rows_ <= c.max_tokens && sequences_ <= c.max_seqs, "step larger than the runner's buffers");
+  query_starts.host[0] = 0;
+  int sampled = 0;
+  for (int s = 0; s < sequences_; ++s) {
+    int* table = block_tables.host + size_t(s) * size_t(c.max_blocks_per_seq);
+    if (s >= seqs) {  // padding: one token at position 0 of block 0, written nowhere
+      token_ids.host[s] = 0;
+      positions.host[s] = 0;
+      slots.host[s] = -1;
+      seq_lens.host[s] = 1;
+      positions_start.host[s] = 0;
+      query_starts.host[s + 1] = s + 1;
+      table[0] = 0;
+      continue;
+    }
+    const sequence_span& span = batch.sequences[size_t(s)];
+    TROUPE_CHECK(int(span.block_table.size()) <= c.max_blocks_per_seq, "block table longer than max_model_len");
+    std::copy(span.block_table.begin(), span.block_table.end(), table);
+    for (int i = 0; i < span.tokens; ++i) {
+      const int t = span.first_token + i, p = span.start + i;
+      token_ids.host[t] = batch.token_ids[size_t(t)];
+      positions.host[t] = p;
+      slots.host[t] = span.block_table[size_t(p / c.block_size)] * c.block_size + p % c.block_size;
+    }
+    seq_lens.host[s] = span.start + span.tokens;
+    positions_start.host[s] = span.start;
+    query_starts.host[s + 1] = span.first_token + span.tokens;
+    if (span.logits == logits_rows::last) logit_rows.host[sampled++] = span.first_token + span.tokens - 1;
+  }
+  TROUPE_CHECK(sampled == int(samples.size()), "one sample request per sampling sequence");
+
+  entries_ = 0;
+  history_offsets.host[0] = 0;
+  sampling_params greedy;
+  greedy.temperature = 0.0f;
+  for (int r = 0; r < sequences_; ++r) {
+    const bool real = r < sampled;
+    const sampling_params& p = real ? samples[size_t(r)].params : greedy;
+    if (!real) logit_rows.host[r] = r;  // padding rows of a decode graph: their own token
+    temperature.host[r] = p.temperature;
+    top_p.host[r] = p.top_p;
+    top_k.host[r] = p.top_k;
+    min_p.host[r] = p.min_p;
+    repetition_penalty.host[r] = p.repetition_penalty;
+    frequency_penalty.host[r] = p.frequency_penalty;
+    presence_penalty.host[r] = p.presence_penalty;
+    top_logprobs.host[r] = p.top_logprobs;
+    uniform.host[r] = real ? sampling_uniform(p.seed, samples[size_t(r)].position) : 0.0;
+    const bool penalised = p.repetition_penalty != 1.0f || p.frequency_penalty != 0.0f || p.presence_penalty != 0.0f;
+    if (real && penalised) {
+      const token_history& h = *samples[size_t(r)].history;
+      if (entries_ + int(h.seen().size()) > c.history_entries)
+        return error{"the penalties of this step cover more than " + std::to_string(c.history_entries) +
+                     " distinct tokens, more than the GPU sampler holds"};
+      for (const auto& [token, count] : h.seen()) {
+        const auto generated = h.generated().find(token);
+        history_tokens.host[entries_] = token;
+        history_seen.host[entries_] = count;
+        history_generated.host[entries_] = generated == h.generated().end() ? 0 : generated->second;
+        ++entries_;
+      }
+    }
+    history_offsets.host[r + 1] = entries_;
+  }
+  return ok();
+}
+
+void step_inputs::upload(cudaStream_t stream) const {
+  auto copy = [&](const void* host, size_t bytes) {
+    if (bytes == 0) return;
+    const size_t offset = size_t(static_cast<const char*>(host) - host_);
+    TROUPE_CUDA_CHECK(cudaMemcpyAsync(device_ + offset, host, bytes, cudaMemcpyHostToDevice, stream));
+  };
+  copy(host_, small_bytes_);
+  copy(block_tables.host, size_t(sequences_) * size_t(capacity_.max_blocks_per_seq) * sizeof(int));
+  copy(history_tokens.host, size_t(entries_) * sizeof(int));
+  copy(history_seen.host, size_t(entries_) * sizeof(int));
+  copy(history_generated.host, size_t(entries_) * sizeof(int));
+}
+
+}  // namespace troupe
