@@ -12,6 +12,7 @@
 #include <vector>
 
 #include <cuda_bf16.h>
+#include <cuda_runtime.h>
 
 #include "base/dtype.hpp"
 #include "kernels/cuda/check.cuh"

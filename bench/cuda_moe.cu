@@ -1,0 +1,127 @@
+// fused_moe on the Qwen3-30B-A3B shape (hidden 2048, 128 experts, top-8, inter 768) at
+// decode and prefill batch sizes with random routing: the median of 20 event-timed calls
+// after 5 warm-ups. L2 is flushed before each call, so the weights come from HBM as they
+// do when 48 layers take turns. GB/s counts the bytes of the experts the batch chose,
+// TFLOP/s the three projections of every (token, expert) pair.
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <numeric>
+#include <random>
+#include <vector>
+
+#include <cuda_bf16.h>
+
+#include "kernels/cuda/check.cuh"
+#include "kernels/cuda/fused_moe.cuh"
+
+namespace {
+
+constexpr int hidden = 2048, experts = 128, k = 8, inter = 768;
+constexpr int max_tokens = 4096;
+
+// Uniform values in [-scale, scale) from a hash of the index: random data without a host copy.
+__global__ void fill_random(__nv_bfloat16* x, int64_t n, uint32_t seed, float scale) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    uint32_t h = uint32_t(i) * 2654435761u ^ seed;
+    h ^= h >> 16, h *= 0x85ebca6bu, h ^= h >> 13, h *= 0xc2b2ae35u, h ^= h >> 16;
+    x[i] = __float2bfloat16((float(h) * (2.0f / 4294967296.0f) - 1.0f) * scale);
+  }
+}
+
+__nv_bfloat16* device_random(size_t n, uint32_t seed, float scale) {
+  __nv_bfloat16* p;
+  TROUPE_CUDA_CHECK(cudaMalloc(&p, n * sizeof(__nv_bfloat16)));
+  fill_random<<<4096, 256>>>(p, int64_t(n), seed, scale);
+  TROUPE_CUDA_CHECK(cudaGetLastError());
+  return p;
+}
+
+// k distinct experts per token, weights summing to 1.
+void random_routing(std::vector<int>& chosen, std::vector<float>& weights) {
+  std::mt19937 gen(42);
+  std::uniform_real_distribution<float> weight(0.05f, 1.0f);
+  std::vector<int> ids(experts);
+  std::iota(ids.begin(), ids.end(), 0);
+  for (int t = 0; t < max_tokens; ++t) {
+    std::shuffle(ids.begin(), ids.end(), gen);
+    float sum = 0.0f;
+    for (int j = 0; j < k; ++j) {
+      chosen.push_back(ids[size_t(j)]);
+      weights.push_back(weight(gen));
+      sum += weights.back();
+    }
+    for (int j = 0; j < k; ++j) weights[weights.size() - size_t(k) + size_t(j)] /= sum;
+  }
+}
+
+}  // namespace
+
+int main() {
+  cudaDeviceProp prop;
+  TROUPE_CUDA_CHECK(cudaGetDeviceProperties(&prop, 0));
+  std::printf("device: %s, %d SMs, %.0f MB L2\n", prop.name, prop.multiProcessorCount,
+              prop.l2CacheSize / 1e6);
+  const size_t w13_size = size_t(experts) * 2 * inter * hidden;
+  const size_t w2_size = size_t(experts) * hidden * inter;
+  __nv_bfloat16* w13 = device_random(w13_size, 1, 0.03f);
+  __nv_bfloat16* w2 = device_random(w2_size, 2, 0.03f);
+  __nv_bfloat16* x = device_random(size_t(max_tokens) * hidden, 3, 1.0f);
+  __nv_bfloat16* out;
+  TROUPE_CUDA_CHECK(cudaMalloc(&out, size_t(max_tokens) * hidden * sizeof(__nv_bfloat16)));
+  std::vector<int> chosen;
+  std::vector<float> weights;
+  random_routing(chosen, weights);
+  int* d_chosen;
+  float* d_weights;
+  TROUPE_CUDA_CHECK(cudaMalloc(&d_chosen, chosen.size() * sizeof(int)));
+  TROUPE_CUDA_CHECK(cudaMalloc(&d_weights, weights.size() * sizeof(float)));
+  TROUPE_CUDA_CHECK(
+      cudaMemcpy(d_chosen, chosen.data(), chosen.size() * sizeof(int), cudaMemcpyHostToDevice));
+  TROUPE_CUDA_CHECK(cudaMemcpy(d_weights, weights.data(), weights.size() * sizeof(float),
+                               cudaMemcpyHostToDevice));
+  void* workspace;
+  TROUPE_CUDA_CHECK(cudaMalloc(
+      &workspace, troupe::cuda::fused_moe_workspace_bytes(max_tokens, k, experts, hidden, inter)));
+  const size_t flush_bytes = size_t(4) * prop.l2CacheSize;
+  void* flush;
+  TROUPE_CUDA_CHECK(cudaMalloc(&flush, flush_bytes));
+  cudaEvent_t start, stop;
+  TROUPE_CUDA_CHECK(cudaEventCreate(&start));
+  TROUPE_CUDA_CHECK(cudaEventCreate(&stop));
+
+  for (int tokens : {1, 8, 32, 128, 4096}) {
+    auto call = [&] {
+      troupe::cuda::fused_moe(x, tokens, hidden, d_chosen, d_weights, k, w13, w2, inter, 0, experts,
+                              workspace, out, nullptr);
+    };
+    for (int i = 0; i < 5; ++i) call();
+    std::vector<float> ms(20, 0.0f);
+    for (float& m : ms) {
+      TROUPE_CUDA_CHECK(cudaMemsetAsync(flush, 0, flush_bytes));
+      TROUPE_CUDA_CHECK(cudaEventRecord(start));
+      call();
+      TROUPE_CUDA_CHECK(cudaEventRecord(stop));
+      TROUPE_CUDA_CHECK(cudaEventSynchronize(stop));
+      TROUPE_CUDA_CHECK(cudaEventElapsedTime(&m, start, stop));
+    }
+    std::sort(ms.begin(), ms.end());
+    const double median = ms[ms.size() / 2] * 1e-3;
+    std::vector<bool> active(experts, false);
+    for (int p = 0; p < tokens * k; ++p) active[size_t(chosen[size_t(p)])] = true;
+    const int used = int(std::count(active.begin(), active.end(), true));
+    const double bytes = double(used) * 3 * inter * hidden * sizeof(__nv_bfloat16);
+    const double flops = 2.0 * tokens * k * 3 * double(inter) * hidden;
+    std::printf(
+        "tokens %4d: %8.3f ms, %3d experts, %6.1f MB of weights at %5.0f GB/s, %5.1f TFLOP/s\n",
+        tokens, median * 1e3, used, bytes / 1e6, bytes / median / 1e9, flops / median / 1e12);
+  }
+  TROUPE_CUDA_CHECK(cudaEventDestroy(start));
+  TROUPE_CUDA_CHECK(cudaEventDestroy(stop));
+  for (void* p : {static_cast<void*>(w13), static_cast<void*>(w2), static_cast<void*>(x),
+                  static_cast<void*>(out), static_cast<void*>(d_chosen),
+                  static_cast<void*>(d_weights), workspace, flush})
+    TROUPE_CUDA_CHECK(cudaFree(p));
+  return 0;
+}

@@ -1,0 +1,80 @@
+#include "kernels/cuda/moe_down.cuh"
+
+#include <cstdint>
+
+#include "base/check.hpp"
+#include "kernels/cuda/check.cuh"
+#include "kernels/cuda/moe_tile_gemm.cuh"
+
+namespace troupe::cuda {
+
+// Block (column block, tile): S::cols output columns of the tile's rows.
+template <class S>
+static __global__ void __launch_bounds__(S::threads)
+    moe_down_kernel(const __nv_bfloat16* act, int inter, const __nv_bfloat16* w2, int hidden,
+                    const float* weights, moe_plan plan, float* y) {
+  if (int(blockIdx.y) >= *plan.tile_count) return;
+  extern __shared__ __align__(128) unsigned char shared[];
+  const int2 tile = plan.tiles[blockIdx.y];
+  const int n0 = int(blockIdx.x) * S::cols;
+  const __nv_bfloat16* w = w2 + size_t(tile.x) * hidden * inter;
+  auto a_row = [&](int r) -> const __nv_bfloat16* {
+    return plan.sorted_pairs[tile.y + r] < 0 ? nullptr : act + size_t(tile.y + r) * inter;
+  };
+  auto b_row = [&](int r) -> const __nv_bfloat16* {
+    return n0 + r < hidden ? w + size_t(n0 + r) * inter : nullptr;
+  };
+  moe_tile::accumulator acc[S::frags_m][S::frags_n];
+  moe_tile::multiply<S>(a_row, b_row, inter, reinterpret_cast<__nv_bfloat16*>(shared), acc);
+
+  const int warp = int(threadIdx.x) / 32, lane = int(threadIdx.x) % 32;
+  float* scratch = reinterpret_cast<float*>(shared) + warp * 256;
+  const int row0 = tile.y + warp / S::warps_n * S::frags_m * 16 + lane / 2;
+  const int col0 = n0 + warp % S::warps_n * S::frags_n * 16;
+#pragma unroll
+  for (int m = 0; m < S::frags_m; ++m) {
+    const int pair = plan.sorted_pairs[row0 + m * 16];
+    const float scale = pair < 0 ? 0.0f : weights[pair];
+#pragma unroll
+    for (int j = 0; j < S::frags_n; ++j) {
+      if (col0 + j * 16 >= hidden) break;  // whole fragment out
+      float v[8];
+      moe_tile::lane_values(acc[m][j], scratch, v);
+      if (pair < 0) continue;
+      float4* dst =
+          reinterpret_cast<float4*>(y + size_t(pair) * hidden + col0 + j * 16 + lane % 2 * 8);
+      dst[0] = make_float4(scale * v[0], scale * v[1], scale * v[2], scale * v[3]);
+      dst[1] = make_float4(scale * v[4], scale * v[5], scale * v[6], scale * v[7]);
+    }
+  }
+}
+
+template <class S>
+static void launch(const __nv_bfloat16* act, int inter, const __nv_bfloat16* w2, int hidden,
+                   const float* weights, const moe_plan& plan, float* y, cudaStream_t stream) {
+  const dim3 grid((hidden + S::cols - 1) / S::cols, plan.max_tiles);
+  TROUPE_CUDA_CHECK(cudaFuncSetAttribute(
+      moe_down_kernel<S>, cudaFuncAttributeMaxDynamicSharedMemorySize, int(S::shared_bytes)));
+  moe_down_kernel<S>
+      <<<grid, S::threads, S::shared_bytes, stream>>>(act, inter, w2, hidden, weights, plan, y);
+  TROUPE_CUDA_CHECK(cudaGetLastError());
+}
+
+void moe_down(const __nv_bfloat16* act, int inter, const __nv_bfloat16* w2, int hidden,
+              const float* weights, const moe_plan& plan, float* y, cudaStream_t stream) {
+  TROUPE_CHECK(hidden > 0 && hidden % 16 == 0, "hidden must be a positive multiple of 16");
+  TROUPE_CHECK(inter > 0 && inter % 16 == 0, "inter must be a positive multiple of 16");
+  TROUPE_CHECK(
+      plan.tile_rows == moe_tile::decode::rows || plan.tile_rows == moe_tile::prefill::rows,
+      "tile height must be 16 or 64");
+  TROUPE_CHECK(plan.max_tiles >= 0 && plan.max_tiles <= 65535, "too many tiles for the grid");
+  TROUPE_CHECK(uintptr_t(act) % 16 == 0 && uintptr_t(w2) % 16 == 0 && uintptr_t(y) % 16 == 0,
+               "pointers must be 16-byte aligned");
+  if (plan.max_tiles == 0) return;
+  if (plan.tile_rows == moe_tile::decode::rows)
+    launch<moe_tile::decode>(act, inter, w2, hidden, weights, plan, y, stream);
+  else
+    launch<moe_tile::prefill>(act, inter, w2, hidden, weights, plan, y, stream);
+}
+
+}  // namespace troupe::cuda

@@ -1,0 +1,143 @@
+#pragma once
+// The main loop moe_gate_up and moe_down share. A block multiplies `rows` activation rows
+// by `cols` weight rows (Linear weights, [out, in]) over k: bf16 WMMA with fp32
+// accumulators, both operands streamed through shared memory in a ring of `stages`
+// k-chunks filled by 16-byte cp.async copies. Every output element is one accumulator
+// fed 16 k at a time in ascending k whatever the shape, so both shapes give the same bits.
+#include <cuda_bf16.h>
+#include <mma.h>
+
+namespace troupe::cuda::moe_tile {
+
+template <int rows_, int warps_m_, int warps_n_, int frags_m_, int frags_n_, int chunk_k_,
+          int stages_>
+struct shape {
+  static constexpr int rows = rows_;
+  static constexpr int warps_m = warps_m_, warps_n = warps_n_;
+  static constexpr int frags_m = frags_m_, frags_n = frags_n_;  // 16 x 16 outputs per warp
+  static constexpr int chunk_k = chunk_k_, stages = stages_;
+  static constexpr int cols = warps_n * frags_n * 16;
+  static constexpr int threads = warps_m * warps_n * 32;
+  // 16 bytes of padding per row put the 8 rows of an ldmatrix on distinct banks.
+  static constexpr int pitch = chunk_k + 8;
+  static constexpr int stage_elems = (rows + cols) * pitch;
+  static constexpr size_t shared_bytes = sizeof(__nv_bfloat16) * stages * stage_elems;
+  static_assert(rows == warps_m * frags_m * 16, "the warps must cover the tile's rows");
+  static_assert(chunk_k % 16 == 0 && stages >= 2, "bad k-chunk ring");
+  static_assert(size_t(threads / 32) * 256 * sizeof(float) <= shared_bytes,
+                "the epilogue's scratch must fit in the ring");
+};
+
+// Decode: a few pairs per expert and the weights streamed once. One warp and 32 weight
+// rows per block give batch 1 hundreds of blocks, each with 5 k-chunks in flight.
+using decode = shape<16, 1, 1, 1, 2, 64, 6>;
+// Prefill: 8 warps of 32 x 64 outputs on a 64 x 256 tile, two blocks per SM.
+using prefill = shape<64, 2, 4, 2, 4, 32, 4>;
+
+using accumulator = nvcuda::wmma::fragment<nvcuda::wmma::accumulator, 16, 16, 16, float>;
+
+// A null src fills the 16 bytes with zeros (source size 0: nothing is read).
+__device__ inline void copy_16(void* dst, const void* src) {
+  const unsigned d = static_cast<unsigned>(__cvta_generic_to_shared(dst));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(d), "l"(src),
+               "r"(src != nullptr ? 16 : 0));
+}
+
+__device__ inline void commit() { asm volatile("cp.async.commit_group;\n" ::); }
+
+template <int pending>
+__device__ inline void wait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(pending) : "memory");
+}
+
+// acc[m][n] = A[warp's rows m] * B[warp's rows n]^T over k, where a_row(r) and b_row(r)
+// give the start of row r of A (r < rows) and of B (r < cols) in global memory, or null
+// for a row of zeros. Warp w owns A rows (w / warps_n) * frags_m * 16 on and B rows
+// (w % warps_n) * frags_n * 16 on. k % 16 == 0, rows 16-byte aligned. Leaves `smem` free.
+template <class S, class A, class B>
+__device__ void multiply(A a_row, B b_row, int k, __nv_bfloat16* smem,
+                         accumulator (&acc)[S::frags_m][S::frags_n]) {
+  namespace wmma = nvcuda::wmma;
+  constexpr int per_row = S::chunk_k / 8;
+  constexpr int row_step = S::threads / per_row;
+  static_assert(S::threads % per_row == 0 && S::rows % row_step == 0 && S::cols % row_step == 0,
+                "the copies must split evenly over the threads");
+  constexpr int a_copies = S::rows / row_step, b_copies = S::cols / row_step;
+  // A thread copies the same column of a fixed set of rows in every chunk.
+  const int col = int(threadIdx.x) % per_row * 8, row = int(threadIdx.x) / per_row;
+  const __nv_bfloat16* a_src[a_copies];
+  const __nv_bfloat16* b_src[b_copies];
+#pragma unroll
+  for (int i = 0; i < a_copies; ++i) a_src[i] = a_row(row + i * row_step);
+#pragma unroll
+  for (int i = 0; i < b_copies; ++i) b_src[i] = b_row(row + i * row_step);
+
+  const int chunks = (k + S::chunk_k - 1) / S::chunk_k;
+  auto load = [&](int chunk) {
+    __nv_bfloat16* a = smem + chunk % S::stages * S::stage_elems;
+    __nv_bfloat16* b = a + S::rows * S::pitch;
+    const int kc = chunk * S::chunk_k + col;
+#pragma unroll
+    for (int i = 0; i < a_copies; ++i)
+      copy_16(a + (row + i * row_step) * S::pitch + col,
+              kc < k && a_src[i] != nullptr ? a_src[i] + kc : nullptr);
+#pragma unroll
+    for (int i = 0; i < b_copies; ++i)
+      copy_16(b + (row + i * row_step) * S::pitch + col,
+              kc < k && b_src[i] != nullptr ? b_src[i] + kc : nullptr);
+  };
+
+  // One commit group per chunk, empty past the end, so wait<stages - 2> always means
+  // "chunk c has landed".
+  for (int s = 0; s < S::stages - 1; ++s) {
+    if (s < chunks) load(s);
+    commit();
+  }
+#pragma unroll
+  for (int m = 0; m < S::frags_m; ++m)
+#pragma unroll
+    for (int n = 0; n < S::frags_n; ++n) wmma::fill_fragment(acc[m][n], 0.0f);
+
+  const int warp = int(threadIdx.x) / 32;
+  const int a_first = warp / S::warps_n * S::frags_m * 16;
+  const int b_first = S::rows + warp % S::warps_n * S::frags_n * 16;
+  for (int c = 0; c < chunks; ++c) {
+    wait<S::stages - 2>();
+    __syncthreads();  // chunk c visible to all; the slot refilled below is read by no one
+    if (c + S::stages - 1 < chunks) load(c + S::stages - 1);
+    commit();
+    const __nv_bfloat16* stage = smem + c % S::stages * S::stage_elems;
+    const int depth = k - c * S::chunk_k;
+#pragma unroll
+    for (int kk = 0; kk < S::chunk_k; kk += 16) {
+      if (kk >= depth) break;
+      wmma::fragment<wmma::matrix_a, 16, 16, 16, __nv_bfloat16, wmma::row_major> a[S::frags_m];
+      wmma::fragment<wmma::matrix_b, 16, 16, 16, __nv_bfloat16, wmma::col_major> b[S::frags_n];
+#pragma unroll
+      for (int m = 0; m < S::frags_m; ++m)
+        wmma::load_matrix_sync(a[m], stage + (a_first + m * 16) * S::pitch + kk, S::pitch);
+#pragma unroll
+      for (int n = 0; n < S::frags_n; ++n)
+        wmma::load_matrix_sync(b[n], stage + (b_first + n * 16) * S::pitch + kk, S::pitch);
+#pragma unroll
+      for (int m = 0; m < S::frags_m; ++m)
+#pragma unroll
+        for (int n = 0; n < S::frags_n; ++n) wmma::mma_sync(acc[m][n], a[m], b[n], acc[m][n]);
+    }
+  }
+  wait<0>();
+  __syncthreads();
+}
+
+// This lane's 8 values of a 16 x 16 accumulator: row lane / 2, columns (lane % 2) * 8 on,
+// through the warp's 256-float scratch. Every lane of the warp calls it.
+__device__ inline void lane_values(const accumulator& acc, float* scratch, float (&v)[8]) {
+  const int lane = int(threadIdx.x) % 32;
+  __syncwarp();  // the previous fragment's reads are done
+  nvcuda::wmma::store_matrix_sync(scratch, acc, 16, nvcuda::wmma::mem_row_major);
+  __syncwarp();
+#pragma unroll
+  for (int i = 0; i < 8; ++i) v[i] = scratch[lane / 2 * 16 + lane % 2 * 8 + i];
+}
+
+}  // namespace troupe::cuda::moe_tile

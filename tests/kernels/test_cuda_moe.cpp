@@ -1,0 +1,255 @@
+// fused_moe and its moe_align plan against the CPU. The reference experts are cpu::matmul
+// and cpu::swiglu on the same bf16-rounded inputs, with the activation rounded to bf16
+// between the projections as on the GPU. Outputs and the workspace are poisoned with NaN
+// (all-ones bytes) before each run, and the experts no pair chose hold NaN weights, so an
+// unwritten element or a read of the wrong expert fails.
+#define BOOST_TEST_MODULE cuda_moe
+#include <boost/test/unit_test.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <random>
+#include <sstream>
+#include <vector>
+
+#include "kernels/cpu/matmul.hpp"
+#include "kernels/cpu/swiglu.hpp"
+#include "kernels/cuda/fused_moe.cuh"
+#include "kernels/cuda/moe_align.cuh"
+#include "tests/kernels/cuda_test_support.hpp"
+
+using namespace troupe;
+using namespace troupe::test;
+
+namespace {
+
+constexpr uint16_t bf16_all_ones = 0xffff;  // a NaN
+
+// k distinct experts of `experts` per token in random order, with weights in (0, 1).
+struct routing {
+  std::vector<int> chosen;
+  std::vector<float> weights;
+};
+
+routing random_routing(int tokens, int experts, int k, uint32_t seed) {
+  std::mt19937 gen(seed);
+  std::uniform_real_distribution<float> weight(0.05f, 1.0f);
+  std::vector<int> ids(static_cast<size_t>(experts));
+  std::iota(ids.begin(), ids.end(), 0);
+  routing r;
+  for (int t = 0; t < tokens; ++t) {
+    std::shuffle(ids.begin(), ids.end(), gen);
+    for (int j = 0; j < k; ++j) {
+      r.chosen.push_back(ids[size_t(j)]);
+      r.weights.push_back(weight(gen));
+    }
+  }
+  return r;
+}
+
+// What moe_align should produce, built the obvious way.
+struct plan_reference {
+  std::vector<int> counts, offsets, sorted_pairs, tiles;  // tiles as (expert, row) ints
+};
+
+plan_reference reference_plan(const std::vector<int>& chosen, int first_expert, int local_experts,
+                              int tile_rows) {
+  plan_reference r;
+  r.counts.assign(size_t(local_experts), 0);
+  for (int e : chosen)
+    if (e >= first_expert && e < first_expert + local_experts) ++r.counts[size_t(e - first_expert)];
+  r.offsets.push_back(0);
+  for (int c : r.counts)
+    r.offsets.push_back(r.offsets.back() + (c + tile_rows - 1) / tile_rows * tile_rows);
+  r.sorted_pairs.assign(size_t(r.offsets.back()), -1);
+  std::vector<int> next(r.offsets.begin(), r.offsets.end() - 1);
+  for (size_t p = 0; p < chosen.size(); ++p) {
+    const int e = chosen[p] - first_expert;
+    if (e >= 0 && e < local_experts) r.sorted_pairs[size_t(next[size_t(e)]++)] = int(p);
+  }
+  for (int e = 0; e < local_experts; ++e)
+    for (int row = r.offsets[size_t(e)]; row < r.offsets[size_t(e) + 1]; row += tile_rows)
+      r.tiles.insert(r.tiles.end(), {e, row});
+  return r;
+}
+
+// A layer's local experts in fused_moe's layout, as bf16 bits. Experts in `used` get
+// random weights scaled to keep activations near 1; the others are NaN.
+struct expert_weights {
+  std::vector<uint16_t> w13, w2;
+};
+
+expert_weights random_experts(const std::vector<bool>& used, int hidden, int inter, uint32_t seed) {
+  const size_t w13_size = size_t(2) * inter * hidden, w2_size = size_t(hidden) * inter;
+  expert_weights w;
+  w.w13.assign(used.size() * w13_size, bf16_all_ones);
+  w.w2.assign(used.size() * w2_size, bf16_all_ones);
+  for (size_t e = 0; e < used.size(); ++e) {
+    if (!used[e]) continue;
+    auto w13 = random_bf16(w13_size, seed + 2 * uint32_t(e), 1.0f / std::sqrt(float(hidden)));
+    auto w2 = random_bf16(w2_size, seed + 2 * uint32_t(e) + 1, 1.0f / std::sqrt(float(inter)));
+    std::copy(w13.bits.begin(), w13.bits.end(), w.w13.begin() + e * w13_size);
+    std::copy(w2.bits.begin(), w2.bits.end(), w.w2.begin() + e * w2_size);
+  }
+  return w;
+}
+
+// out [tokens, hidden] in fp32: each local expert's pairs through the CPU ops.
+std::vector<float> reference_moe(const std::vector<float>& x, int tokens, int hidden,
+                                 const routing& r, int k, const expert_weights& w, int inter,
+                                 int first_expert, int last_expert) {
+  std::vector<float> y(size_t(tokens) * k * hidden, 0.0f);
+  for (int e = first_expert; e < last_expert; ++e) {
+    std::vector<int> pairs;
+    for (size_t p = 0; p < r.chosen.size(); ++p)
+      if (r.chosen[p] == e) pairs.push_back(int(p));
+    if (pairs.empty()) continue;
+    const int m = int(pairs.size()), local = e - first_expert;
+    std::vector<float> xs(size_t(m) * hidden), h(size_t(m) * 2 * inter), act(size_t(m) * inter);
+    std::vector<float> down(size_t(m) * hidden);
+    for (int i = 0; i < m; ++i)
+      std::copy_n(x.begin() + ptrdiff_t(pairs[size_t(i)] / k) * hidden, hidden,
+                  xs.begin() + ptrdiff_t(i) * hidden);
+    cpu::matmul(xs.data(), m,
+                {dtype::bf16, 2 * inter, hidden, w.w13.data() + size_t(local) * 2 * inter * hidden},
+                h.data());
+    for (int i = 0; i < m; ++i) {
+      const float* hi = h.data() + size_t(i) * 2 * inter;
+      cpu::swiglu(hi, hi + inter, inter, act.data() + size_t(i) * inter);
+    }
+    for (float& a : act) a = bf16_to_f32(f32_to_bf16(a));
+    cpu::matmul(act.data(), m,
+                {dtype::bf16, hidden, inter, w.w2.data() + size_t(local) * hidden * inter},
+                down.data());
+    for (int i = 0; i < m; ++i) {
+      const size_t p = size_t(pairs[size_t(i)]);
+      for (int n = 0; n < hidden; ++n)
+        y[p * hidden + n] = r.weights[p] * down[size_t(i) * hidden + n];
+    }
+  }
+  std::vector<float> out(size_t(tokens) * hidden, 0.0f);
+  for (int t = 0; t < tokens; ++t)
+    for (int j = 0; j < k; ++j)
+      for (int n = 0; n < hidden; ++n)
+        out[size_t(t) * hidden + n] += y[(size_t(t) * k + j) * hidden + n];
+  return out;
+}
+
+// fused_moe on device copies, with a workspace of all-ones bytes sized for `tokens`.
+std::vector<uint16_t> run_fused_moe(const std::vector<uint16_t>& x, int tokens, int hidden,
+                                    const routing& r, int k, const expert_weights& w, int inter,
+                                    int first_expert, int last_expert) {
+  device_buffer<uint16_t> d_x(x), d_w13(w.w13), d_w2(w.w2);
+  device_buffer<uint16_t> d_out(size_t(tokens) * hidden, bf16_nan);
+  device_buffer<int> d_chosen(r.chosen);
+  device_buffer<float> d_weights(r.weights);
+  const size_t bytes =
+      cuda::fused_moe_workspace_bytes(tokens, k, last_expert - first_expert, hidden, inter);
+  device_buffer<uint8_t> d_workspace(bytes, 0xff);
+  cuda::fused_moe(d_x.bf16(), tokens, hidden, d_chosen.get(), d_weights.get(), k, d_w13.bf16(),
+                  d_w2.bf16(), inter, first_expert, last_expert, d_workspace.get(), d_out.bf16(),
+                  nullptr);
+  return d_out.to_host();
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(moe_align_groups_pairs_by_expert_stably) {
+  struct shape {
+    int tokens, experts, k, first, last;
+  };
+  uint32_t seed = 500;
+  for (auto [tokens, experts, k, first, last] :
+       {shape{1, 128, 8, 0, 128}, shape{5, 16, 4, 3, 11}, shape{300, 8, 2, 0, 8},
+        shape{1000, 16, 4, 3, 11}, shape{4096, 128, 8, 0, 128}, shape{9000, 64, 8, 16, 48}})
+    for (int tile_rows : {16, 64}) {
+      const int local = last - first, pairs = tokens * k;
+      const routing r = random_routing(tokens, experts, k, seed++);
+      const plan_reference ref = reference_plan(r.chosen, first, local, tile_rows);
+      const int max_tiles = cuda::moe_max_tiles(pairs, local, tile_rows);
+      BOOST_REQUIRE_LE(ref.tiles.size() / 2, size_t(max_tiles));
+
+      device_buffer<int> d_chosen(r.chosen), d_counts(size_t(local), -7);
+      device_buffer<int> d_offsets(size_t(local) + 1, -7), d_tile_count(1, -7);
+      device_buffer<int> d_sorted(size_t(max_tiles) * tile_rows, -7);
+      device_buffer<int> d_tiles(size_t(max_tiles) * 2, -7);
+      const cuda::moe_plan plan{tile_rows,         max_tiles,
+                                d_counts.get(),    d_offsets.get(),
+                                d_sorted.get(),    reinterpret_cast<int2*>(d_tiles.get()),
+                                d_tile_count.get()};
+      cuda::moe_align(d_chosen.get(), pairs, first, local, plan, nullptr);
+
+      std::ostringstream name;
+      name << "moe_align tokens " << tokens << " k " << k << " experts [" << first << ", " << last
+           << ") of " << experts << " tile " << tile_rows;
+      BOOST_TEST_MESSAGE(name.str());
+      BOOST_TEST(d_counts.to_host() == ref.counts, boost::test_tools::per_element());
+      BOOST_TEST(d_offsets.to_host() == ref.offsets, boost::test_tools::per_element());
+      BOOST_TEST(d_tile_count.to_host()[0] == int(ref.tiles.size() / 2), name.str());
+      auto sorted = d_sorted.to_host();
+      sorted.resize(ref.sorted_pairs.size());
+      BOOST_TEST(sorted == ref.sorted_pairs, boost::test_tools::per_element());
+      auto tiles = d_tiles.to_host();
+      tiles.resize(ref.tiles.size());
+      BOOST_TEST(tiles == ref.tiles, boost::test_tools::per_element());
+    }
+}
+
+BOOST_AUTO_TEST_CASE(fused_moe_matches_cpu) {
+  struct shape {
+    int tokens, experts, k, hidden, inter, first, last;
+  };
+  uint32_t seed = 600;
+  // The real shape (16-row tiles); hidden and inter multiples of 16 but not of the k-chunk
+  // or the column block; 64-row tiles; and local ranges, where token 0 has no local
+  // expert, with 16-row (80 pairs) and 64-row (800 pairs) tiles.
+  for (auto [tokens, experts, k, hidden, inter, first, last] :
+       {shape{1, 128, 8, 2048, 768, 0, 128}, shape{5, 16, 4, 80, 48, 0, 16},
+        shape{300, 8, 2, 256, 128, 0, 8}, shape{40, 16, 2, 128, 64, 3, 11},
+        shape{200, 16, 4, 96, 80, 3, 11}}) {
+    const int local = last - first;
+    routing r = random_routing(tokens, experts, k, seed++);
+    if (local < experts)  // token 0 keeps to experts of other devices
+      for (int j = 0; j < k; ++j) r.chosen[size_t(j)] = j < first ? j : last + j;
+    std::vector<bool> used(size_t(local), false);
+    for (int e : r.chosen)
+      if (e >= first && e < last) used[size_t(e - first)] = true;
+    const expert_weights w = random_experts(used, hidden, inter, seed++);
+    const auto x = random_bf16(size_t(tokens) * hidden, seed++);
+
+    const auto ref = reference_moe(x.values, tokens, hidden, r, k, w, inter, first, last);
+    const auto out = to_f32(run_fused_moe(x.bits, tokens, hidden, r, k, w, inter, first, last));
+    std::ostringstream name;
+    name << "fused_moe tokens " << tokens << " k " << k << " experts [" << first << ", " << last
+         << ") of " << experts << " hidden " << hidden << " inter " << inter;
+    expect_close(name.str(), out, ref, bf16_tolerance);
+    if (local < experts)
+      BOOST_TEST(std::all_of(out.begin(), out.begin() + hidden, [](float v) { return v == 0.0f; }),
+                 name.str() << ": a token with no local expert gets zeros");
+  }
+}
+
+BOOST_AUTO_TEST_CASE(fused_moe_token_is_bit_identical_alone_and_in_a_batch) {
+  // Alone the token takes 16-row tiles; the 130 pairs of the batch take 64-row tiles.
+  const int experts = 8, k = 2, hidden = 256, inter = 128, tokens = 65, t = 37;
+  const routing batch = random_routing(tokens, experts, k, 700);
+  const expert_weights w =
+      random_experts(std::vector<bool>(size_t(experts), true), hidden, inter, 701);
+  const auto x = random_bf16(size_t(tokens) * hidden, 702);
+
+  routing alone;
+  alone.chosen.assign(batch.chosen.begin() + t * k, batch.chosen.begin() + (t + 1) * k);
+  alone.weights.assign(batch.weights.begin() + t * k, batch.weights.begin() + (t + 1) * k);
+  const std::vector<uint16_t> x_alone(x.bits.begin() + t * hidden,
+                                      x.bits.begin() + (t + 1) * hidden);
+
+  const auto in_batch = run_fused_moe(x.bits, tokens, hidden, batch, k, w, inter, 0, experts);
+  const auto by_itself = run_fused_moe(x_alone, 1, hidden, alone, k, w, inter, 0, experts);
+  const std::vector<uint16_t> row(in_batch.begin() + t * hidden,
+                                  in_batch.begin() + (t + 1) * hidden);
+  BOOST_TEST(row == by_itself, boost::test_tools::per_element());
+  expect_close("fused_moe token alone vs the CPU", to_f32(by_itself),
+               reference_moe(to_f32(x_alone), 1, hidden, alone, k, w, inter, 0, experts),
+               bf16_tolerance);
+}
