@@ -20,7 +20,7 @@ namespace troupe {
 namespace {
 
 using bf16 = __nv_bfloat16;
-constexpr int max_top_logprobs = 20;
+constexpr int max_top_logprobs = cuda::sampling_max_top_logprobs;
 constexpr size_t cublas_workspace_bytes = size_t(32) << 20;
 
 // Decode graphs are captured for these batch sizes; a batch runs in the smallest that holds it.
