@@ -38,14 +38,14 @@ size_t gpu_experts::workspace_bytes(int max_tokens) const {
 }
 
 status gpu_experts::run(int layer, const __nv_bfloat16* x, int tokens, const int* chosen, const float* weights,
-                        void* workspace, __nv_bfloat16* out, cudaStream_t stream) {
+                        void* workspace, __nv_bfloat16* out, cudaStream_t stream, cublasHandle_t cublas) {
   const model_config& c = weights_->config;
   std::lock_guard lock(mutex_);
   if (!serving_locked())
     return error{"experts 0.." + std::to_string(c.num_experts - 1) + " have no expert group (restarting)"};
   const gpu_layer_weights& l = weights_->layers[size_t(layer)];
   cuda::fused_moe(x, tokens, c.hidden_size, chosen, weights, c.num_experts_per_tok, l.w13, l.w2,
-                  c.moe_intermediate_size, 0, c.num_experts, workspace, out, stream);
+                  c.moe_intermediate_size, 0, c.num_experts, workspace, out, stream, cublas);
   return ok();
 }
 

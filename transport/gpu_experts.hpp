@@ -10,6 +10,7 @@
 #include <mutex>
 #include <string>
 
+#include <cublas_v2.h>
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
@@ -36,8 +37,10 @@ class gpu_experts {
 
   // out[t] = the routed experts' weighted sum for x[t] in MoE layer `layer` (all device
   // pointers, [tokens, hidden] bf16; chosen and weights [tokens, k]), enqueued on `stream`.
+  // A cuBLAS handle on `stream` lets a large batch take fused_moe's cuBLAS path, which
+  // waits for the stream: pass null while capturing a graph.
   status run(int layer, const __nv_bfloat16* x, int tokens, const int* chosen, const float* weights,
-             void* workspace, __nv_bfloat16* out, cudaStream_t stream);
+             void* workspace, __nv_bfloat16* out, cudaStream_t stream, cublasHandle_t cublas);
 
  private:
   bool serving_locked() const;

@@ -8,19 +8,25 @@
 #include "kernels/cuda/moe_combine.cuh"
 #include "kernels/cuda/moe_down.cuh"
 #include "kernels/cuda/moe_gate_up.cuh"
+#include "kernels/cuda/moe_grouped.cuh"
 #include "kernels/cuda/moe_tile_gemm.cuh"
 
 namespace troupe::cuda {
 
 static constexpr int decode_rows = moe_tile::decode::rows;
 static constexpr int prefill_rows = moe_tile::prefill::rows;
+// Pairs per local expert from which a caller with a cuBLAS handle gets moe_grouped: each
+// expert's GEMM then has rows enough for cuBLAS's large tiles.
+static constexpr int grouped_rows = 64;
 
 // The workspace's parts, each 256-byte aligned from `base` (sizes only when base is null).
-// Room for either tile height, so one workspace serves every batch size.
+// Room for every path, so one workspace serves every batch size; the paths share act (or
+// moe_grouped's gate) and y (or moe_grouped's rows).
 struct workspace_parts {
   moe_plan plan;
   __nv_bfloat16* act;
   float* y;
+  moe_grouped_scratch grouped;
   size_t bytes;
 };
 
@@ -46,8 +52,16 @@ static workspace_parts carve(char* base, int tokens, int k, int local_experts, i
   parts.plan.tiles =
       reinterpret_cast<int2*>(take(sizeof(int2) * std::max(decode_tiles, prefill_tiles)));
   parts.plan.tile_count = reinterpret_cast<int*>(take(sizeof(int)));
+  const int column_blocks = (hidden + moe_tile::decode::cols - 1) / moe_tile::decode::cols;
+  parts.plan.arrivals = reinterpret_cast<int*>(take(sizeof(int) * column_blocks));
   parts.act = reinterpret_cast<__nv_bfloat16*>(take(sizeof(__nv_bfloat16) * rows * inter));
-  parts.y = reinterpret_cast<float*>(take(sizeof(float) * size_t(pairs) * hidden));
+  parts.y = reinterpret_cast<float*>(take(std::max(sizeof(float) * size_t(pairs) * hidden,
+                                                   sizeof(__nv_bfloat16) * rows * hidden)));
+  parts.grouped.rows = reinterpret_cast<__nv_bfloat16*>(parts.y);
+  parts.grouped.gate = parts.act;
+  parts.grouped.up = reinterpret_cast<__nv_bfloat16*>(take(sizeof(__nv_bfloat16) * rows * inter));
+  parts.grouped.row_of_pair = reinterpret_cast<int*>(take(sizeof(int) * size_t(pairs)));
+  parts.grouped.matrices = reinterpret_cast<void**>(take(sizeof(void*) * 9 * local_experts));
   parts.bytes = used;
   return parts;
 }
@@ -61,20 +75,38 @@ size_t fused_moe_workspace_bytes(int max_tokens, int k, int local_experts, int h
 void fused_moe(const __nv_bfloat16* x, int tokens, int hidden, const int* chosen,
                const float* weights, int k, const __nv_bfloat16* w13, const __nv_bfloat16* w2,
                int inter, int first_expert, int last_expert, void* workspace, __nv_bfloat16* out,
-               cudaStream_t stream) {
+               cudaStream_t stream, cublasHandle_t cublas) {
   TROUPE_CHECK(tokens >= 0 && k > 0 && first_expert >= 0 && last_expert > first_expert,
                "bad shape");
   TROUPE_CHECK(uintptr_t(workspace) % 256 == 0, "workspace must be 256-byte aligned");
   if (tokens == 0) return;
-  const int local_experts = last_expert - first_expert;
+  const int local_experts = last_expert - first_expert, pairs = tokens * k;
+  const bool grouped = cublas != nullptr && pairs >= grouped_rows * local_experts;
   // Under 16 pairs per expert most experts fit one 16-row tile, and each expert's weights
   // are read once either way; from there 64-row tiles reuse each weight chunk 4 times more.
-  const int tile_rows = tokens * k >= 16 * local_experts ? prefill_rows : decode_rows;
-  const workspace_parts parts =
+  const int tile_rows = !grouped && pairs >= 16 * local_experts ? prefill_rows : decode_rows;
+  workspace_parts parts =
       carve(static_cast<char*>(workspace), tokens, k, local_experts, hidden, inter, tile_rows);
-  moe_align(chosen, tokens * k, first_expert, local_experts, parts.plan, stream);
+  if (grouped) {
+    moe_align(chosen, pairs, first_expert, local_experts, parts.plan, stream);
+    moe_grouped(cublas, x, tokens, hidden, chosen, weights, k, w13, w2, inter, first_expert,
+                last_expert, parts.plan, parts.grouped, out, stream);
+    return;
+  }
+  if (tile_rows == decode_rows && pairs <= moe_inline_pairs) {
+    // Batch 1 and the like: two launches, the GEMM kernels planning and combining inline.
+    parts.plan.chosen = chosen;
+    parts.plan.tokens = tokens;
+    parts.plan.k = k;
+    parts.plan.first_expert = first_expert;
+    parts.plan.local_experts = local_experts;
+    moe_gate_up(x, hidden, k, w13, inter, parts.plan, parts.act, stream);
+    moe_down(parts.act, inter, w2, hidden, weights, parts.plan, parts.y, out, stream);
+    return;
+  }
+  moe_align(chosen, pairs, first_expert, local_experts, parts.plan, stream);
   moe_gate_up(x, hidden, k, w13, inter, parts.plan, parts.act, stream);
-  moe_down(parts.act, inter, w2, hidden, weights, parts.plan, parts.y, stream);
+  moe_down(parts.act, inter, w2, hidden, weights, parts.plan, parts.y, nullptr, stream);
   moe_combine(parts.y, chosen, tokens, k, hidden, first_expert, last_expert, out, stream);
 }
 

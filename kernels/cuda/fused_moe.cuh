@@ -1,6 +1,7 @@
 #pragma once
 #include <cstddef>
 
+#include <cublas_v2.h>
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
@@ -20,11 +21,20 @@ size_t fused_moe_workspace_bytes(int max_tokens, int k, int local_experts, int h
 // k]; w13 [local_experts, 2 * inter, hidden] holds each expert's gate_proj rows then its
 // up_proj rows, w2 [local_experts, hidden, inter] its down_proj. hidden and inter are
 // multiples of 16, tokens at most the workspace's max_tokens. Device pointers, 16-byte
-// aligned. Deterministic: a token's output does not depend on the rest of the batch. No
-// host sync and grids fixed by the shape: graph-capturable.
+// aligned.
+//
+// With cublas null it never syncs and its grids are fixed by the shape: graph-capturable.
+// It is then deterministic in the strong sense: a token's output bits do not depend on the
+// rest of the batch (every path sums each dot product 16 k at a time in ascending k).
+// With a cuBLAS handle (its stream `stream`), a batch of at least 64 pairs per local
+// expert goes through cuBLAS grouped GEMMs instead (moe_grouped): much faster for prefill,
+// but it copies the expert counts to the host and waits for the stream (never pass a
+// handle while capturing), it rounds the gate and up projections and each expert's output
+// to bf16 as torch does, and cuBLAS picks its summation order by shape, so a token's bits
+// depend on the batch, within bf16 rounding of the graph-safe result.
 void fused_moe(const __nv_bfloat16* x, int tokens, int hidden, const int* chosen,
                const float* weights, int k, const __nv_bfloat16* w13, const __nv_bfloat16* w2,
                int inter, int first_expert, int last_expert, void* workspace, __nv_bfloat16* out,
-               cudaStream_t stream);
+               cudaStream_t stream, cublasHandle_t cublas);
 
 }  // namespace troupe::cuda

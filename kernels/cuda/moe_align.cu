@@ -5,9 +5,11 @@
 
 namespace troupe::cuda {
 
-static constexpr int threads = 512;
+static constexpr int threads = 1024;
 static constexpr int warps = threads / 32;
 static constexpr size_t max_shared = 48 * 1024;
+// Rounds of 32 pairs a warp loads before counting any: that many loads in flight per lane.
+static constexpr int rounds = 8;
 
 // Exclusive prefix sum of v over the block's threads; *total gets the sum of all.
 static __device__ int block_exclusive_scan(int v, int* warp_sums, int* total) {
@@ -28,13 +30,15 @@ static __device__ int block_exclusive_scan(int v, int* warp_sums, int* total) {
   return before + inclusive - v;
 }
 
-// Warp w owns the pairs [w * chunk, (w + 1) * chunk), 32 at a time. A pass counts them
-// per expert in the warp's own row of `seen` (lanes of one expert found with
-// __match_any_sync, the lowest one adding for all); the rows are then prefix-summed per
-// expert, and a second pass places each pair after the same expert's pairs of earlier
-// warps, earlier rounds and lower lanes: a stable sort.
-static __global__ void moe_align_kernel(const int* chosen, int pairs, int chunk, int first_expert,
-                                        int local_experts, moe_plan plan) {
+// Warp w owns the pairs [w * chunk, (w + 1) * chunk), 32 at a time, loading `rounds`
+// rounds at once (-1 for a pair of no local expert). A pass counts them per expert in the
+// warp's own row of `seen` (lanes of one expert found with __match_any_sync, the lowest
+// one adding for all); the rows are then prefix-summed per expert, and a second pass
+// places each pair after the same expert's pairs of earlier warps, earlier rounds and
+// lower lanes: a stable sort.
+static __global__ void __launch_bounds__(threads)
+    moe_align_kernel(const int* chosen, int pairs, int chunk, int first_expert, int local_experts,
+                     moe_plan plan) {
   extern __shared__ int shared[];
   int* seen = shared;                             // [warps, local_experts]
   int* first_row = seen + warps * local_experts;  // [local_experts]
@@ -46,13 +50,23 @@ static __global__ void moe_align_kernel(const int* chosen, int pairs, int chunk,
 
   for (int i = threadIdx.x; i < warps * local_experts; i += threads) seen[i] = 0;
   __syncthreads();
-  for (int p0 = begin; p0 < end; p0 += 32) {
-    const int p = p0 + lane;
-    const int e = p < end ? chosen[p] - first_expert : -1;
-    const bool local = e >= 0 && e < local_experts;
-    const unsigned same = __match_any_sync(0xffffffffu, local ? e : -1);
-    if (local && (same & below) == 0) mine[e] += __popc(same);
-    __syncwarp();
+  auto load = [&](int p0, int (&e)[rounds]) {
+#pragma unroll
+    for (int r = 0; r < rounds; ++r) {
+      const int p = p0 + r * 32 + lane;
+      const int local = p < end ? chosen[p] - first_expert : -1;
+      e[r] = local >= 0 && local < local_experts ? local : -1;
+    }
+  };
+  for (int p0 = begin; p0 < end; p0 += rounds * 32) {
+    int e[rounds];
+    load(p0, e);
+#pragma unroll
+    for (int r = 0; r < rounds; ++r) {
+      const unsigned same = __match_any_sync(0xffffffffu, e[r]);
+      if (e[r] >= 0 && (same & below) == 0) mine[e[r]] += __popc(same);
+      __syncwarp();
+    }
   }
   __syncthreads();
 
@@ -92,15 +106,18 @@ static __global__ void moe_align_kernel(const int* chosen, int pairs, int chunk,
   }
   __syncthreads();
 
-  for (int p0 = begin; p0 < end; p0 += 32) {
-    const int p = p0 + lane;
-    const int e = p < end ? chosen[p] - first_expert : -1;
-    const bool local = e >= 0 && e < local_experts;
-    const unsigned same = __match_any_sync(0xffffffffu, local ? e : -1);
-    if (local) plan.sorted_pairs[first_row[e] + mine[e] + __popc(same & below)] = p;
-    __syncwarp();
-    if (local && (same & below) == 0) mine[e] += __popc(same);
-    __syncwarp();
+  for (int p0 = begin; p0 < end; p0 += rounds * 32) {
+    int e[rounds];
+    load(p0, e);
+#pragma unroll
+    for (int r = 0; r < rounds; ++r) {
+      const unsigned same = __match_any_sync(0xffffffffu, e[r]);
+      if (e[r] >= 0)
+        plan.sorted_pairs[first_row[e[r]] + mine[e[r]] + __popc(same & below)] = p0 + r * 32 + lane;
+      __syncwarp();
+      if (e[r] >= 0 && (same & below) == 0) mine[e[r]] += __popc(same);
+      __syncwarp();
+    }
   }
 }
 

@@ -11,18 +11,26 @@ namespace troupe::cuda {
 // Block (column block, tile): S::cols / 2 gate columns and the same up columns. Each
 // warp's weight rows are its gate rows followed by the up rows of the same columns, so
 // fragment j and fragment j + frags_n / 2 of a thread hold the same outputs' gate and up.
-template <class S>
+template <class S, bool inline_plan>
 static __global__ void __launch_bounds__(S::threads)
     moe_gate_up_kernel(const __nv_bfloat16* x, int hidden, int k, const __nv_bfloat16* w13,
                        int inter, moe_plan plan, __nv_bfloat16* act) {
-  if (int(blockIdx.y) >= *plan.tile_count) return;
+  moe_tile::allow_dependents();
+  if constexpr (inline_plan) {
+    // One per column block of moe_down, which runs the same shape.
+    if (blockIdx.x == 0 && blockIdx.y == 0)
+      for (int i = int(threadIdx.x); i < (hidden + S::cols - 1) / S::cols; i += S::threads)
+        plan.arrivals[i] = 0;
+  }
   extern __shared__ __align__(128) unsigned char shared[];
+  __shared__ int tile_pairs[S::rows];
+  const moe_tile::tile tile = moe_tile::find_tile<S, inline_plan>(plan, blockIdx.y, tile_pairs);
+  if (tile.expert < 0) return;
   constexpr int warp_cols = S::frags_n / 2 * 16;
-  const int2 tile = plan.tiles[blockIdx.y];
   const int n0 = int(blockIdx.x) * (S::cols / 2);
-  const __nv_bfloat16* w = w13 + size_t(tile.x) * 2 * inter * hidden;
+  const __nv_bfloat16* w = w13 + size_t(tile.expert) * 2 * inter * hidden;
   auto a_row = [&](int r) -> const __nv_bfloat16* {
-    const int pair = plan.sorted_pairs[tile.y + r];
+    const int pair = tile.pairs[r];
     return pair < 0 ? nullptr : x + size_t(pair / k) * hidden;
   };
   auto b_row = [&](int r) -> const __nv_bfloat16* {
@@ -31,11 +39,12 @@ static __global__ void __launch_bounds__(S::threads)
     return n < inter ? w + size_t(up ? inter + n : n) * hidden : nullptr;
   };
   moe_tile::accumulator acc[S::frags_m][S::frags_n];
-  moe_tile::multiply<S>(a_row, b_row, hidden, reinterpret_cast<__nv_bfloat16*>(shared), acc);
+  moe_tile::multiply<S>(a_row, b_row, hidden, reinterpret_cast<__nv_bfloat16*>(shared), acc,
+                        [] {});
 
   const int warp = int(threadIdx.x) / 32, lane = int(threadIdx.x) % 32;
   float* scratch = reinterpret_cast<float*>(shared) + warp * 256;
-  const int row0 = tile.y + warp / S::warps_n * S::frags_m * 16 + lane / 2;
+  const int row0 = tile.row + warp / S::warps_n * S::frags_m * 16 + lane / 2;
   const int col0 = n0 + warp % S::warps_n * warp_cols + lane % 2 * 8;
 #pragma unroll
   for (int m = 0; m < S::frags_m; ++m)
@@ -57,14 +66,14 @@ static __global__ void __launch_bounds__(S::threads)
     }
 }
 
-template <class S>
+template <class S, bool inline_plan>
 static void launch(const __nv_bfloat16* x, int hidden, int k, const __nv_bfloat16* w13, int inter,
                    const moe_plan& plan, __nv_bfloat16* act, cudaStream_t stream) {
   const dim3 grid((inter + S::cols / 2 - 1) / (S::cols / 2), plan.max_tiles);
-  TROUPE_CUDA_CHECK(cudaFuncSetAttribute(
-      moe_gate_up_kernel<S>, cudaFuncAttributeMaxDynamicSharedMemorySize, int(S::shared_bytes)));
-  moe_gate_up_kernel<S>
-      <<<grid, S::threads, S::shared_bytes, stream>>>(x, hidden, k, w13, inter, plan, act);
+  auto* kernel = moe_gate_up_kernel<S, inline_plan>;
+  TROUPE_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                         int(S::shared_bytes)));
+  kernel<<<grid, S::threads, S::shared_bytes, stream>>>(x, hidden, k, w13, inter, plan, act);
   TROUPE_CUDA_CHECK(cudaGetLastError());
 }
 
@@ -79,11 +88,17 @@ void moe_gate_up(const __nv_bfloat16* x, int hidden, int k, const __nv_bfloat16*
   TROUPE_CHECK(plan.max_tiles >= 0 && plan.max_tiles <= 65535, "too many tiles for the grid");
   TROUPE_CHECK(uintptr_t(x) % 16 == 0 && uintptr_t(w13) % 16 == 0 && uintptr_t(act) % 16 == 0,
                "pointers must be 16-byte aligned");
+  const bool inline_plan = plan.chosen != nullptr;
+  TROUPE_CHECK(!inline_plan || (plan.tile_rows == moe_tile::decode::rows && plan.k == k &&
+                                plan.tokens * k <= moe_inline_pairs && plan.arrivals != nullptr),
+               "an inline plan takes 16-row tiles, at most moe_inline_pairs pairs and arrivals");
   if (plan.max_tiles == 0) return;
-  if (plan.tile_rows == moe_tile::decode::rows)
-    launch<moe_tile::decode>(x, hidden, k, w13, inter, plan, act, stream);
+  if (inline_plan)
+    launch<moe_tile::decode, true>(x, hidden, k, w13, inter, plan, act, stream);
+  else if (plan.tile_rows == moe_tile::decode::rows)
+    launch<moe_tile::decode, false>(x, hidden, k, w13, inter, plan, act, stream);
   else
-    launch<moe_tile::prefill>(x, hidden, k, w13, inter, plan, act, stream);
+    launch<moe_tile::prefill, false>(x, hidden, k, w13, inter, plan, act, stream);
 }
 
 }  // namespace troupe::cuda

@@ -1,11 +1,14 @@
 #pragma once
-// The main loop moe_gate_up and moe_down share. A block multiplies `rows` activation rows
-// by `cols` weight rows (Linear weights, [out, in]) over k: bf16 WMMA with fp32
-// accumulators, both operands streamed through shared memory in a ring of `stages`
-// k-chunks filled by 16-byte cp.async copies. Every output element is one accumulator
-// fed 16 k at a time in ascending k whatever the shape, so both shapes give the same bits.
+// The main loop moe_gate_up and moe_down share, and how their blocks find their tiles. A
+// block multiplies `rows` activation rows by `cols` weight rows (Linear weights, [out,
+// in]) over k: bf16 WMMA with fp32 accumulators, both operands streamed through shared
+// memory in a ring of `stages` k-chunks filled by 16-byte cp.async copies. Every output
+// element is one accumulator fed 16 k at a time in ascending k whatever the shape, so
+// both shapes give the same bits.
 #include <cuda_bf16.h>
 #include <mma.h>
+
+#include "kernels/cuda/moe_align.cuh"
 
 namespace troupe::cuda::moe_tile {
 
@@ -29,8 +32,9 @@ struct shape {
 };
 
 // Decode: a few pairs per expert and the weights streamed once. One warp and 32 weight
-// rows per block give batch 1 hundreds of blocks, each with 5 k-chunks in flight.
-using decode = shape<16, 1, 1, 1, 2, 64, 6>;
+// rows per block give batch 1 hundreds of blocks; each keeps 7 k-chunks (28 KB of
+// weights) in flight, and four fit on an SM.
+using decode = shape<16, 1, 1, 1, 2, 64, 8>;
 // Prefill: 8 warps of 32 x 64 outputs on a 64 x 256 tile, two blocks per SM.
 using prefill = shape<64, 2, 4, 2, 4, 32, 4>;
 
@@ -50,13 +54,24 @@ __device__ inline void wait() {
   asm volatile("cp.async.wait_group %0;\n" ::"n"(pending) : "memory");
 }
 
+// Programmatic dependent launch: moe_gate_up lets the kernel launched after it with
+// cudaLaunchAttributeProgrammaticStreamSerialization (moe_down) start once all its blocks
+// are running, and that kernel waits for it to finish (its writes visible) before it
+// reads what it wrote. Without the attribute both are no-ops.
+__device__ inline void allow_dependents() {
+  asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+}
+__device__ inline void wait_for_previous() { asm volatile("griddepcontrol.wait;\n" ::: "memory"); }
+
 // acc[m][n] = A[warp's rows m] * B[warp's rows n]^T over k, where a_row(r) and b_row(r)
 // give the start of row r of A (r < rows) and of B (r < cols) in global memory, or null
 // for a row of zeros. Warp w owns A rows (w / warps_n) * frags_m * 16 on and B rows
-// (w % warps_n) * frags_n * 16 on. k % 16 == 0, rows 16-byte aligned. Leaves `smem` free.
-template <class S, class A, class B>
+// (w % warps_n) * frags_n * 16 on. k % 16 == 0, rows 16-byte aligned. The first chunks of
+// B are requested before before_a() runs and A is only read after it, so it may wait for
+// the kernel that writes A. Leaves `smem` free.
+template <class S, class A, class B, class W>
 __device__ void multiply(A a_row, B b_row, int k, __nv_bfloat16* smem,
-                         accumulator (&acc)[S::frags_m][S::frags_n]) {
+                         accumulator (&acc)[S::frags_m][S::frags_n], W before_a) {
   namespace wmma = nvcuda::wmma;
   constexpr int per_row = S::chunk_k / 8;
   constexpr int row_step = S::threads / per_row;
@@ -73,24 +88,33 @@ __device__ void multiply(A a_row, B b_row, int k, __nv_bfloat16* smem,
   for (int i = 0; i < b_copies; ++i) b_src[i] = b_row(row + i * row_step);
 
   const int chunks = (k + S::chunk_k - 1) / S::chunk_k;
-  auto load = [&](int chunk) {
+  auto load_a = [&](int chunk) {
     __nv_bfloat16* a = smem + chunk % S::stages * S::stage_elems;
-    __nv_bfloat16* b = a + S::rows * S::pitch;
     const int kc = chunk * S::chunk_k + col;
 #pragma unroll
     for (int i = 0; i < a_copies; ++i)
       copy_16(a + (row + i * row_step) * S::pitch + col,
               kc < k && a_src[i] != nullptr ? a_src[i] + kc : nullptr);
+  };
+  auto load_b = [&](int chunk) {
+    __nv_bfloat16* b = smem + chunk % S::stages * S::stage_elems + S::rows * S::pitch;
+    const int kc = chunk * S::chunk_k + col;
 #pragma unroll
     for (int i = 0; i < b_copies; ++i)
       copy_16(b + (row + i * row_step) * S::pitch + col,
               kc < k && b_src[i] != nullptr ? b_src[i] + kc : nullptr);
   };
 
-  // One commit group per chunk, empty past the end, so wait<stages - 2> always means
-  // "chunk c has landed".
+  // One commit group per chunk of B, then one per chunk of A, for the first stages - 1
+  // chunks; after that one group per chunk with both, empty past the end. So
+  // wait<stages - 2> always means "chunk c has landed".
   for (int s = 0; s < S::stages - 1; ++s) {
-    if (s < chunks) load(s);
+    if (s < chunks) load_b(s);
+    commit();
+  }
+  before_a();
+  for (int s = 0; s < S::stages - 1; ++s) {
+    if (s < chunks) load_a(s);
     commit();
   }
 #pragma unroll
@@ -104,7 +128,10 @@ __device__ void multiply(A a_row, B b_row, int k, __nv_bfloat16* smem,
   for (int c = 0; c < chunks; ++c) {
     wait<S::stages - 2>();
     __syncthreads();  // chunk c visible to all; the slot refilled below is read by no one
-    if (c + S::stages - 1 < chunks) load(c + S::stages - 1);
+    if (c + S::stages - 1 < chunks) {
+      load_a(c + S::stages - 1);
+      load_b(c + S::stages - 1);
+    }
     commit();
     const __nv_bfloat16* stage = smem + c % S::stages * S::stage_elems;
     const int depth = k - c * S::chunk_k;
@@ -138,6 +165,77 @@ __device__ inline void lane_values(const accumulator& acc, float* scratch, float
   __syncwarp();
 #pragma unroll
   for (int i = 0; i < 8; ++i) v[i] = scratch[lane / 2 * 16 + lane % 2 * 8 + i];
+}
+
+// A block's tile: its local expert, its first row in act, and the pair of each of its
+// rows (-1 for padding). expert is -1 when the block has no tile.
+struct tile {
+  int expert, row;
+  const int* pairs;
+};
+
+// The tile of slot `slot` of an inline plan (moe_plan::chosen set), found by one warp:
+// moe_align's tiles are ordered by expert, then by rows, so a pair's slot is the number
+// of tile-starting pairs (every `rows`-th pair of an expert) of lower experts, or of its
+// expert up to itself, minus one. Writes the tile's pairs to tile_pairs [rows].
+template <int rows>
+__device__ tile find_inline_tile(const moe_plan& plan, int slot, int* tile_pairs) {
+  constexpr int per_lane = moe_inline_pairs / 32;
+  static_assert(rows <= 32, "a lane per row");
+  const int lane = int(threadIdx.x) % 32, pairs = plan.tokens * plan.k;
+  int expert[per_lane], rank[per_lane], slot_of[per_lane];
+#pragma unroll
+  for (int j = 0; j < per_lane; ++j) {
+    const int p = lane + 32 * j;
+    const int e = p < pairs ? plan.chosen[p] - plan.first_expert : -1;
+    expert[j] = e >= 0 && e < plan.local_experts ? e : -1;
+    rank[j] = 0;
+    slot_of[j] = -1;
+  }
+  // rank: how many earlier pairs chose the same expert.
+#pragma unroll
+  for (int i = 0; i < per_lane; ++i)
+    for (int src = 0; src < 32 && 32 * i + src < pairs; ++src) {
+      const int e = __shfl_sync(0xffffffffu, expert[i], src);
+#pragma unroll
+      for (int j = 0; j < per_lane; ++j)
+        if (e == expert[j] && 32 * i + src < lane + 32 * j) ++rank[j];
+    }
+#pragma unroll
+  for (int i = 0; i < per_lane; ++i)
+    for (int src = 0; src < 32 && 32 * i + src < pairs; ++src) {
+      const int e = __shfl_sync(0xffffffffu, expert[i], src);
+      const int r = __shfl_sync(0xffffffffu, rank[i], src);
+      const bool starts = e >= 0 && r % rows == 0;
+#pragma unroll
+      for (int j = 0; j < per_lane; ++j)
+        if (starts && expert[j] >= 0 && (e < expert[j] || (e == expert[j] && r <= rank[j])))
+          ++slot_of[j];
+    }
+  if (lane < rows) tile_pairs[lane] = -1;
+  __syncwarp();
+  int mine = -1;
+#pragma unroll
+  for (int j = 0; j < per_lane; ++j)
+    if (expert[j] >= 0 && slot_of[j] == slot) {
+      tile_pairs[rank[j] % rows] = lane + 32 * j;
+      mine = expert[j];
+    }
+  __syncwarp();
+  return {__reduce_max_sync(0xffffffffu, mine), slot * rows, tile_pairs};
+}
+
+// The tile of block row `slot`, found inline or from moe_align's plan.
+template <class S, bool inline_plan>
+__device__ tile find_tile(const moe_plan& plan, int slot, int* tile_pairs) {
+  if constexpr (inline_plan) {
+    static_assert(S::threads == 32, "one warp finds an inline plan's tile");
+    return find_inline_tile<S::rows>(plan, slot, tile_pairs);
+  } else {
+    if (slot >= *plan.tile_count) return {-1, 0, nullptr};
+    const int2 t = plan.tiles[slot];
+    return {t.x, t.y, plan.sorted_pairs + t.y};
+  }
 }
 
 }  // namespace troupe::cuda::moe_tile

@@ -192,7 +192,11 @@ status gpu_step_runner::forward(const shape& s) {
       cuda::matmul(cublas_, b.normed, n, h, l.router, c.num_experts, dtype::f32, b.router_logits);
       cuda::route_top_k(b.router_logits, n, c.num_experts, c.num_experts_per_tok, c.norm_topk_prob, b.chosen,
                         b.route_weights, stream_);
-      if (auto r = experts_->run(i, b.normed, n, b.chosen, b.route_weights, b.moe_workspace, b.block_out, stream_); !r)
+      // A decode step is being captured: no handle, so fused_moe never waits for the stream.
+      cublasHandle_t moe_cublas = s.decode ? nullptr : cublas_;
+      if (auto r = experts_->run(i, b.normed, n, b.chosen, b.route_weights, b.moe_workspace, b.block_out, stream_,
+                                 moe_cublas);
+          !r)
         return r;
     } else {
       cuda::matmul(cublas_, b.normed, n, h, l.gate, c.intermediate_size, dtype::bf16, b.gate);

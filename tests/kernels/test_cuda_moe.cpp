@@ -2,9 +2,12 @@
 // and cpu::swiglu on the same bf16-rounded inputs, with the activation rounded to bf16
 // between the projections as on the GPU. Outputs and the workspace are poisoned with NaN
 // (all-ones bytes) before each run, and the experts no pair chose hold NaN weights, so an
-// unwritten element or a read of the wrong expert fails.
+// unwritten element or a read of the wrong expert fails. Each path runs twice on one
+// workspace, so one that leans on what the previous call left there fails too.
 #define BOOST_TEST_MODULE cuda_moe
 #include <boost/test/unit_test.hpp>
+
+#include <cublas_v2.h>
 
 #include <algorithm>
 #include <cmath>
@@ -46,6 +49,29 @@ routing random_routing(int tokens, int experts, int k, uint32_t seed) {
     }
   }
   return r;
+}
+
+// Tokens [1, 1 + count) get `expert` as their last choice, unless they have it already.
+void make_hot(routing& r, int k, int expert, int count) {
+  for (int t = 1; t <= count; ++t) {
+    const auto first = r.chosen.begin() + ptrdiff_t(t) * k;
+    if (std::find(first, first + k, expert) == first + k) first[k - 1] = expert;
+  }
+}
+
+// Every choice of `expert` after the first `keep` moves to one of experts [spare, spare +
+// k) its token has not chosen (of k of them, one is free).
+void thin_out(routing& r, int k, int expert, int keep, int spare) {
+  for (size_t t = 0; t < r.chosen.size() / size_t(k); ++t) {
+    const auto first = r.chosen.begin() + ptrdiff_t(t) * k;
+    const auto it = std::find(first, first + k, expert);
+    if (it == first + k || keep-- > 0) continue;
+    for (int e = spare; e < spare + k; ++e)
+      if (std::find(first, first + k, e) == first + k) {
+        *it = e;
+        break;
+      }
+  }
 }
 
 // What moe_align should produce, built the obvious way.
@@ -136,10 +162,15 @@ std::vector<float> reference_moe(const std::vector<float>& x, int tokens, int hi
   return out;
 }
 
-// fused_moe on device copies, with a workspace of all-ones bytes sized for `tokens`.
+// How a test calls fused_moe: directly, replaying a captured CUDA graph, or directly with a
+// cuBLAS handle (moe_grouped for batches of at least 64 pairs per local expert).
+enum class path { direct, graph, cublas };
+
+// fused_moe on device copies, with a workspace of all-ones bytes sized for `tokens`, run
+// twice; the two outputs must match bit for bit.
 std::vector<uint16_t> run_fused_moe(const std::vector<uint16_t>& x, int tokens, int hidden,
                                     const routing& r, int k, const expert_weights& w, int inter,
-                                    int first_expert, int last_expert) {
+                                    int first_expert, int last_expert, path how = path::direct) {
   device_buffer<uint16_t> d_x(x), d_w13(w.w13), d_w2(w.w2);
   device_buffer<uint16_t> d_out(size_t(tokens) * hidden, bf16_nan);
   device_buffer<int> d_chosen(r.chosen);
@@ -147,10 +178,38 @@ std::vector<uint16_t> run_fused_moe(const std::vector<uint16_t>& x, int tokens, 
   const size_t bytes =
       cuda::fused_moe_workspace_bytes(tokens, k, last_expert - first_expert, hidden, inter);
   device_buffer<uint8_t> d_workspace(bytes, 0xff);
-  cuda::fused_moe(d_x.bf16(), tokens, hidden, d_chosen.get(), d_weights.get(), k, d_w13.bf16(),
-                  d_w2.bf16(), inter, first_expert, last_expert, d_workspace.get(), d_out.bf16(),
-                  nullptr);
-  return d_out.to_host();
+  cudaStream_t stream = nullptr;
+  cublasHandle_t cublas = nullptr;
+  cudaGraphExec_t graph = nullptr;
+  auto call = [&] {
+    cuda::fused_moe(d_x.bf16(), tokens, hidden, d_chosen.get(), d_weights.get(), k,
+                    d_w13.bf16(), d_w2.bf16(), inter, first_expert, last_expert,
+                    d_workspace.get(), d_out.bf16(), stream, cublas);
+  };
+  if (how == path::cublas) TROUPE_CUDA_CHECK(cublasCreate(&cublas));
+  if (how == path::graph) {
+    TROUPE_CUDA_CHECK(cudaStreamCreate(&stream));
+    cudaGraph_t captured = nullptr;
+    TROUPE_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+    call();
+    TROUPE_CUDA_CHECK(cudaStreamEndCapture(stream, &captured));
+    TROUPE_CUDA_CHECK(cudaGraphInstantiate(&graph, captured, 0));
+    TROUPE_CUDA_CHECK(cudaGraphDestroy(captured));
+  }
+  std::vector<uint16_t> outs[2];
+  for (auto& out : outs) {
+    TROUPE_CUDA_CHECK(cudaMemset(d_out.get(), 0xff, sizeof(uint16_t) * size_t(tokens) * hidden));
+    if (graph != nullptr)
+      TROUPE_CUDA_CHECK(cudaGraphLaunch(graph, stream));
+    else
+      call();
+    out = d_out.to_host();
+  }
+  BOOST_TEST((outs[0] == outs[1]), "a second run on the same workspace gives the same bits");
+  if (graph != nullptr) TROUPE_CUDA_CHECK(cudaGraphExecDestroy(graph));
+  if (stream != nullptr) TROUPE_CUDA_CHECK(cudaStreamDestroy(stream));
+  if (cublas != nullptr) TROUPE_CUDA_CHECK(cublasDestroy(cublas));
+  return outs[0];
 }
 
 }  // namespace
@@ -199,19 +258,31 @@ BOOST_AUTO_TEST_CASE(moe_align_groups_pairs_by_expert_stably) {
 BOOST_AUTO_TEST_CASE(fused_moe_matches_cpu) {
   struct shape {
     int tokens, experts, k, hidden, inter, first, last;
+    int hot = 0;        // tokens [1, 1 + hot) also choose expert `first`
+    bool thin = false;  // expert last - 2 gets no pair, last - 1 one (both local)
   };
   uint32_t seed = 600;
-  // The real shape (16-row tiles); hidden and inter multiples of 16 but not of the k-chunk
-  // or the column block; 64-row tiles; and local ranges, where token 0 has no local
-  // expert, with 16-row (80 pairs) and 64-row (800 pairs) tiles.
-  for (auto [tokens, experts, k, hidden, inter, first, last] :
-       {shape{1, 128, 8, 2048, 768, 0, 128}, shape{5, 16, 4, 80, 48, 0, 16},
-        shape{300, 8, 2, 256, 128, 0, 8}, shape{40, 16, 2, 128, 64, 3, 11},
-        shape{200, 16, 4, 96, 80, 3, 11}}) {
+  // Inline plans (at most 64 pairs): the real shape at batch 1 and 8, hidden and inter
+  // multiples of 16 but not of the k-chunk or the column block, an expert with two tiles.
+  // moe_align's 16-row tiles (65 pairs up to 16 per expert), also on a local range where
+  // token 0 has no local expert. 64-row tiles, or with a handle moe_grouped (64 pairs per
+  // expert and up), on local ranges, with an expert of no pair and one of a single pair,
+  // and with the real hidden and inter.
+  for (auto [tokens, experts, k, hidden, inter, first, last, hot, thin] :
+       {shape{1, 128, 8, 2048, 768, 0, 128}, shape{8, 16, 8, 2048, 768, 0, 16},
+        shape{5, 16, 4, 80, 48, 0, 16}, shape{20, 8, 2, 80, 48, 0, 8, 18},
+        shape{60, 16, 4, 80, 48, 0, 16}, shape{40, 16, 2, 128, 64, 3, 11},
+        shape{300, 8, 2, 256, 128, 0, 8}, shape{200, 16, 4, 96, 80, 3, 11},
+        shape{600, 12, 2, 96, 80, 0, 9, 0, true}, shape{256, 8, 2, 2048, 768, 0, 8}}) {
     const int local = last - first;
     routing r = random_routing(tokens, experts, k, seed++);
     if (local < experts)  // token 0 keeps to experts of other devices
       for (int j = 0; j < k; ++j) r.chosen[size_t(j)] = j < first ? j : last + j;
+    make_hot(r, k, first, hot);
+    if (thin) {
+      thin_out(r, k, last - 2, 0, last);
+      thin_out(r, k, last - 1, 1, last);
+    }
     std::vector<bool> used(size_t(local), false);
     for (int e : r.chosen)
       if (e >= first && e < last) used[size_t(e - first)] = true;
@@ -219,20 +290,52 @@ BOOST_AUTO_TEST_CASE(fused_moe_matches_cpu) {
     const auto x = random_bf16(size_t(tokens) * hidden, seed++);
 
     const auto ref = reference_moe(x.values, tokens, hidden, r, k, w, inter, first, last);
-    const auto out = to_f32(run_fused_moe(x.bits, tokens, hidden, r, k, w, inter, first, last));
     std::ostringstream name;
     name << "fused_moe tokens " << tokens << " k " << k << " experts [" << first << ", " << last
          << ") of " << experts << " hidden " << hidden << " inter " << inter;
+    BOOST_TEST_MESSAGE(name.str());
+    const auto direct = run_fused_moe(x.bits, tokens, hidden, r, k, w, inter, first, last);
+    const auto out = to_f32(direct);
     expect_close(name.str(), out, ref, bf16_tolerance);
     if (local < experts)
       BOOST_TEST(std::all_of(out.begin(), out.begin() + hidden, [](float v) { return v == 0.0f; }),
                  name.str() << ": a token with no local expert gets zeros");
+    const auto replayed =
+        run_fused_moe(x.bits, tokens, hidden, r, k, w, inter, first, last, path::graph);
+    BOOST_TEST((replayed == direct), name.str() << ": a captured graph gives the same bits");
+    const auto with_cublas =
+        to_f32(run_fused_moe(x.bits, tokens, hidden, r, k, w, inter, first, last, path::cublas));
+    expect_close(name.str() + " with a cuBLAS handle", with_cublas, ref, bf16_tolerance);
+    if (local < experts)
+      BOOST_TEST(std::all_of(with_cublas.begin(), with_cublas.begin() + hidden,
+                             [](float v) { return v == 0.0f; }),
+                 name.str() << " with a cuBLAS handle: a token with no local expert gets zeros");
   }
 }
 
+// The first n tokens of a batch, as their own batch.
+struct batch_prefix {
+  routing r;
+  std::vector<uint16_t> x;
+};
+
+batch_prefix prefix(const routing& r, const std::vector<uint16_t>& x, int n, int k, int hidden) {
+  batch_prefix b;
+  b.r.chosen.assign(r.chosen.begin(), r.chosen.begin() + ptrdiff_t(n) * k);
+  b.r.weights.assign(r.weights.begin(), r.weights.begin() + ptrdiff_t(n) * k);
+  b.x.assign(x.begin(), x.begin() + ptrdiff_t(n) * hidden);
+  return b;
+}
+
+// One token's output row of a batch's.
+std::vector<uint16_t> row_of(const std::vector<uint16_t>& out, int t, int hidden) {
+  return {out.begin() + ptrdiff_t(t) * hidden, out.begin() + ptrdiff_t(t + 1) * hidden};
+}
+
 BOOST_AUTO_TEST_CASE(fused_moe_token_is_bit_identical_alone_and_in_a_batch) {
-  // Alone the token takes 16-row tiles; the 130 pairs of the batch take 64-row tiles.
-  const int experts = 8, k = 2, hidden = 256, inter = 128, tokens = 65, t = 37;
+  // Alone (2 pairs) and in the first 20 tokens (40 pairs) the plan is inline; the first 50
+  // (100 pairs) take moe_align's 16-row tiles, all 65 (130 pairs) its 64-row tiles.
+  const int experts = 8, k = 2, hidden = 256, inter = 128, tokens = 65, t = 13;
   const routing batch = random_routing(tokens, experts, k, 700);
   const expert_weights w =
       random_experts(std::vector<bool>(size_t(experts), true), hidden, inter, 701);
@@ -241,15 +344,38 @@ BOOST_AUTO_TEST_CASE(fused_moe_token_is_bit_identical_alone_and_in_a_batch) {
   routing alone;
   alone.chosen.assign(batch.chosen.begin() + t * k, batch.chosen.begin() + (t + 1) * k);
   alone.weights.assign(batch.weights.begin() + t * k, batch.weights.begin() + (t + 1) * k);
-  const std::vector<uint16_t> x_alone(x.bits.begin() + t * hidden,
-                                      x.bits.begin() + (t + 1) * hidden);
-
-  const auto in_batch = run_fused_moe(x.bits, tokens, hidden, batch, k, w, inter, 0, experts);
+  const std::vector<uint16_t> x_alone = row_of(x.bits, t, hidden);
   const auto by_itself = run_fused_moe(x_alone, 1, hidden, alone, k, w, inter, 0, experts);
-  const std::vector<uint16_t> row(in_batch.begin() + t * hidden,
-                                  in_batch.begin() + (t + 1) * hidden);
-  BOOST_TEST(row == by_itself, boost::test_tools::per_element());
+  for (int n : {20, 50, 65}) {
+    const batch_prefix b = prefix(batch, x.bits, n, k, hidden);
+    const auto in_batch = run_fused_moe(b.x, n, hidden, b.r, k, w, inter, 0, experts);
+    BOOST_TEST((row_of(in_batch, t, hidden) == by_itself),
+               "token " << t << " alone and in a batch of " << n);
+  }
   expect_close("fused_moe token alone vs the CPU", to_f32(by_itself),
                reference_moe(to_f32(x_alone), 1, hidden, alone, k, w, inter, 0, experts),
                bf16_tolerance);
+}
+
+BOOST_AUTO_TEST_CASE(fused_moe_with_cublas_keeps_a_token_within_bf16_of_alone) {
+  // 600 tokens of top-2 over 8 experts make 150 pairs per expert: moe_grouped, whose
+  // cuBLAS GEMMs choose their summation order by shape and round the projections and the
+  // expert outputs to bf16. So the token's bits may differ from its bits alone (the
+  // graph-safe path), but only by bf16 rounding.
+  const int experts = 8, k = 2, hidden = 256, inter = 128, tokens = 600, t = 321;
+  const routing batch = random_routing(tokens, experts, k, 800);
+  const expert_weights w =
+      random_experts(std::vector<bool>(size_t(experts), true), hidden, inter, 801);
+  const auto x = random_bf16(size_t(tokens) * hidden, 802);
+
+  routing alone;
+  alone.chosen.assign(batch.chosen.begin() + t * k, batch.chosen.begin() + (t + 1) * k);
+  alone.weights.assign(batch.weights.begin() + t * k, batch.weights.begin() + (t + 1) * k);
+  const std::vector<uint16_t> x_alone = row_of(x.bits, t, hidden);
+  const auto by_itself =
+      run_fused_moe(x_alone, 1, hidden, alone, k, w, inter, 0, experts, path::cublas);
+  const auto in_batch =
+      run_fused_moe(x.bits, tokens, hidden, batch, k, w, inter, 0, experts, path::cublas);
+  expect_close("fused_moe with a cuBLAS handle: token in a batch vs alone",
+               to_f32(row_of(in_batch, t, hidden)), to_f32(by_itself), bf16_tolerance);
 }
