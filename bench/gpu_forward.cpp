@@ -176,6 +176,16 @@ int main(int argc, char** argv) {
       std::printf("| decode, batch %d, context %d: output tokens/s | %.0f | |\n", b, context, rate);
     std::fflush(stdout);
   }
+  {  // the same batch-1 decode without CUDA graphs: what the graphs save
+    auto eager = gpu_step_runner::create(*weights, experts, {blocks_each, block_size, model_len, 1, chunk, false});
+    if (!eager) {
+      std::fprintf(stderr, "%s\n", eager.err().message.c_str());
+      return 1;
+    }
+    auto seqs = prefill(**eager, 1, context, chunk, c.vocab_size, blocks_each);
+    std::printf("| decode, batch 1, context %d, no CUDA graphs: tokens/s | %.1f | |\n", context,
+                decode_rate(**eager, seqs, steps));
+  }
   std::vector<double> rates;
   for (int i = 0; i < 5; ++i) {
     const double t = now_s();

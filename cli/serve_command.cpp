@@ -64,6 +64,7 @@ result<serve_flags> parse(int argc, char** argv) {
   f.engine.expert_groups = number("--expert-groups", 1);
   f.engine.backend.kv_cache_bytes = size_t(number("--kv-cache-mb", 0)) << 20;
   f.engine.backend.gpu_memory_utilization = number("--gpu-memory-percent", 90) / 100.0;
+  f.engine.backend.enforce_eager = a->take_switch("--enforce-eager");
   f.gateway.max_pending = size_t(number("--max-pending", 1024));
   if (auto s = a->finish(); !s && failure.empty()) failure = s.err().message;
   if (!model && failure.empty()) failure = "--model DIR (or --config FILE) is required";

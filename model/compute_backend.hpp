@@ -18,6 +18,7 @@ struct backend_options {
   int max_num_seqs = 64;                // a step's most sequences and tokens: GPU buffers
   int max_num_batched_tokens = 2048;
   int max_model_len = 0;  // 0: the model's max_position_embeddings
+  bool enforce_eager = false;  // GPU: no CUDA graphs for decode steps
 };
 
 struct compute_backend {

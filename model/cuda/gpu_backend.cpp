@@ -20,7 +20,8 @@ result<compute_backend> make_gpu_backend(const backend_options& options) {
   auto experts = std::make_shared<gpu_experts>(*weights);
   gpu_runner_options r{0, options.block_size,
                        options.max_model_len > 0 ? options.max_model_len : c.max_position_embeddings,
-                       options.max_num_seqs, std::max(options.max_num_batched_tokens, options.max_num_seqs)};
+                       options.max_num_seqs, std::max(options.max_num_batched_tokens, options.max_num_seqs),
+                       !options.enforce_eager};
   const size_t block_bytes = size_t(options.block_size) * size_t(c.num_kv_heads) * size_t(c.head_dim) * 2 * 2 *
                              size_t(c.num_layers);
   size_t kv_bytes = options.kv_cache_bytes;

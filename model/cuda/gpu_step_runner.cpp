@@ -256,7 +256,7 @@ status gpu_step_runner::run_decode_graph(int seqs) {
 result<std::vector<sampled_token>> gpu_step_runner::run(const forward_batch& batch,
                                                         const std::vector<sample_request>& samples) {
   const int seqs = int(batch.sequences.size()), tokens = int(batch.token_ids.size());
-  const bool decode = tokens == seqs && int(samples.size()) == seqs && batch_bucket(seqs) != 0 &&
+  const bool decode = options_.graphs && tokens == seqs && int(samples.size()) == seqs && batch_bucket(seqs) != 0 &&
                       batch_bucket(seqs) <= options_.max_num_seqs && batch_bucket(seqs) <= options_.max_num_batched_tokens;
   if (auto filled = inputs_->fill(batch, samples, decode ? batch_bucket(seqs) : 0); !filled) return filled.err();
   inputs_->upload(stream_);

@@ -24,6 +24,7 @@ struct gpu_runner_options {
   int max_model_len = 0;
   int max_num_seqs = 0;
   int max_num_batched_tokens = 0;
+  bool graphs = true;  // false: decode steps run eagerly too (vLLM's --enforce-eager)
 };
 
 class gpu_step_runner final : public step_runner {

@@ -196,11 +196,24 @@ void fill_dummy(const gpu_weights& w) {
   }
 }
 
+// The CUDA kernels' limits: flash attention is built for head_dim 64 and 128 (as
+// FlashAttention's common builds are), the MoE GEMMs for 16-element tiles.
+status check_gpu_shape(const model_config& c, const std::filesystem::path& dir) {
+  std::string why;
+  if (c.head_dim != 64 && c.head_dim != 128) why = "head_dim " + std::to_string(c.head_dim) + " (64 or 128 are built)";
+  else if (c.hidden_size % 16 != 0) why = "hidden_size " + std::to_string(c.hidden_size) + " (a multiple of 16 is needed)";
+  else if (c.num_experts > 0 && c.moe_intermediate_size % 16 != 0)
+    why = "moe_intermediate_size " + std::to_string(c.moe_intermediate_size) + " (a multiple of 16 is needed)";
+  if (why.empty()) return ok();
+  return error{(dir / "config.json").string() + ": the CUDA backend cannot run " + why + "; use --device cpu"};
+}
+
 }  // namespace
 
 result<std::shared_ptr<const gpu_weights>> load_gpu_weights(const std::filesystem::path& dir, bool dummy) {
   auto config = load_model_config(dir);
   if (!config) return config.err();
+  if (auto s = check_gpu_shape(*config, dir); !s) return s.err();
   auto w = std::make_shared<gpu_weights>();
   w->config = std::move(*config);
   device_arena sizing = device_arena::measure();

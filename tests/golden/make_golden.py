@@ -69,6 +69,38 @@ CASES = [
             attention_bias=False, tie_word_embeddings=True,
         ),
     ),
+    # Shapes the CUDA kernels take (head_dim 64 or 128, sizes multiples of 16), for the
+    # GPU parity test; the CPU test runs them too.
+    dict(
+        name="gpu_hd64_gqa",
+        seed=4004,
+        prompt_len=70,
+        max_shard_size=None,
+        rope_theta=1000000.0,
+        config=dict(
+            vocab_size=512, hidden_size=128, num_hidden_layers=3,
+            num_attention_heads=4, num_key_value_heads=2, head_dim=64,
+            num_experts=8, num_experts_per_tok=2,
+            moe_intermediate_size=64, intermediate_size=128,
+            norm_topk_prob=True, decoder_sparse_step=1, mlp_only_layers=[],
+            attention_bias=False, tie_word_embeddings=False,
+        ),
+    ),
+    dict(
+        name="gpu_hd128_dense_bias",
+        seed=5005,
+        prompt_len=45,
+        max_shard_size=None,
+        rope_theta=10000.0,
+        config=dict(
+            vocab_size=384, hidden_size=128, num_hidden_layers=3,
+            num_attention_heads=2, num_key_value_heads=1, head_dim=128,
+            num_experts=8, num_experts_per_tok=3,
+            moe_intermediate_size=48, intermediate_size=96,
+            norm_topk_prob=False, decoder_sparse_step=1, mlp_only_layers=[1],
+            attention_bias=True, tie_word_embeddings=True,
+        ),
+    ),
     dict(
         name="sparse_step2_mqa_bias",
         seed=3003,
@@ -203,6 +235,39 @@ def read_tensors(case_dir):
     return rows, files
 
 
+class router_margins:
+    """Per token, the smallest gap over MoE layers between the k-th and (k+1)-th router
+    probability: where it is tiny, an engine in bf16 may pick another expert, and its
+    outputs from that position on may differ by more than rounding."""
+
+    def __init__(self, model, k):
+        self.k = k
+        self.probs = []
+        for layer in model.model.layers:
+            if hasattr(layer.mlp, "gate"):
+                layer.mlp.gate.register_forward_hook(self.hook)
+
+    def hook(self, module, inputs, output):
+        logits = output[0] if isinstance(output, tuple) else output
+        logits = logits.reshape(-1, logits.shape[-1]).double()
+        sums = logits.sum(-1)
+        is_probs = bool(((sums - 1).abs() < 1e-4).all()) and bool((logits >= 0).all())
+        self.probs.append(logits if is_probs else torch.softmax(logits, -1))
+
+    def clear(self):
+        self.probs = []
+
+    def take(self):
+        """Per token of the last forward call, then forget it."""
+        gaps = []
+        for p in self.probs:
+            top = torch.topk(p, min(self.k + 1, p.shape[-1]), dim=-1).values
+            gaps.append(top[:, self.k - 1] - top[:, self.k] if top.shape[-1] > self.k
+                        else torch.ones(p.shape[0], dtype=torch.float64))
+        self.probs = []
+        return [fmt(v) for v in torch.stack(gaps).min(0).values] if gaps else []
+
+
 def layer_kinds(model):
     """Which decoder layers are MoE and which are dense, as built by transformers."""
     moe, dense = [], []
@@ -296,9 +361,11 @@ def run_case(case, out_root):
     prompt = [int(t) for t in prompt]
     ids = torch.tensor([prompt], dtype=torch.long)
 
+    margins_of = router_margins(ref, cfg.num_experts_per_tok)
     with torch.no_grad():
         # One forward over the whole prompt (no cache) for per-position top-5.
         full = ref(input_ids=ids, use_cache=False).logits[0].float()
+        router_margin = margins_of.take()
         p_ids, p_lps = zip(*(topk_logprobs(full[i]) for i in range(len(prompt))))
         # Degeneracy guard: a model that mostly predicts its input token
         # makes a weak test (skipping every layer would still match).
@@ -307,6 +374,7 @@ def run_case(case, out_root):
 
         # Greedy decode with the KV cache: prefill once, then one token a step.
         out = ref(input_ids=ids, use_cache=True)
+        margins_of.clear()
         past = out.past_key_values
         logits = out.logits[0, -1].float()
         checks["prefill_vs_nocache_last_max_abs_diff"] = \
@@ -325,12 +393,14 @@ def run_case(case, out_root):
             step_logits.append(logits.clone())
             out = ref(input_ids=torch.tensor([[tok]]), past_key_values=past,
                       use_cache=True)
+            router_margin += margins_of.take()
             past = out.past_key_values
             logits = out.logits[0, -1].float()
 
         # Check: the cached decode matches a no-cache forward over everything.
         seq = torch.tensor([prompt + greedy[:-1]])
         nc = ref(input_ids=seq, use_cache=False).logits[0].float()
+        margins_of.clear()
         nc = nc[len(prompt) - 1:]
         diff = max((nc[i] - step_logits[i]).abs().max().item()
                    for i in range(N_GREEDY))
@@ -346,6 +416,7 @@ def run_case(case, out_root):
                 max_new_tokens=N_GREEDY, min_new_tokens=N_GREEDY,
                 pad_token_id=cfg.eos_token_id, output_logits=True,
                 return_dict_in_generate=True)
+            margins_of.clear()
             gen_toks = [int(t) for t in gen.sequences[0, len(prompt):]]
             checks["generate_tokens_agree"] = gen_toks == greedy
             checks["generate_max_abs_logit_diff"] = max(
@@ -369,6 +440,8 @@ def run_case(case, out_root):
         "greedy_top5_ids": g_ids,
         "greedy_top5_logprobs": g_lps,
         "greedy_margin": margins,
+        # Per position of prompt + greedy tokens: the router's k-th/(k+1)-th gap.
+        "router_margin": router_margin,
         "checks": {k: (fmt(v) if isinstance(v, float) else v)
                    for k, v in checks.items()},
         "notes": notes,

@@ -20,24 +20,39 @@ using json = nlohmann::json;
 
 namespace {
 
-// bf16 weights and activations against transformers in fp32: a log-prob moves by a few
-// hundredths on these tiny models (hidden 64 to 128), so 0.05 is the tolerance, and a greedy
-// choice is only called where transformers' top-2 margin exceeds that noise.
-constexpr double logprob_tolerance = 0.05;
-constexpr double margin_threshold = 0.05;
+// bf16 weights and activations against transformers in fp32. A log-prob moves by up to
+// a few hundredths on these tiny models (their logits are large on purpose, and bf16
+// keeps 8 bits), so 0.1 is the tolerance, and a greedy choice is only called where
+// transformers' top-2 log-prob margin exceeds it.
+constexpr double logprob_tolerance = 0.1;
+constexpr double margin_threshold = 0.1;
+// Where the router's k-th and (k+1)-th probabilities lie closer than this, bf16 may pick
+// the other expert: from that position on (its keys and values carry the change) the two
+// engines compute different functions, and comparing them says nothing.
+constexpr double router_threshold = 0.02;
 constexpr int block_size = 16;
-
-std::vector<fs::path> fixtures() {
-  std::vector<fs::path> dirs;
-  for (const auto& e : fs::directory_iterator(test::source_dir() / "tests/golden/fixtures"))
-    if (fs::exists(e.path() / "golden.json")) dirs.push_back(e.path());
-  std::sort(dirs.begin(), dirs.end());
-  return dirs;
-}
 
 json read_golden(const fs::path& dir) {
   std::ifstream in(dir / "golden.json");
   return json::parse(in);
+}
+
+// The fixtures made for the CUDA kernels' shapes (they record router margins too).
+std::vector<fs::path> fixtures() {
+  std::vector<fs::path> dirs;
+  for (const auto& e : fs::directory_iterator(test::source_dir() / "tests/golden/fixtures"))
+    if (fs::exists(e.path() / "golden.json") && read_golden(e.path()).contains("router_margin"))
+      dirs.push_back(e.path());
+  std::sort(dirs.begin(), dirs.end());
+  return dirs;
+}
+
+// How many positions of prompt + greedy tokens come before the first routing near-tie.
+size_t comparable_positions(const json& g) {
+  const auto margins = g["router_margin"].get<std::vector<double>>();
+  size_t n = 0;
+  while (n < margins.size() && margins[n] >= router_threshold) ++n;
+  return n;
 }
 
 // One sequence fed to a runner step by step, asking for the top-5 log-probs each time.
@@ -102,6 +117,14 @@ std::unique_ptr<step_runner> make_runner(const engine_parts& e) {
 
 }  // namespace
 
+BOOST_AUTO_TEST_CASE(gpu_shaped_fixtures_exist) { BOOST_TEST(fixtures().size() >= 2); }
+
+BOOST_AUTO_TEST_CASE(a_shape_the_kernels_lack_is_refused_clearly) {
+  auto w = load_gpu_weights(test::source_dir() / "tests/golden/fixtures/gqa_sharded", false);
+  BOOST_REQUIRE(!w);
+  BOOST_TEST(w.err().message.find("cannot run head_dim 32") != std::string::npos, w.err().message);
+}
+
 BOOST_AUTO_TEST_CASE(every_prompt_position_decoded_one_token_at_a_time) {
   for (const auto& dir : fixtures()) {
     const json g = read_golden(dir);
@@ -109,10 +132,13 @@ BOOST_AUTO_TEST_CASE(every_prompt_position_decoded_one_token_at_a_time) {
     auto parts = load(dir);
     auto runner = make_runner(parts);
     const auto prompt = g["prompt"].get<std::vector<int>>();
+    const size_t comparable = std::min(prompt.size(), comparable_positions(g));
     sequence_driver seq(*runner, 512);
-    for (size_t p = 0; p < prompt.size(); ++p)
+    for (size_t p = 0; p < comparable; ++p)
       check_top5(seq.step({prompt[p]}), g["prompt_top5_ids"][p], g["prompt_top5_logprobs"][p],
                  name + " prompt position " + std::to_string(p));
+    BOOST_TEST_MESSAGE(name << ": " << comparable << " of " << prompt.size() << " prompt positions compared");
+    BOOST_TEST(comparable >= 8);
   }
 }
 
@@ -125,10 +151,11 @@ BOOST_AUTO_TEST_CASE(prefill_then_greedy_decode_matches_transformers) {
     const auto prompt = g["prompt"].get<std::vector<int>>();
     const auto greedy = g["greedy"].get<std::vector<int>>();
     const auto margins = g["greedy_margin"].get<std::vector<double>>();
+    const size_t comparable = comparable_positions(g);
     sequence_driver seq(*runner, 512);
     sampled_token t = seq.step(prompt);
     size_t compared = 0;
-    for (size_t step = 0; step < greedy.size(); ++step) {
+    for (size_t step = 0; step < greedy.size() && prompt.size() + step <= comparable; ++step) {
       check_top5(t, g["greedy_top5_ids"][step], g["greedy_top5_logprobs"][step], name + " greedy step " + std::to_string(step));
       if (margins[step] <= margin_threshold) break;  // past here the two runs may diverge
       BOOST_TEST_CONTEXT(name << " greedy step " << step) BOOST_TEST(t.token == greedy[step]);
