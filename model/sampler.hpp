@@ -28,4 +28,17 @@ class token_history {
 sampled_token sample(const float* logits, int vocab, const sampling_params& params,
                      const token_history& history, int position);
 
+// The same with the draw given: u = sampling_uniform(params.seed, position), in [0, 1).
+// The rule, which cuda::sample_tokens follows too:
+//  - penalties, then greedy (temperature 0: the highest score, ties to the lower id) or
+//    probs = softmax(scores / temperature), in double;
+//  - tokens rank by probability, ties to the lower id. top_k keeps the k first, top_p the
+//    shortest prefix whose mass reaches top_p, min_p the tokens at or above min_p times
+//    the top probability: each keeps the tokens ranked at or above a cut;
+//  - target = u * (kept mass); walking the kept tokens in ascending id, the first whose
+//    cumulative mass exceeds target is chosen. The id order (not the rank order) lets a
+//    GPU find the token with a prefix sum instead of a sort.
+sampled_token sample_with_uniform(const float* logits, int vocab, const sampling_params& params,
+                                  const token_history& history, double u);
+
 }  // namespace troupe

@@ -24,6 +24,17 @@ struct sampling_params {
                 frequency_penalty, repetition_penalty, seed, top_logprobs)
 };
 
+// The sampler's random draw for sequence position `position`: splitmix64 of (seed,
+// position), in [0, 1). The host draws it for the CPU and the GPU sampler alike.
+inline double sampling_uniform(uint64_t seed, int position) {
+  uint64_t x = seed ^ (uint64_t(uint32_t(position)) * 0x9e3779b97f4a7c15ull);
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  x ^= x >> 31;
+  return double(x >> 11) / double(1ull << 53);
+}
+
 struct top_logprob {
   int token = 0;
   float logprob = 0.0f;

@@ -1,10 +1,14 @@
 // The CPU sampler: which tokens each filter allows, how often each is drawn, what the
-// penalties do, and that the draw depends only on (seed, position).
+// penalties do, that the draw depends only on (seed, position), and the rule the GPU
+// sampler shares: kept tokens walked in id order, ties at a cut to the lower id.
 #define BOOST_TEST_MODULE sampler
 #include <boost/test/unit_test.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <map>
+#include <numeric>
+#include <random>
 #include <set>
 
 #include "model/sampler.hpp"
@@ -15,6 +19,13 @@ namespace {
 
 // Logits of probabilities 0.4, 0.3, 0.15, 0.1, 0.05 for tokens 0..4.
 const std::vector<float> logits = {std::log(0.4f), std::log(0.3f), std::log(0.15f), std::log(0.1f), std::log(0.05f)};
+
+// Probabilities 0.1, 0.4, 0.05, 0.3, 0.15: the id order is not the rank order.
+const std::vector<float> shuffled = {std::log(0.1f), std::log(0.4f), std::log(0.05f), std::log(0.3f), std::log(0.15f)};
+
+int token_at(const std::vector<float>& l, const sampling_params& p, double u) {
+  return sample_with_uniform(l.data(), int(l.size()), p, {}, u).token;
+}
 
 std::map<int, int> draw(const sampling_params& p, int count, const token_history& h = {}) {
   std::map<int, int> seen;
@@ -101,4 +112,62 @@ BOOST_AUTO_TEST_CASE(penalties_push_seen_tokens_down) {
   p.repetition_penalty = 1.5f;
   p.top_logprobs = 0;
   BOOST_TEST(sample(logits.data(), 5, p, prompt_only, 0).logprob == std::log(0.3f), boost::test_tools::tolerance(1e-5f));
+}
+
+BOOST_AUTO_TEST_CASE(the_draw_walks_the_kept_tokens_in_id_order) {
+  sampling_params p;
+  // Cumulative in id order 0.1, 0.5, 0.55, 0.85, 1 (in rank order, 0.52 would be token 3).
+  BOOST_TEST(token_at(shuffled, p, 0.0) == 0);
+  BOOST_TEST(token_at(shuffled, p, 0.09) == 0);
+  BOOST_TEST(token_at(shuffled, p, 0.52) == 2);
+  BOOST_TEST(token_at(shuffled, p, 0.6) == 3);
+  BOOST_TEST(token_at(shuffled, p, 0.99) == 4);
+  p.top_k = 2;  // keeps 1 and 3, mass 0.7: cumulative 0.4, 0.7
+  BOOST_TEST(token_at(shuffled, p, 0.5) == 1);  // target 0.35
+  BOOST_TEST(token_at(shuffled, p, 0.6) == 3);  // target 0.42
+  p = {};
+  p.top_p = 0.8f;  // ranks 1, 3, 4 reach 0.85: cumulative 0.4, 0.7, 0.85
+  BOOST_TEST(token_at(shuffled, p, 0.45) == 1);  // target 0.3825
+  BOOST_TEST(token_at(shuffled, p, 0.85) == 4);  // target 0.7225
+  p = {};
+  p.min_p = 0.3f;  // probabilities >= 0.12: the same three
+  BOOST_TEST(token_at(shuffled, p, 0.8) == 3);   // target 0.68
+  BOOST_TEST(token_at(shuffled, p, 0.85) == 4);
+}
+
+BOOST_AUTO_TEST_CASE(ties_at_a_cut_keep_the_lower_ids) {
+  const std::vector<float> equal(4, 0.5f);  // four tokens of probability 0.25
+  sampling_params p;
+  p.top_k = 2;  // keeps 0 and 1
+  BOOST_TEST(token_at(equal, p, 0.25) == 0);
+  BOOST_TEST(token_at(equal, p, 0.75) == 1);
+  BOOST_TEST(token_at(equal, p, 0.999) == 1);
+  p = {};
+  p.top_p = 0.5f;  // two of 0.25 reach it
+  BOOST_TEST(token_at(equal, p, 0.999) == 1);
+  p = {};
+  p.temperature = 0;
+  BOOST_TEST(token_at(equal, p, 0.5) == 0);
+}
+
+// More than the first sorted head of 1024: exactly the k best stay, and as u grows the
+// chosen id never goes down.
+BOOST_AUTO_TEST_CASE(top_k_beyond_the_sorted_head_keeps_exactly_k) {
+  const int vocab = 3000, k = 2000;
+  std::vector<int> rank(vocab);
+  std::iota(rank.begin(), rank.end(), 0);
+  std::shuffle(rank.begin(), rank.end(), std::mt19937(5));
+  std::vector<float> l(static_cast<size_t>(vocab));
+  for (int i = 0; i < vocab; ++i) l[size_t(i)] = -0.001f * float(rank[size_t(i)]);
+  sampling_params p;
+  p.top_k = k;
+  int previous = -1, outside = 0, backwards = 0;
+  for (int j = 0; j < 1000; ++j) {
+    const int t = token_at(l, p, j / 1000.0);
+    outside += rank[size_t(t)] >= k;
+    backwards += t < previous;
+    previous = t;
+  }
+  BOOST_TEST(outside == 0);
+  BOOST_TEST(backwards == 0);
 }
