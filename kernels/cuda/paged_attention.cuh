@@ -20,22 +20,24 @@ struct paged_kv_batch {
   int max_seq_len;
 };
 
-// Positions per split of a sequence's keys: one block of threads each.
-inline constexpr int paged_attention_split = 256;
+// Into how many splits (one block of threads each) the positions up to max_seq_len are
+// cut: enough that a short batch still fills the GPU, few enough that merging is cheap.
+int paged_attention_splits(int max_seq_len);
 
 // fp32 values of scratch paged_attention needs for this batch: the caller owns it so the
 // decode step allocates nothing.
 inline size_t paged_attention_workspace_floats(int seqs, int heads, int head_dim, int max_seq_len) {
-  const size_t splits = size_t(max_seq_len + paged_attention_split - 1) / paged_attention_split;
-  return size_t(seqs) * size_t(heads) * splits * size_t(head_dim + 2);
+  return size_t(seqs) * size_t(heads) * size_t(paged_attention_splits(max_seq_len)) * size_t(head_dim + 2);
 }
 
 // Decode attention (flash-decoding): one query per sequence, q and out [seqs, heads,
-// head_dim] (q's rows q_stride elements apart: it may sit in a fused qkv row), the query at the sequence's last position seeing all of it, scale
-// 1/sqrt(head_dim), grouped-query (heads a multiple of kv_heads). Each split of
-// paged_attention_split positions is a block that attends for all heads of its KV head,
-// then a second launch merges the splits. fp32 scores and sums; head_dim at most 256.
-// Same contract as cpu::paged_attention with tokens = 1, start = seq_lens[s] - 1.
+// head_dim] (q's rows q_stride elements apart: it may sit in a fused qkv row), the query
+// at the sequence's last position seeing all of it, scale 1/sqrt(head_dim), grouped-query
+// (heads a multiple of kv_heads, at most 16 query heads per KV head). Each split of the
+// positions is a block that scores them for all heads of its KV head (a thread per
+// position, 16-byte key loads), then sums the values (threads over head_dim pairs); a
+// second launch merges the splits. fp32 scores and sums; head_dim even, at most 256. Same
+// contract as cpu::paged_attention with tokens = 1, start = seq_lens[s] - 1.
 void paged_attention(const __nv_bfloat16* q, int q_stride, int seqs, int heads, int kv_heads, int head_dim,
                      const paged_kv_batch& kv, float* workspace, __nv_bfloat16* out,
                      cudaStream_t stream);

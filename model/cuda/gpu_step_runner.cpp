@@ -33,9 +33,9 @@ int batch_bucket(int seqs) {
   return 0;
 }
 
-// The decode attention grid covers a power of two of positions (at least one split).
+// The decode attention grid covers a power of two of positions.
 int context_bucket(int longest, int max_model_len) {
-  int len = cuda::paged_attention_split;
+  int len = 256;
   while (len < longest) len *= 2;
   return std::min(len, max_model_len);
 }

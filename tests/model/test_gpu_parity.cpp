@@ -1,7 +1,8 @@
-// The CUDA step against transformers' own fp32 outputs on the golden fixtures (the ones
-// the CPU path is held to in test_golden_parity), through the same step_runner interface
-// the stage actor drives: every prompt position decoded one token at a time (the decode
-// graphs), the whole prompt as one prefill (flash attention), then greedy decoding.
+// The CUDA step against transformers' own fp32 outputs on the golden fixtures made in the
+// CUDA kernels' shapes (the CPU path is held to them too, in test_golden_parity), through
+// the step_runner interface the stage actor drives: prompt positions decoded one token at
+// a time (the decode graphs), the whole prompt as one prefill (flash attention), then
+// greedy decoding.
 #define BOOST_TEST_MODULE gpu_parity
 #include <boost/test/unit_test.hpp>
 
@@ -20,16 +21,15 @@ using json = nlohmann::json;
 
 namespace {
 
-// bf16 weights and activations against transformers in fp32. A log-prob moves by up to
+// bf16 weights and activations against transformers in fp32: a log-prob moves by up to
 // a few hundredths on these tiny models (their logits are large on purpose, and bf16
-// keeps 8 bits), so 0.1 is the tolerance, and a greedy choice is only called where
-// transformers' top-2 log-prob margin exceeds it.
+// keeps 8 bits), so 0.1 is the tolerance.
 constexpr double logprob_tolerance = 0.1;
-constexpr double margin_threshold = 0.1;
 // Where the router's k-th and (k+1)-th probabilities lie closer than this, bf16 may pick
-// the other expert: from that position on (its keys and values carry the change) the two
-// engines compute different functions, and comparing them says nothing.
-constexpr double router_threshold = 0.02;
+// the other expert (the rounding of the router's input moves a probability by about
+// 1e-3 here): from that position on (its keys and values carry the change) the two
+// engines compute different functions, and comparing log-probs says little.
+constexpr double router_threshold = 0.005;
 constexpr int block_size = 16;
 
 json read_golden(const fs::path& dir) {
@@ -142,6 +142,9 @@ BOOST_AUTO_TEST_CASE(every_prompt_position_decoded_one_token_at_a_time) {
   }
 }
 
+// Greedy decoding after one prefill: the same tokens as transformers, and top-5 log-probs
+// within tolerance, at every step whose positions so far were all routed without a near-tie
+// (the fixtures' prompts are drawn so that at least 12 are).
 BOOST_AUTO_TEST_CASE(prefill_then_greedy_decode_matches_transformers) {
   for (const auto& dir : fixtures()) {
     const json g = read_golden(dir);
@@ -150,20 +153,18 @@ BOOST_AUTO_TEST_CASE(prefill_then_greedy_decode_matches_transformers) {
     auto runner = make_runner(parts);
     const auto prompt = g["prompt"].get<std::vector<int>>();
     const auto greedy = g["greedy"].get<std::vector<int>>();
-    const auto margins = g["greedy_margin"].get<std::vector<double>>();
     const size_t comparable = comparable_positions(g);
     sequence_driver seq(*runner, 512);
     sampled_token t = seq.step(prompt);
     size_t compared = 0;
     for (size_t step = 0; step < greedy.size() && prompt.size() + step <= comparable; ++step) {
       check_top5(t, g["greedy_top5_ids"][step], g["greedy_top5_logprobs"][step], name + " greedy step " + std::to_string(step));
-      if (margins[step] <= margin_threshold) break;  // past here the two runs may diverge
       BOOST_TEST_CONTEXT(name << " greedy step " << step) BOOST_TEST(t.token == greedy[step]);
       ++compared;
       t = seq.step({greedy[step]});
     }
     BOOST_TEST_MESSAGE(name << ": " << compared << " of " << greedy.size() << " greedy tokens compared");
-    BOOST_TEST(compared >= 4);
+    BOOST_TEST(compared >= 8);
   }
 }
 
@@ -203,5 +204,4 @@ BOOST_AUTO_TEST_CASE(a_batch_of_copies_decodes_like_one_sequence) {
     BOOST_REQUIRE(out);
   }
   for (int s = 1; s < copies; ++s) BOOST_TEST(produced[size_t(s)] == produced[0]);
-  if (g["greedy_margin"][0].get<double>() > margin_threshold) BOOST_TEST(produced[0][0] == g["greedy"][0].get<int>());
 }
