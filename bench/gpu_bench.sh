@@ -5,7 +5,10 @@
 # driven by `troupe bench` at concurrency 1, 32 and 128 (512 in / 256 out), and
 # transformers' own generate on the same shape. Prepare here with scripts/device_bundle.sh
 # (see docs/PERFORMANCE.md), carry .device, run this there. Logs go to $OUT or .device/out.
+# --no-transformers leaves the reference out (it takes minutes to build the model).
 set -uo pipefail
+with_transformers=1
+[ "${1:-}" = "--no-transformers" ] && with_transformers=0
 cd "$(dirname "$0")/.."
 out=${OUT:-.device/out}
 mkdir -p "$out"
@@ -42,6 +45,7 @@ fi
 kill -TERM "$server" 2>/dev/null
 wait "$server" 2>/dev/null
 
+[ "$with_transformers" = 1 ] || exit 0
 echo "== transformers on the same shape"
 timeout 420 python3 bench/transformers_baseline.py --config "$config/config.json" --decode 32 2>&1 |
   grep -v Warning | tee "$out/transformers.log"

@@ -92,7 +92,7 @@ CASES = [
     dict(
         name="gpu_hd128_dense_bias",
         seed=5005,
-        prompt_len=45,
+        prompt_len=20,
         clean_greedy=12,
         max_shard_size=None,
         rope_theta=10000.0,
