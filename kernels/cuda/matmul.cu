@@ -2,6 +2,7 @@
 
 #include "base/check.hpp"
 #include "kernels/cuda/check.cuh"
+#include "kernels/cuda/gemv.cuh"
 
 namespace troupe::cuda {
 
@@ -20,6 +21,12 @@ void matmul(cublasHandle_t handle, const __nv_bfloat16* x, int m, int k, const _
   TROUPE_CHECK(m >= 0 && k > 0 && n > 0, "bad shape");
   TROUPE_CHECK(y_type == dtype::f32 || y_type == dtype::bf16, "output must be fp32 or bf16");
   if (m == 0) return;
+  if (gemv_fits(m, k, x, w)) {
+    cudaStream_t stream;
+    TROUPE_CUDA_CHECK(cublasGetStream(handle, &stream));
+    gemv(x, m, k, w, n, y_type, y, stream);
+    return;
+  }
   launch(handle, x, m, k, w, n, y_type == dtype::f32 ? CUDA_R_32F : CUDA_R_16BF, y);
 }
 

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <numeric>
 #include <random>
 #include <sstream>
@@ -26,6 +27,7 @@
 #include "kernels/cuda/embedding.cuh"
 #include "kernels/cuda/fill_uniform.cuh"
 #include "kernels/cuda/gather_rows.cuh"
+#include "kernels/cuda/gemv.cuh"
 #include "kernels/cuda/kv_cache_write.cuh"
 #include "kernels/cuda/matmul.cuh"
 #include "kernels/cuda/moe_routing.cuh"
@@ -230,6 +232,68 @@ BOOST_AUTO_TEST_CASE(matmul_matches_cpu) {
         expect_close(name.str(), to_f32(d_y.to_host()), ref, bf16_tolerance);
       }
     }
+  TROUPE_CUDA_CHECK(cublasDestroy(handle));
+}
+
+// The decode shapes of Qwen3-30B-A3B (qkv, o, router, lm_head) and odd ones. matmul must
+// take the gemv path for these (same bits), and a row's bits must not depend on how many
+// rows share the call.
+BOOST_AUTO_TEST_CASE(gemv_matches_cpu) {
+  struct shape {
+    int n, k;
+    bool batched;  // m = 1 only for lm_head: its CPU reference is slow enough
+  };
+  cublasHandle_t handle;
+  TROUPE_CUDA_CHECK(cublasCreate(&handle));
+  uint32_t seed = 350;
+  for (auto [n, k, batched] : {shape{5120, 2048, true}, shape{2048, 4096, true},
+                               shape{128, 2048, true}, shape{151936, 2048, false},
+                               shape{33, 136, true}, shape{1000, 8, true}}) {
+    const std::vector<int> ms = batched ? std::vector<int>{1, 2, 3, 5, 8} : std::vector<int>{1};
+    auto x = random_bf16(size_t(cuda::gemv_max_rows) * k, seed++);
+    auto w = random_bf16(size_t(n) * k, seed++);
+    std::vector<float> ref(size_t(ms.back()) * n);
+    cpu::matmul(x.values.data(), ms.back(), {dtype::bf16, n, k, w.bits.data()}, ref.data());
+    device_buffer<uint16_t> d_x(x.bits), d_w(w.bits);
+    for (dtype y_type : {dtype::f32, dtype::bf16}) {
+      // y of m rows of x from first_row on, through gemv or matmul, widened to fp32.
+      auto run = [&](int first_row, int m, bool through_matmul) {
+        const __nv_bfloat16* rows = d_x.bf16() + size_t(first_row) * k;
+        auto call = [&](void* y) {
+          if (through_matmul)
+            cuda::matmul(handle, rows, m, k, d_w.bf16(), n, y_type, y);
+          else
+            cuda::gemv(rows, m, k, d_w.bf16(), n, y_type, y, nullptr);
+        };
+        if (y_type == dtype::f32) {
+          device_buffer<float> d_y(size_t(m) * n, NAN);
+          call(d_y.get());
+          return d_y.to_host();
+        }
+        device_buffer<uint16_t> d_y(size_t(m) * n, bf16_nan);
+        call(d_y.get());
+        return to_f32(d_y.to_host());
+      };
+      auto same_bits = [](const float* a, const float* b, int count) {
+        return std::memcmp(a, b, size_t(count) * sizeof(float)) == 0;
+      };
+      std::ostringstream shape_name;
+      shape_name << " k " << k << " n " << n << " -> " << dtype_name(y_type);
+      for (int m : ms) {
+        const std::string name = "gemv m " + std::to_string(m) + shape_name.str();
+        const auto out = run(0, m, false);
+        // Products of bf16 are exact in fp32: only the summation order differs.
+        expect_close(name, out, {ref.begin(), ref.begin() + ptrdiff_t(m) * n},
+                     y_type == dtype::f32 ? 1e-4 : bf16_tolerance);
+        BOOST_TEST(same_bits(run(0, m, true).data(), out.data(), m * n),
+                   name << ": matmul differs");
+      }
+      const auto four = run(0, 4, false);
+      for (int r = 0; r < 4; ++r)
+        BOOST_TEST(same_bits(run(r, 1, false).data(), four.data() + size_t(r) * n, n),
+                   "gemv row " << r << " of m 4" << shape_name.str() << " differs from m 1");
+    }
+  }
   TROUPE_CUDA_CHECK(cublasDestroy(handle));
 }
 

@@ -1,0 +1,174 @@
+#include "kernels/cuda/gemv.cuh"
+
+#include <cstdint>
+
+#include "base/check.hpp"
+#include "kernels/cuda/check.cuh"
+
+namespace troupe::cuda {
+
+static constexpr int threads = 256, warps = threads / 32;
+static constexpr int rows_per_warp = 4;
+// Steps of 16-byte loads per weight row that a lane keeps in flight.
+static constexpr int unroll = 2;
+// (row, k part) pieces to aim for: about 2048 warps, so every SM streams from many.
+static constexpr int target_pieces = 8192;
+static_assert(warps * rows_per_warp * gemv_max_rows <= threads, "a thread per output of a block");
+
+// Eight bf16 (one 16-byte load) as fp32: a bf16 is the top half of an fp32.
+static __device__ __forceinline__ void widen(const uint4& v, float (&f)[8]) {
+  const uint32_t words[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    f[2 * i] = __uint_as_float(words[i] << 16);
+    f[2 * i + 1] = __uint_as_float(words[i] & 0xffff0000u);
+  }
+}
+
+// The 16-byte chunks c, c + stride, ... (unroll of them) of each of the warp's rows.
+static __device__ __forceinline__ void load_weights(const uint4* const (&rows)[rows_per_warp],
+                                                    int c, int stride, int chunks,
+                                                    uint4 (&v)[unroll][rows_per_warp]) {
+#pragma unroll
+  for (int u = 0; u < unroll; ++u)
+#pragma unroll
+    for (int r = 0; r < rows_per_warp; ++r)
+      if (c + u * stride < chunks) v[u][r] = __ldg(rows[r] + c + u * stride);
+}
+
+// Each accumulator takes its chunks in ascending order, 8 elements each in order, whatever
+// M is: this is what keeps a row's bits independent of the batch.
+template <int M>
+static __device__ __forceinline__ void accumulate(const uint4 (&v)[unroll][rows_per_warp],
+                                                  const uint4* xs, int c, int stride, int chunks,
+                                                  float (&acc)[rows_per_warp][M]) {
+#pragma unroll
+  for (int u = 0; u < unroll; ++u) {
+    const int cu = c + u * stride;
+    if (cu >= chunks) break;
+    float wf[rows_per_warp][8];
+#pragma unroll
+    for (int r = 0; r < rows_per_warp; ++r) widen(v[u][r], wf[r]);
+#pragma unroll
+    for (int b = 0; b < M; ++b) {
+      float xf[8];
+      widen(xs[b * chunks + cu], xf);
+#pragma unroll
+      for (int r = 0; r < rows_per_warp; ++r)
+#pragma unroll
+        for (int e = 0; e < 8; ++e) acc[r][b] = fmaf(wf[r][e], xf[e], acc[r][b]);
+    }
+  }
+}
+
+static __device__ __forceinline__ void store(float* y, float v) { *y = v; }
+static __device__ __forceinline__ void store(__nv_bfloat16* y, float v) {
+  *y = __float2bfloat16(v);
+}
+
+// Warp `warp` of a block takes k part `warp % parts` (chunks part * 32 + lane + s * parts * 32
+// for s = 0, 1, ...) of rows_per_warp consecutive rows; the `parts` warps of a row group
+// meet in shared memory, where their sums are added in part order. The registers allow
+// three blocks per SM up to M = 3; more rows of x would spill there, so two.
+template <int M, class Out>
+static __global__ void __launch_bounds__(threads, M <= 3 ? 3 : 2)
+    gemv_kernel(const uint4* x, int chunks, const uint4* w, int n, int parts, Out* y) {
+  extern __shared__ uint4 xs[];  // [M][chunks]: the input rows
+  __shared__ float partial[warps][M * rows_per_warp];
+  const int lane = int(threadIdx.x) % 32, warp = int(threadIdx.x) / 32;
+  const int groups = warps / parts;
+  const int row0 = (int(blockIdx.x) * groups + warp / parts) * rows_per_warp;
+  const uint4* rows[rows_per_warp];
+  // Rows past n re-read the last row; their sums are dropped.
+#pragma unroll
+  for (int r = 0; r < rows_per_warp; ++r) rows[r] = w + size_t(min(row0 + r, n - 1)) * chunks;
+  const int stride = parts * 32;
+  int c = warp % parts * 32 + lane;
+  uint4 v[unroll][rows_per_warp];
+  // The first weights are in flight while x is staged.
+  load_weights(rows, c, stride, chunks, v);
+  for (int i = int(threadIdx.x); i < M * chunks; i += threads) xs[i] = __ldg(x + i);
+  __syncthreads();
+  float acc[rows_per_warp][M] = {};
+  for (;;) {
+    accumulate<M>(v, xs, c, stride, chunks, acc);
+    c += unroll * stride;
+    if (c >= chunks) break;
+    load_weights(rows, c, stride, chunks, v);
+  }
+#pragma unroll
+  for (int r = 0; r < rows_per_warp; ++r)
+#pragma unroll
+    for (int b = 0; b < M; ++b)
+#pragma unroll
+      for (int offset = 16; offset > 0; offset /= 2)
+        acc[r][b] += __shfl_xor_sync(0xffffffffu, acc[r][b], offset);
+  if (lane == 0)
+#pragma unroll
+    for (int b = 0; b < M; ++b)
+#pragma unroll
+      for (int r = 0; r < rows_per_warp; ++r) partial[warp][b * rows_per_warp + r] = acc[r][b];
+  __syncthreads();
+  const int t = int(threadIdx.x);
+  if (t >= groups * M * rows_per_warp) return;
+  const int g = t / (M * rows_per_warp), j = t % (M * rows_per_warp);
+  const int row = (int(blockIdx.x) * groups + g) * rows_per_warp + j % rows_per_warp;
+  if (row >= n) return;
+  float sum = partial[g * parts][j];
+  for (int p = 1; p < parts; ++p) sum += partial[g * parts + p][j];
+  store(y + size_t(j / rows_per_warp) * n + row, sum);
+}
+
+// Rows with few outputs split k over up to all the warps of a block. A function of n only,
+// so it never changes a row's summation order between batch sizes.
+static int k_parts(int n) {
+  int parts = 1;
+  while (parts < warps && int64_t(n) * parts < target_pieces) parts *= 2;
+  return parts;
+}
+
+template <int M, class Out>
+static void launch(const __nv_bfloat16* x, int k, const __nv_bfloat16* w, int n, Out* y,
+                   cudaStream_t stream) {
+  const int parts = k_parts(n);
+  const int rows_per_block = warps / parts * rows_per_warp;
+  auto* kernel = gemv_kernel<M, Out>;
+  // Always the largest size: the attribute is per kernel, so a smaller k must not shrink it
+  // under another thread's launch.
+  TROUPE_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                         int(gemv_max_x_elements * sizeof(__nv_bfloat16))));
+  const size_t shared = size_t(M) * k * sizeof(__nv_bfloat16);
+  kernel<<<(n + rows_per_block - 1) / rows_per_block, threads, shared, stream>>>(
+      reinterpret_cast<const uint4*>(x), k / 8, reinterpret_cast<const uint4*>(w), n, parts, y);
+  TROUPE_CUDA_CHECK(cudaGetLastError());
+}
+
+template <int M, class Out>
+static void launch_rows(const __nv_bfloat16* x, int m, int k, const __nv_bfloat16* w, int n,
+                        Out* y, cudaStream_t stream) {
+  if (m == M)
+    launch<M>(x, k, w, n, y, stream);
+  else if constexpr (M < gemv_max_rows)
+    launch_rows<M + 1>(x, m, k, w, n, y, stream);
+}
+
+bool gemv_fits(int m, int k, const __nv_bfloat16* x, const __nv_bfloat16* w) {
+  return m >= 1 && m <= gemv_max_rows && k > 0 && k % 8 == 0 &&
+         size_t(m) * size_t(k) <= gemv_max_x_elements && uintptr_t(x) % 16 == 0 &&
+         uintptr_t(w) % 16 == 0;
+}
+
+void gemv(const __nv_bfloat16* x, int m, int k, const __nv_bfloat16* w, int n, dtype y_type,
+          void* y, cudaStream_t stream) {
+  TROUPE_CHECK(m >= 0 && n > 0, "bad shape");
+  TROUPE_CHECK(y_type == dtype::f32 || y_type == dtype::bf16, "output must be fp32 or bf16");
+  if (m == 0) return;
+  TROUPE_CHECK(gemv_fits(m, k, x, w),
+               "gemv takes m <= 8, k a multiple of 8, m * k <= 65536, 16-byte aligned x and w");
+  if (y_type == dtype::f32)
+    launch_rows<1>(x, m, k, w, n, static_cast<float*>(y), stream);
+  else
+    launch_rows<1>(x, m, k, w, n, static_cast<__nv_bfloat16*>(y), stream);
+}
+
+}  // namespace troupe::cuda
