@@ -48,17 +48,24 @@ static __host__ __device__ split_results results_of(float* workspace, int seqs, 
 
 struct split_shape {
   int heads, kv_heads, head_dim, group, split_len, splits;
+  int lanes_per_row;  // lanes sharing one key or value row, 8 dimensions (16 bytes) each
 };
 
-// Block (split, kv head, sequence).
+// Heads of a group a thread accumulates values for at once (more are done in passes).
+static constexpr int group_chunk = 8;
+
+// Block (split, kv head, sequence). Lanes work in teams of lanes_per_row on one position:
+// each lane holds 8 dimensions, so every key and value row is read in 16-byte pieces by
+// neighbouring lanes, and a warp covers 32 / lanes_per_row positions at a time.
 static __global__ void __launch_bounds__(threads)
 split_kernel(const __nv_bfloat16* q, int q_stride, split_shape sh, paged_kv_batch kv, split_results results) {
   extern __shared__ float shared[];
-  const int group = sh.group, hd = sh.head_dim, split_len = sh.split_len;
-  float* q_s = shared;                       // [group, head_dim], scaled
-  float* p_s = q_s + group * hd;             // [group, split_len]: scores, then exp
-  float* part_s = p_s + group * split_len;   // [threads / pairs, group, head_dim] partial sums
-  int* slot_s = reinterpret_cast<int*>(part_s + (hd / 2 <= threads ? threads / (hd / 2) : 1) * group * hd);
+  const int group = sh.group, hd = sh.head_dim, split_len = sh.split_len, lpr = sh.lanes_per_row;
+  const int rows_per_warp = 32 / lpr, rows_per_pass = warps * rows_per_warp;
+  float* q_s = shared;                                   // [group, head_dim], scaled
+  float* p_s = q_s + group * hd;                         // [group, split_len]: scores, then exp
+  float* part_s = p_s + group * split_len;               // [rows_per_pass, group_chunk, head_dim]
+  int* slot_s = reinterpret_cast<int*>(part_s + rows_per_pass * group_chunk * hd);  // [split_len]
 
   const int s = blockIdx.z, kvh = blockIdx.y, first = blockIdx.x * split_len;
   const int len = kv.seq_lens[s];
@@ -66,53 +73,49 @@ split_kernel(const __nv_bfloat16* q, int q_stride, split_shape sh, paged_kv_batc
   const int n = min(split_len, len - first);
   const size_t row = size_t(sh.kv_heads) * hd;
   const float scale = rsqrtf(float(hd));
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  const int team = warp * rows_per_warp + lane / lpr, piece = lane % lpr, dim = piece * 8;
+  const bool active = dim < hd;
 
   for (int i = threadIdx.x; i < group * hd; i += threads)
     q_s[i] = __bfloat162float(q[size_t(s) * q_stride + size_t(kvh) * group * hd + i]) * scale;
-  __syncthreads();
-
-  // Scores: a thread per position, its key row read in 16-byte pieces.
   for (int j = threadIdx.x; j < n; j += threads) {
     const int p = first + j;
-    const int slot = kv.block_tables[size_t(s) * kv.max_blocks + p / kv.block_size] * kv.block_size + p % kv.block_size;
-    slot_s[j] = slot;
-    const __nv_bfloat16* k = kv.keys + size_t(slot) * row + size_t(kvh) * hd;
-    float acc[max_group];
+    slot_s[j] = kv.block_tables[size_t(s) * kv.max_blocks + p / kv.block_size] * kv.block_size + p % kv.block_size;
+  }
+  __syncthreads();
+
+  // Scores: a team per position, partial dot products over its lanes' dimensions, summed
+  // across the team with shuffles (every lane takes part, so the masks stay full).
+  for (int j0 = 0; j0 < n; j0 += rows_per_pass) {
+    const int j = j0 + team;
+    float k8[8] = {};
+    if (j < n && active) {
+      const uint4 raw = *reinterpret_cast<const uint4*>(kv.keys + size_t(slot_s[j]) * row + size_t(kvh) * hd + dim);
+      const __nv_bfloat162* pairs = reinterpret_cast<const __nv_bfloat162*>(&raw);
 #pragma unroll
-    for (int g = 0; g < max_group; ++g) acc[g] = 0.0f;
-    for (int d = 0; d < hd; d += 8) {
-      float kf[8];
-      if (hd % 8 == 0) {
-        const uint4 raw = *reinterpret_cast<const uint4*>(k + d);
-        const __nv_bfloat162* pairs = reinterpret_cast<const __nv_bfloat162*>(&raw);
-#pragma unroll
-        for (int i = 0; i < 4; ++i) {
-          const float2 f = __bfloat1622float2(pairs[i]);
-          kf[2 * i] = f.x;
-          kf[2 * i + 1] = f.y;
-        }
-      } else {
-#pragma unroll
-        for (int i = 0; i < 8; ++i) kf[i] = d + i < hd ? __bfloat162float(k[d + i]) : 0.0f;
-      }
-#pragma unroll
-      for (int g = 0; g < max_group; ++g) {
-        if (g >= group) break;
-        const float* qg = q_s + g * hd + d;
-#pragma unroll
-        for (int i = 0; i < 8; ++i) acc[g] += d + i < hd ? qg[i] * kf[i] : 0.0f;
+      for (int i = 0; i < 4; ++i) {
+        const float2 f = __bfloat1622float2(pairs[i]);
+        k8[2 * i] = f.x;
+        k8[2 * i + 1] = f.y;
       }
     }
+    for (int g = 0; g < group; ++g) {
+      float acc = 0.0f;
+      if (active) {
+        const float* qg = q_s + g * hd + dim;
 #pragma unroll
-    for (int g = 0; g < max_group; ++g)
-      if (g < group) p_s[g * split_len + j] = acc[g];
+        for (int i = 0; i < 8; ++i) acc += qg[i] * k8[i];
+      }
+      for (int offset = lpr / 2; offset > 0; offset /= 2) acc += __shfl_xor_sync(0xffffffffu, acc, offset);
+      if (piece == 0 && j < n) p_s[g * split_len + j] = acc;
+    }
   }
   __syncthreads();
 
   const size_t out_row = (size_t(s) * sh.heads + size_t(kvh) * group) * sh.splits + blockIdx.x;
-  for (int g = threadIdx.x / 32; g < group; g += warps) {
+  for (int g = warp; g < group; g += warps) {
     float* p = p_s + g * split_len;
-    const int lane = threadIdx.x % 32;
     float m = -INFINITY;
     for (int j = lane; j < n; j += 32) m = fmaxf(m, p[j]);
     m = warp_max(m);
@@ -129,42 +132,46 @@ split_kernel(const __nv_bfloat16* q, int q_stride, split_shape sh, paged_kv_batc
   }
   __syncthreads();
 
-  // Values: thread (part, pair) sums positions part, part + parts, ... for one pair of
-  // dimensions and every head of the group; the parts are then added in a fixed order.
-  const int pairs = hd / 2;
-  const int parts = pairs <= threads ? threads / pairs : 1;
-  const int part = pairs <= threads ? threadIdx.x / pairs : 0;
-  if (part < parts) {
-    for (int d2 = pairs <= threads ? threadIdx.x % pairs : threadIdx.x; d2 < pairs; d2 += threads) {
-      float acc0[max_group], acc1[max_group];
+  // Values: each team sums its positions for 8 dimensions and up to group_chunk heads;
+  // the teams' partial sums are then added in a fixed order.
+  for (int g0 = 0; g0 < group; g0 += group_chunk) {
+    const int heads_now = min(group_chunk, group - g0);
+    float acc[group_chunk][8] = {};
+    if (active) {
+#pragma unroll 2
+      for (int j = team; j < n; j += rows_per_pass) {
+        const uint4 raw = *reinterpret_cast<const uint4*>(kv.values + size_t(slot_s[j]) * row + size_t(kvh) * hd + dim);
+        const __nv_bfloat162* pairs = reinterpret_cast<const __nv_bfloat162*>(&raw);
+        float v8[8];
 #pragma unroll
-      for (int g = 0; g < max_group; ++g) acc0[g] = acc1[g] = 0.0f;
-      const __nv_bfloat16* v = kv.values + size_t(kvh) * hd + 2 * d2;
-#pragma unroll 4
-      for (int j = part; j < n; j += parts) {
-        const float2 f = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(v + size_t(slot_s[j]) * row));
+        for (int i = 0; i < 4; ++i) {
+          const float2 f = __bfloat1622float2(pairs[i]);
+          v8[2 * i] = f.x;
+          v8[2 * i + 1] = f.y;
+        }
 #pragma unroll
-        for (int g = 0; g < max_group; ++g) {
-          if (g >= group) break;
-          const float w = p_s[g * split_len + j];
-          acc0[g] += w * f.x;
-          acc1[g] += w * f.y;
+        for (int g = 0; g < group_chunk; ++g) {
+          if (g >= heads_now) break;
+          const float w = p_s[(g0 + g) * split_len + j];
+#pragma unroll
+          for (int i = 0; i < 8; ++i) acc[g][i] += w * v8[i];
         }
       }
 #pragma unroll
-      for (int g = 0; g < max_group; ++g) {
-        if (g >= group) break;
-        part_s[(part * group + g) * hd + 2 * d2] = acc0[g];
-        part_s[(part * group + g) * hd + 2 * d2 + 1] = acc1[g];
+      for (int g = 0; g < group_chunk; ++g) {
+        if (g >= heads_now) break;
+#pragma unroll
+        for (int i = 0; i < 8; ++i) part_s[(team * group_chunk + g) * hd + dim + i] = acc[g][i];
       }
     }
-  }
-  __syncthreads();
-  for (int i = threadIdx.x; i < group * hd; i += threads) {
-    float acc = 0.0f;
-    for (int pt = 0; pt < parts; ++pt) acc += part_s[pt * group * hd + i];
-    const int g = i / hd, d = i % hd;
-    results.out[(out_row + size_t(g) * sh.splits) * hd + d] = acc;
+    __syncthreads();
+    for (int i = threadIdx.x; i < heads_now * hd; i += threads) {
+      const int g = i / hd, d = i % hd;
+      float sum = 0.0f;
+      for (int t = 0; t < min(rows_per_pass, n); ++t) sum += part_s[(t * group_chunk + g) * hd + d];
+      results.out[(out_row + size_t(g0 + g) * sh.splits) * hd + d] = sum;
+    }
+    __syncthreads();
   }
 }
 
@@ -191,7 +198,8 @@ void paged_attention(const __nv_bfloat16* q, int q_stride, int seqs, int heads, 
                      cudaStream_t stream) {
   TROUPE_CHECK(seqs >= 0 && kv_heads > 0 && heads % kv_heads == 0, "heads must be a multiple of kv_heads");
   TROUPE_CHECK(heads / kv_heads <= max_group, "at most 16 query heads per KV head");
-  TROUPE_CHECK(head_dim > 0 && head_dim % 2 == 0 && head_dim <= max_head_dim, "head_dim must be even and at most 256");
+  TROUPE_CHECK(head_dim > 0 && head_dim % 8 == 0 && head_dim <= max_head_dim,
+               "head_dim must be a multiple of 8, at most 256");
   TROUPE_CHECK(q_stride >= heads * head_dim, "query rows overlap");
   TROUPE_CHECK(kv.block_size > 0 && kv.max_blocks > 0 && kv.max_seq_len > 0, "bad KV layout");
   TROUPE_CHECK(int64_t(kv.max_blocks) * kv.block_size >= kv.max_seq_len, "block table too short");
@@ -199,14 +207,16 @@ void paged_attention(const __nv_bfloat16* q, int q_stride, int seqs, int heads, 
   if (seqs == 0) return;
   const int splits = paged_attention_splits(kv.max_seq_len);
   const int split_len = (kv.max_seq_len + splits - 1) / splits;
-  const int group = heads / kv_heads, pairs = head_dim / 2;
-  const int parts = pairs <= threads ? threads / pairs : 1;
+  const int group = heads / kv_heads;
+  int lanes_per_row = 1;
+  while (lanes_per_row * 8 < head_dim) lanes_per_row *= 2;
+  const int rows_per_pass = warps * (32 / lanes_per_row);
   const size_t shared = sizeof(float) * (size_t(group) * head_dim + size_t(group) * split_len +
-                                         size_t(parts) * group * head_dim) +
+                                         size_t(rows_per_pass) * group_chunk * head_dim) +
                         sizeof(int) * size_t(split_len);
   TROUPE_CUDA_CHECK(cudaFuncSetAttribute(split_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(shared)));
   const split_results results = results_of(workspace, seqs, heads, head_dim, splits);
-  const split_shape sh{heads, kv_heads, head_dim, group, split_len, splits};
+  const split_shape sh{heads, kv_heads, head_dim, group, split_len, splits, lanes_per_row};
   split_kernel<<<dim3(splits, kv_heads, seqs), threads, shared, stream>>>(q, q_stride, sh, kv, results);
   TROUPE_CUDA_CHECK(cudaGetLastError());
   merge_kernel<<<dim3(heads, seqs), threads, 0, stream>>>(heads, head_dim, kv.seq_lens, splits, split_len, results, out);

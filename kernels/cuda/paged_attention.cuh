@@ -34,10 +34,10 @@ inline size_t paged_attention_workspace_floats(int seqs, int heads, int head_dim
 // head_dim] (q's rows q_stride elements apart: it may sit in a fused qkv row), the query
 // at the sequence's last position seeing all of it, scale 1/sqrt(head_dim), grouped-query
 // (heads a multiple of kv_heads, at most 16 query heads per KV head). Each split of the
-// positions is a block that scores them for all heads of its KV head (a thread per
-// position, 16-byte key loads), then sums the values (threads over head_dim pairs); a
-// second launch merges the splits. fp32 scores and sums; head_dim even, at most 256. Same
-// contract as cpu::paged_attention with tokens = 1, start = seq_lens[s] - 1.
+// positions is a block that scores them for all heads of its KV head and sums the values,
+// lanes reading each key and value row in 16-byte pieces; a second launch merges the
+// splits. fp32 scores and sums; head_dim a multiple of 8, at most 256. Same contract as
+// cpu::paged_attention with tokens = 1, start = seq_lens[s] - 1.
 void paged_attention(const __nv_bfloat16* q, int q_stride, int seqs, int heads, int kv_heads, int head_dim,
                      const paged_kv_batch& kv, float* workspace, __nv_bfloat16* out,
                      cudaStream_t stream);
