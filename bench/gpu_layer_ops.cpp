@@ -1,7 +1,8 @@
 // Where a decode step's time goes: each op of one decoder layer of a checkpoint's shape
 // (random weights), plus lm_head and sampling, at batch 1, 32 and 128 with 600 positions
-// of context, each timed alone with CUDA events (mean of 20 after 3 warm-ups, without a
-// graph: launch overhead included). A step is num_layers times the layer plus the tail.
+// of context, each timed alone: 20 calls captured in a CUDA graph, the graph replayed, the
+// mean per call (GPU time as the decode graph sees it, host work excluded). A step is
+// num_layers times the layer plus the tail.
 //   bench_gpu_layer_ops CONFIG_DIR
 #include <cstdio>
 #include <vector>
@@ -22,19 +23,31 @@ using bf16 = __nv_bfloat16;
 
 namespace {
 
+cudaStream_t stream;
+
 template <class F>
 float mean_us(F&& f) {
+  constexpr int calls = 20, replays = 5;
+  f();  // outside the capture: first-call set-up
+  cudaGraph_t graph;
+  cudaGraphExec_t exec;
+  TROUPE_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
+  for (int i = 0; i < calls; ++i) f();
+  TROUPE_CUDA_CHECK(cudaStreamEndCapture(stream, &graph));
+  TROUPE_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
+  TROUPE_CUDA_CHECK(cudaGraphLaunch(exec, stream));
   cudaEvent_t a, b;
   TROUPE_CUDA_CHECK(cudaEventCreate(&a));
   TROUPE_CUDA_CHECK(cudaEventCreate(&b));
-  for (int i = 0; i < 3; ++i) f();
-  TROUPE_CUDA_CHECK(cudaEventRecord(a));
-  for (int i = 0; i < 20; ++i) f();
-  TROUPE_CUDA_CHECK(cudaEventRecord(b));
+  TROUPE_CUDA_CHECK(cudaEventRecord(a, stream));
+  for (int i = 0; i < replays; ++i) TROUPE_CUDA_CHECK(cudaGraphLaunch(exec, stream));
+  TROUPE_CUDA_CHECK(cudaEventRecord(b, stream));
   TROUPE_CUDA_CHECK(cudaEventSynchronize(b));
   float ms = 0;
   TROUPE_CUDA_CHECK(cudaEventElapsedTime(&ms, a, b));
-  return ms * 1000 / 20;
+  TROUPE_CUDA_CHECK(cudaGraphExecDestroy(exec));
+  TROUPE_CUDA_CHECK(cudaGraphDestroy(graph));
+  return ms * 1000 / (calls * replays);
 }
 
 // Zeroed device memory that lives until the process ends (a bench).
@@ -70,6 +83,9 @@ int main(int argc, char** argv) {
   const gpu_layer_weights& l = w.layers[0];
   cublasHandle_t cublas;
   TROUPE_CUDA_CHECK(cublasCreate(&cublas));
+  TROUPE_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  TROUPE_CUDA_CHECK(cublasSetStream(cublas, stream));
+  TROUPE_CUDA_CHECK(cublasSetWorkspace(cublas, zeros<char>(size_t(32) << 20), size_t(32) << 20));
   const int h = c.hidden_size, q_dim = c.num_heads * c.head_dim, kv_dim = c.num_kv_heads * c.head_dim;
   const int qkv_dim = q_dim + 2 * kv_dim, e = c.num_experts, k = c.num_experts_per_tok;
   const int context = 600, block_size = 16, blocks_each = 64;
@@ -106,29 +122,29 @@ int main(int argc, char** argv) {
     int* top_ids = zeros<int>(size_t(n) * 20);
     const float eps = float(c.rms_norm_eps);
     size_t r = 0;
-    rows[r++].push_back(mean_us([&] { cuda::rms_norm(out, residual, l.input_norm, eps, n, h, normed, nullptr); }));
+    rows[r++].push_back(mean_us([&] { cuda::rms_norm(out, residual, l.input_norm, eps, n, h, normed, stream); }));
     rows[r++].push_back(mean_us([&] { cuda::matmul(cublas, normed, n, h, l.qkv, qkv_dim, dtype::bf16, qkv); }));
     rows[r++].push_back(mean_us([&] {
       cuda::qk_norm_rope(qkv, qkv + q_dim, l.q_norm, l.k_norm, eps, n, c.num_heads, c.num_kv_heads, c.head_dim,
-                         qkv_dim, qkv_dim, d_positions, float(c.rope_theta), nullptr);
+                         qkv_dim, qkv_dim, d_positions, float(c.rope_theta), stream);
     }));
     rows[r++].push_back(mean_us([&] {
-      cuda::kv_cache_write(qkv + q_dim, qkv + q_dim + kv_dim, n, kv_dim, qkv_dim, d_slots, keys, values, nullptr);
+      cuda::kv_cache_write(qkv + q_dim, qkv + q_dim + kv_dim, n, kv_dim, qkv_dim, d_slots, keys, values, stream);
     }));
     rows[r++].push_back(mean_us([&] {
       cuda::paged_attention(qkv, qkv_dim, n, c.num_heads, c.num_kv_heads, c.head_dim,
-                            {keys, values, block_size, d_tables, blocks_each, d_lens, 1024}, attn_workspace, attn, nullptr);
+                            {keys, values, block_size, d_tables, blocks_each, d_lens, 1024}, attn_workspace, attn, stream);
     }));
     rows[r++].push_back(mean_us([&] { cuda::matmul(cublas, attn, n, q_dim, l.o, h, dtype::bf16, out); }));
     rows[r++].push_back(mean_us([&] { cuda::matmul(cublas, normed, n, h, l.router, e, dtype::f32, router); }));
-    rows[r++].push_back(mean_us([&] { cuda::route_top_k(router, n, e, k, c.norm_topk_prob, chosen, route_weights, nullptr); }));
+    rows[r++].push_back(mean_us([&] { cuda::route_top_k(router, n, e, k, c.norm_topk_prob, chosen, route_weights, stream); }));
     rows[r++].push_back(mean_us([&] {
       cuda::fused_moe(normed, n, h, chosen, route_weights, k, l.w13, l.w2, c.moe_intermediate_size, 0, e,
-                      moe_workspace, out, nullptr, nullptr);
+                      moe_workspace, out, stream, nullptr);
     }));
     rows[r++].push_back(mean_us([&] { cuda::matmul(cublas, normed, n, h, w.lm_head, c.vocab_size, dtype::f32, logits); }));
     rows[r++].push_back(mean_us([&] {
-      cuda::sample_tokens(logits, n, c.vocab_size, params, sampling_workspace, tokens, logprob, top_ids, top_lp, nullptr);
+      cuda::sample_tokens(logits, n, c.vocab_size, params, sampling_workspace, tokens, logprob, top_ids, top_lp, stream);
     }));
   }
   const char* names[] = {"rms_norm (x2 per layer)", "qkv matmul", "qk_norm_rope", "kv_cache_write",

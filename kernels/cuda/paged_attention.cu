@@ -51,12 +51,9 @@ struct split_shape {
   int lanes_per_row;  // lanes sharing one key or value row, 8 dimensions (16 bytes) each
 };
 
-// Heads of a group a thread accumulates values for at once (more are done in passes).
-static constexpr int group_chunk = 8;
-
-// Block (split, kv head, sequence). Lanes work in teams of lanes_per_row on one position:
-// each lane holds 8 dimensions, so every key and value row is read in 16-byte pieces by
-// neighbouring lanes, and a warp covers 32 / lanes_per_row positions at a time.
+// Block (split, kv head, sequence). For the scores, lanes work in teams of lanes_per_row
+// on one position: each lane holds 8 dimensions, so every key row is read in 16-byte
+// pieces by neighbouring lanes, and a warp covers 32 / lanes_per_row positions at a time.
 static __global__ void __launch_bounds__(threads)
 split_kernel(const __nv_bfloat16* q, int q_stride, split_shape sh, paged_kv_batch kv, split_results results) {
   extern __shared__ float shared[];
@@ -64,8 +61,7 @@ split_kernel(const __nv_bfloat16* q, int q_stride, split_shape sh, paged_kv_batc
   const int rows_per_warp = 32 / lpr, rows_per_pass = warps * rows_per_warp;
   float* q_s = shared;                                   // [group, head_dim], scaled
   float* p_s = q_s + group * hd;                         // [group, split_len]: scores, then exp
-  float* part_s = p_s + group * split_len;               // [rows_per_pass, group_chunk, head_dim]
-  int* slot_s = reinterpret_cast<int*>(part_s + rows_per_pass * group_chunk * hd);  // [split_len]
+  int* slot_s = reinterpret_cast<int*>(p_s + group * split_len);  // [split_len]
 
   const int s = blockIdx.z, kvh = blockIdx.y, first = blockIdx.x * split_len;
   const int len = kv.seq_lens[s];
@@ -132,46 +128,29 @@ split_kernel(const __nv_bfloat16* q, int q_stride, split_shape sh, paged_kv_batc
   }
   __syncthreads();
 
-  // Values: each team sums its positions for 8 dimensions and up to group_chunk heads;
-  // the teams' partial sums are then added in a fixed order.
-  for (int g0 = 0; g0 < group; g0 += group_chunk) {
-    const int heads_now = min(group_chunk, group - g0);
-    float acc[group_chunk][8] = {};
-    if (active) {
-#pragma unroll 2
-      for (int j = team; j < n; j += rows_per_pass) {
-        const uint4 raw = *reinterpret_cast<const uint4*>(kv.values + size_t(slot_s[j]) * row + size_t(kvh) * hd + dim);
-        const __nv_bfloat162* pairs = reinterpret_cast<const __nv_bfloat162*>(&raw);
-        float v8[8];
+  // Values: thread (head g, piece) sums every position of the split for 8 dimensions; the
+  // two half-warps of a warp read the same rows, so each row is fetched once.
+  const int pieces = hd / 8;
+  for (int task = threadIdx.x; task < group * pieces; task += threads) {
+    const int g = task / pieces, at = (task % pieces) * 8;
+    const float* p = p_s + g * split_len;
+    const __nv_bfloat16* v = kv.values + size_t(kvh) * hd + at;
+    float acc[8] = {};
+#pragma unroll 8
+    for (int j = 0; j < n; ++j) {
+      const uint4 raw = *reinterpret_cast<const uint4*>(v + size_t(slot_s[j]) * row);
+      const __nv_bfloat162* pairs = reinterpret_cast<const __nv_bfloat162*>(&raw);
+      const float w = p[j];
 #pragma unroll
-        for (int i = 0; i < 4; ++i) {
-          const float2 f = __bfloat1622float2(pairs[i]);
-          v8[2 * i] = f.x;
-          v8[2 * i + 1] = f.y;
-        }
-#pragma unroll
-        for (int g = 0; g < group_chunk; ++g) {
-          if (g >= heads_now) break;
-          const float w = p_s[(g0 + g) * split_len + j];
-#pragma unroll
-          for (int i = 0; i < 8; ++i) acc[g][i] += w * v8[i];
-        }
-      }
-#pragma unroll
-      for (int g = 0; g < group_chunk; ++g) {
-        if (g >= heads_now) break;
-#pragma unroll
-        for (int i = 0; i < 8; ++i) part_s[(team * group_chunk + g) * hd + dim + i] = acc[g][i];
+      for (int i = 0; i < 4; ++i) {
+        const float2 f = __bfloat1622float2(pairs[i]);
+        acc[2 * i] += w * f.x;
+        acc[2 * i + 1] += w * f.y;
       }
     }
-    __syncthreads();
-    for (int i = threadIdx.x; i < heads_now * hd; i += threads) {
-      const int g = i / hd, d = i % hd;
-      float sum = 0.0f;
-      for (int t = 0; t < min(rows_per_pass, n); ++t) sum += part_s[(t * group_chunk + g) * hd + d];
-      results.out[(out_row + size_t(g0 + g) * sh.splits) * hd + d] = sum;
-    }
-    __syncthreads();
+    float* o = results.out + (out_row + size_t(g) * sh.splits) * hd + at;
+#pragma unroll
+    for (int i = 0; i < 8; ++i) o[i] = acc[i];
   }
 }
 
@@ -210,9 +189,7 @@ void paged_attention(const __nv_bfloat16* q, int q_stride, int seqs, int heads, 
   const int group = heads / kv_heads;
   int lanes_per_row = 1;
   while (lanes_per_row * 8 < head_dim) lanes_per_row *= 2;
-  const int rows_per_pass = warps * (32 / lanes_per_row);
-  const size_t shared = sizeof(float) * (size_t(group) * head_dim + size_t(group) * split_len +
-                                         size_t(rows_per_pass) * group_chunk * head_dim) +
+  const size_t shared = sizeof(float) * (size_t(group) * head_dim + size_t(group) * split_len) +
                         sizeof(int) * size_t(split_len);
   TROUPE_CUDA_CHECK(cudaFuncSetAttribute(split_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(shared)));
   const split_results results = results_of(workspace, seqs, heads, head_dim, splits);
