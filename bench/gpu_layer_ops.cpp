@@ -107,7 +107,7 @@ int main(int argc, char** argv) {
     int *d_tables = upload(tables), *d_lens = upload(lens), *d_positions = upload(positions), *d_slots = upload(slots);
     const size_t pool = size_t(n) * blocks_each * block_size * kv_dim;
     bf16 *keys = zeros<bf16>(pool), *values = zeros<bf16>(pool);
-    float* attn_workspace = zeros<float>(cuda::paged_attention_workspace_floats(n, c.num_heads, c.head_dim, 1024));
+    float* attn_workspace = zeros<float>(cuda::paged_attention_workspace_floats(n, c.num_heads, c.num_kv_heads, c.head_dim, 1024));
     float* logits = zeros<float>(size_t(n) * c.vocab_size);
     std::vector<float> temperature(size_t(n), 0.7f), top_p(size_t(n), 0.9f), ones(size_t(n), 1.0f), nil(size_t(n), 0.0f);
     std::vector<int> top_k(size_t(n), 0), no_logprobs(size_t(n), -1), offsets(size_t(n) + 1, 0);

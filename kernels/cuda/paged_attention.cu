@@ -12,14 +12,23 @@ static constexpr int threads = 128;
 static constexpr int warps = threads / 32;
 static constexpr int max_head_dim = 256;
 static constexpr int max_group = 16;
-static constexpr int min_split_len = 64;
+static constexpr int min_split_len = 16;
 static constexpr int max_split_len = 1024;
-static constexpr int max_splits = 32;
+static constexpr int target_blocks = 1024;
 
-int paged_attention_splits(int max_seq_len) {
-  const int by_min = (max_seq_len + min_split_len - 1) / min_split_len;
-  const int by_max = (max_seq_len + max_split_len - 1) / max_split_len;
-  return std::max(std::min(by_min, max_splits), std::max(by_max, 1));
+int paged_attention_splits(int seqs, int kv_heads, int max_seq_len) {
+  const int wanted = (target_blocks + seqs * kv_heads - 1) / (seqs * kv_heads);
+  const int most = (max_seq_len + min_split_len - 1) / min_split_len;
+  const int least = (max_seq_len + max_split_len - 1) / max_split_len;
+  return std::max(std::min(wanted, most), std::max(least, 1));
+}
+
+// seqs x splits is at most target_blocks / kv_heads + seqs * (least + 1) for any batch of
+// up to `seqs` sequences.
+size_t paged_attention_workspace_floats(int seqs, int heads, int kv_heads, int head_dim, int max_seq_len) {
+  const size_t least = size_t(max_seq_len + max_split_len - 1) / max_split_len;
+  const size_t rows = size_t(target_blocks + kv_heads - 1) / size_t(kv_heads) + size_t(seqs) * (least + 2);
+  return rows * size_t(heads) * size_t(head_dim + 2);
 }
 
 static __device__ float warp_sum(float v) {
@@ -184,7 +193,7 @@ void paged_attention(const __nv_bfloat16* q, int q_stride, int seqs, int heads, 
   TROUPE_CHECK(int64_t(kv.max_blocks) * kv.block_size >= kv.max_seq_len, "block table too short");
   TROUPE_CHECK(seqs <= 65535 && kv_heads <= 65535, "grid too large");
   if (seqs == 0) return;
-  const int splits = paged_attention_splits(kv.max_seq_len);
+  const int splits = paged_attention_splits(seqs, kv_heads, kv.max_seq_len);
   const int split_len = (kv.max_seq_len + splits - 1) / splits;
   const int group = heads / kv_heads;
   int lanes_per_row = 1;

@@ -20,15 +20,14 @@ struct paged_kv_batch {
   int max_seq_len;
 };
 
-// Into how many splits (one block of threads each) the positions up to max_seq_len are
-// cut: enough that a short batch still fills the GPU, few enough that merging is cheap.
-int paged_attention_splits(int max_seq_len);
+// Into how many splits (one block of threads each) a sequence's positions up to
+// max_seq_len are cut: enough that the batch has about a thousand blocks (a short batch
+// still fills the GPU), each split between 16 and 1024 positions.
+int paged_attention_splits(int seqs, int kv_heads, int max_seq_len);
 
-// fp32 values of scratch paged_attention needs for this batch: the caller owns it so the
-// decode step allocates nothing.
-inline size_t paged_attention_workspace_floats(int seqs, int heads, int head_dim, int max_seq_len) {
-  return size_t(seqs) * size_t(heads) * size_t(paged_attention_splits(max_seq_len)) * size_t(head_dim + 2);
-}
+// fp32 values of scratch paged_attention needs for up to `seqs` sequences: the caller owns
+// it so the decode step allocates nothing. Covers every batch of at most `seqs`.
+size_t paged_attention_workspace_floats(int seqs, int heads, int kv_heads, int head_dim, int max_seq_len);
 
 // Decode attention (flash-decoding): one query per sequence, q and out [seqs, heads,
 // head_dim] (q's rows q_stride elements apart: it may sit in a fused qkv row), the query

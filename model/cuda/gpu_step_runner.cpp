@@ -82,7 +82,7 @@ struct gpu_step_runner::buffers {
     const bool dense = std::any_of(w.layers.begin(), w.layers.end(), [](const gpu_layer_weights& l) { return !l.moe; });
     gate = a.take<bf16>(dense ? t * size_t(c.intermediate_size) : 0);
     up = a.take<bf16>(dense ? t * size_t(c.intermediate_size) : 0);
-    attn_workspace = a.take<float>(cuda::paged_attention_workspace_floats(int(s), c.num_heads, c.head_dim, o.max_model_len));
+    attn_workspace = a.take<float>(cuda::paged_attention_workspace_floats(int(s), c.num_heads, c.num_kv_heads, c.head_dim, o.max_model_len));
     rows = a.take<bf16>(s * h);
     logits = a.take<float>(s * size_t(c.vocab_size));
     sampling_workspace = a.take<char>(cuda::sampling_workspace_bytes(int(s), c.vocab_size));

@@ -179,7 +179,7 @@ BOOST_AUTO_TEST_CASE(kv_cache_write_and_paged_attention_match_cpu) {
     device_buffer<uint16_t> d_keys(pool_size, bf16_nan), d_values(pool_size, bf16_nan);
     device_buffer<uint16_t> d_out(q.bits.size(), bf16_nan);
     device_buffer<int> d_slots(slots), d_tables(tables), d_lens(lens);
-    device_buffer<float> d_workspace(cuda::paged_attention_workspace_floats(seqs, heads, hd, max_len), NAN);
+    device_buffer<float> d_workspace(cuda::paged_attention_workspace_floats(seqs, heads, kv_heads, hd, max_len), NAN);
     cuda::kv_cache_write(d_k.bf16(), d_v.bf16(), tokens, row, row, d_slots.get(), d_keys.bf16(),
                          d_values.bf16(), nullptr);
     cuda::paged_attention(d_q.bf16(), heads * hd, seqs, heads, kv_heads, hd,
