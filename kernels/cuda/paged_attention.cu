@@ -14,7 +14,7 @@ static constexpr int max_head_dim = 256;
 static constexpr int max_group = 16;
 static constexpr int min_split_len = 16;
 static constexpr int max_split_len = 1024;
-static constexpr int target_blocks = 1024;
+static constexpr int target_blocks = 8192;
 
 int paged_attention_splits(int seqs, int kv_heads, int max_seq_len) {
   const int wanted = (target_blocks + seqs * kv_heads - 1) / (seqs * kv_heads);

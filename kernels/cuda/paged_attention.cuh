@@ -21,7 +21,7 @@ struct paged_kv_batch {
 };
 
 // Into how many splits (one block of threads each) a sequence's positions up to
-// max_seq_len are cut: enough that the batch has about a thousand blocks (a short batch
+// max_seq_len are cut: enough that the batch has about 8k blocks (a short batch
 // still fills the GPU), each split between 16 and 1024 positions.
 int paged_attention_splits(int seqs, int kv_heads, int max_seq_len);
 
