@@ -15,9 +15,10 @@ static constexpr int max_group = 16;
 static constexpr int min_split_len = 16;
 static constexpr int max_split_len = 1024;
 static constexpr int target_blocks = 8192;
+static constexpr int max_splits_wanted = 128;  // the merge reads every split
 
 int paged_attention_splits(int seqs, int kv_heads, int max_seq_len) {
-  const int wanted = (target_blocks + seqs * kv_heads - 1) / (seqs * kv_heads);
+  const int wanted = std::min((target_blocks + seqs * kv_heads - 1) / (seqs * kv_heads), max_splits_wanted);
   const int most = (max_seq_len + min_split_len - 1) / min_split_len;
   const int least = (max_seq_len + max_split_len - 1) / max_split_len;
   return std::max(std::min(wanted, most), std::max(least, 1));
@@ -163,20 +164,38 @@ split_kernel(const __nv_bfloat16* q, int q_stride, split_shape sh, paged_kv_batc
   }
 }
 
-// Block (head, sequence): rescale each split to the global maximum and normalise.
+// Block (head, sequence): rescale each split to the global maximum and normalise. The
+// splits' maxima and sums are read once, in parallel, into shared memory (a loop of
+// dependent loads per thread would wait on memory once per split).
 static __global__ void merge_kernel(int heads, int head_dim, const int* seq_lens, int splits, int split_len,
                                     split_results results, __nv_bfloat16* out) {
+  extern __shared__ float weight_s[];  // [splits]: exp(max_i - max) / total
+  __shared__ float reduce_s[warps];
   const int s = blockIdx.y, h = blockIdx.x;
   const int used = (seq_lens[s] + split_len - 1) / split_len;
   const size_t base = (size_t(s) * heads + h) * splits;
   float m = -INFINITY;
-  for (int i = 0; i < used; ++i) m = fmaxf(m, results.max[base + i]);
+  for (int i = threadIdx.x; i < used; i += threads) m = fmaxf(m, results.max[base + i]);
+  m = warp_max(m);
+  if (threadIdx.x % 32 == 0) reduce_s[threadIdx.x / 32] = m;
+  __syncthreads();
+  m = reduce_s[0];
+  for (int w = 1; w < warps; ++w) m = fmaxf(m, reduce_s[w]);
+  __syncthreads();
   float l = 0.0f;
-  for (int i = 0; i < used; ++i) l += results.sum[base + i] * expf(results.max[base + i] - m);
+  for (int i = threadIdx.x; i < used; i += threads) {
+    weight_s[i] = expf(results.max[base + i] - m);
+    l += results.sum[base + i] * weight_s[i];
+  }
+  l = warp_sum(l);
+  if (threadIdx.x % 32 == 0) reduce_s[threadIdx.x / 32] = l;
+  __syncthreads();
+  l = 0.0f;
+  for (int w = 0; w < warps; ++w) l += reduce_s[w];
   for (int d = threadIdx.x; d < head_dim; d += threads) {
     float acc = 0.0f;
-    for (int i = 0; i < used; ++i)
-      acc += results.out[(base + i) * head_dim + d] * expf(results.max[base + i] - m);
+#pragma unroll 8
+    for (int i = 0; i < used; ++i) acc += results.out[(base + i) * head_dim + d] * weight_s[i];
     out[(size_t(s) * heads + h) * head_dim + d] = __float2bfloat16(acc / l);
   }
 }
@@ -205,7 +224,8 @@ void paged_attention(const __nv_bfloat16* q, int q_stride, int seqs, int heads, 
   const split_shape sh{heads, kv_heads, head_dim, group, split_len, splits, lanes_per_row};
   split_kernel<<<dim3(splits, kv_heads, seqs), threads, shared, stream>>>(q, q_stride, sh, kv, results);
   TROUPE_CUDA_CHECK(cudaGetLastError());
-  merge_kernel<<<dim3(heads, seqs), threads, 0, stream>>>(heads, head_dim, kv.seq_lens, splits, split_len, results, out);
+  merge_kernel<<<dim3(heads, seqs), threads, sizeof(float) * size_t(splits), stream>>>(
+      heads, head_dim, kv.seq_lens, splits, split_len, results, out);
   TROUPE_CUDA_CHECK(cudaGetLastError());
 }
 

@@ -32,6 +32,9 @@ class device_arena {
     return p;
   }
   size_t used() const { return used_; }
+  // Hands the memory out again from the start: its previous user must be gone (a restarted
+  // stage re-carves the memory its crashed predecessor had).
+  void reset() { used_ = 0; }
 
  private:
   static constexpr size_t alignment = 256;

@@ -35,11 +35,16 @@ result<compute_backend> make_gpu_backend(const backend_options& options) {
   r.num_blocks = int(std::min<size_t>(kv_bytes / block_bytes, size_t(1) << 30));
   std::fprintf(stderr, "troupe: KV cache on the GPU: %d blocks of %d tokens (%zu MiB)\n", r.num_blocks,
                options.block_size, (size_t(r.num_blocks) * block_bytes) >> 20);
+  // Allocated once: a restarted stage re-carves it instead of needing a second KV cache.
+  auto memory = device_arena::allocate(gpu_step_runner::memory_bytes(**weights, *experts, r),
+                                       "the stage's activations and KV cache");
+  if (!memory) return memory.err();
+  auto stage_memory = std::make_shared<device_arena>(std::move(*memory));
   compute_backend b{c, r.num_blocks, {}, {}};
-  b.make_runner = [weights = *weights, experts, r](int first, int last) -> result<std::unique_ptr<step_runner>> {
+  b.make_runner = [weights = *weights, experts, r, stage_memory](int first, int last) -> result<std::unique_ptr<step_runner>> {
     if (first != 0 || last != weights->config.num_layers)
       return error{"a GPU stage holds every layer; pipeline stages across GPUs come with a cluster"};
-    return gpu_step_runner::create(weights, experts, r);
+    return gpu_step_runner::create(weights, experts, r, stage_memory);
   };
   b.attach_experts = [experts](const std::string& group, int first, int last) -> std::function<void()> {
     experts->attach(group, first, last);

@@ -109,20 +109,31 @@ size_t gpu_step_runner::activation_bytes(const gpu_weights& weights, const gpu_e
   return sizing.used();
 }
 
+size_t gpu_step_runner::memory_bytes(const gpu_weights& weights, const gpu_experts& experts,
+                                     const gpu_runner_options& options) {
+  device_arena sizing = device_arena::measure();
+  buffers(sizing, weights, experts, options, true);
+  return sizing.used();
+}
+
 gpu_step_runner::gpu_step_runner(std::shared_ptr<const gpu_weights> weights, std::shared_ptr<gpu_experts> experts,
                                  const gpu_runner_options& options)
     : weights_(std::move(weights)), experts_(std::move(experts)), options_(options) {}
 
 result<std::unique_ptr<step_runner>> gpu_step_runner::create(std::shared_ptr<const gpu_weights> weights,
                                                              std::shared_ptr<gpu_experts> experts,
-                                                             const gpu_runner_options& options) {
+                                                             const gpu_runner_options& options,
+                                                             std::shared_ptr<device_arena> memory) {
   std::unique_ptr<gpu_step_runner> r(new gpu_step_runner(std::move(weights), std::move(experts), options));
-  device_arena sizing = device_arena::measure();
-  buffers(sizing, *r->weights_, *r->experts_, options, true);
-  auto memory = device_arena::allocate(sizing.used(), "the stage's activations and KV cache");
-  if (!memory) return memory.err();
-  r->memory_ = std::move(*memory);
-  r->buf_ = std::make_unique<buffers>(r->memory_, *r->weights_, *r->experts_, options, true);
+  if (memory == nullptr) {
+    auto own = device_arena::allocate(memory_bytes(*r->weights_, *r->experts_, options),
+                                      "the stage's activations and KV cache");
+    if (!own) return own.err();
+    memory = std::make_shared<device_arena>(std::move(*own));
+  }
+  memory->reset();
+  r->memory_ = std::move(memory);
+  r->buf_ = std::make_unique<buffers>(*r->memory_, *r->weights_, *r->experts_, options, true);
   // Decode graphs pad batches with rows that read block 0: zeros keep them finite.
   for (size_t l = 0; l < r->buf_->keys.size(); ++l) {
     const size_t pool = size_t(options.num_blocks) * size_t(options.block_size) *

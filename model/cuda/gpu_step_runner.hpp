@@ -29,14 +29,19 @@ struct gpu_runner_options {
 
 class gpu_step_runner final : public step_runner {
  public:
-  // Device memory for the activations of the largest step and the KV pool; an error when
-  // the GPU has too little.
+  // Carves the activations of the largest step and the KV pool out of `memory` (of at
+  // least memory_bytes; its previous runner must be gone), or allocates them when it is
+  // null: an error then when the GPU has too little. A stage's runners share one `memory`,
+  // so a restart never needs the KV cache twice.
   static result<std::unique_ptr<step_runner>> create(std::shared_ptr<const gpu_weights> weights,
                                                      std::shared_ptr<gpu_experts> experts,
-                                                     const gpu_runner_options& options);
-  // The bytes create will take for its activations (the KV pool aside).
+                                                     const gpu_runner_options& options,
+                                                     std::shared_ptr<device_arena> memory = nullptr);
+  // The bytes of activations (the KV pool aside), and of everything create carves.
   static size_t activation_bytes(const gpu_weights& weights, const gpu_experts& experts,
                                  const gpu_runner_options& options);
+  static size_t memory_bytes(const gpu_weights& weights, const gpu_experts& experts,
+                             const gpu_runner_options& options);
   ~gpu_step_runner() override;
 
   result<std::vector<sampled_token>> run(const forward_batch& batch,
@@ -61,7 +66,7 @@ class gpu_step_runner final : public step_runner {
   gpu_runner_options options_;
   cudaStream_t stream_ = nullptr;
   cublasHandle_t cublas_ = nullptr;
-  device_arena memory_ = device_arena::measure();
+  std::shared_ptr<device_arena> memory_;
   std::unique_ptr<buffers> buf_;
   std::unique_ptr<step_inputs> inputs_;
   char* outputs_host_ = nullptr;  // pinned: the sampled tokens come back here
