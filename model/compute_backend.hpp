@@ -13,7 +13,7 @@ struct backend_options {
   std::filesystem::path model_dir;
   bool dummy_weights = false;
   int block_size = 16;
-  size_t kv_cache_bytes = 0;            // 0 on a GPU: what gpu_memory_utilization leaves
+  size_t kv_cache_bytes = 0;            // 0: 1 GiB on the CPU, what gpu_memory_utilization leaves on a GPU
   double gpu_memory_utilization = 0.9;  // of the device's memory, weights included
   int max_num_seqs = 64;                // a step's most sequences and tokens: GPU buffers
   int max_num_batched_tokens = 2048;
