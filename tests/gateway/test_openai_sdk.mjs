@@ -328,4 +328,7 @@ test('cluster.conf configures serve; command-line flags win; a bad file exits 2 
   const bad = spawnSync(process.env.TROUPE_BINARY, ['serve', '--config', conf], { encoding: 'utf8' });
   assert.equal(bad.status, 2);
   assert.match(bad.stderr, /cluster\.conf:3: unknown key `max_num_seqz` in \[engine\]/);
+  const device = spawnSync(process.env.TROUPE_BINARY, ['serve', '--model', modelDir, '--device', 'tpu'], { encoding: 'utf8' });
+  assert.equal(device.status, 2);
+  assert.match(device.stderr, /--device must be cpu or cuda, not tpu/);
 });
