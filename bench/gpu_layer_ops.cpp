@@ -98,6 +98,14 @@ int main(int argc, char** argv) {
     float *router = zeros<float>(size_t(n) * e), *route_weights = zeros<float>(size_t(n) * k);
     int* chosen = zeros<int>(size_t(n) * k);
     void* moe_workspace = zeros<char>(cuda::fused_moe_workspace_bytes(n, k, e, h, c.moe_intermediate_size));
+    // fused_moe gets random routing (k distinct experts a token), as a trained router
+    // spreads a batch: the router above sees zeros and would send every token to 0..k-1.
+    std::vector<int> routed(size_t(n) * k);
+    for (int t = 0; t < n; ++t)
+      for (int j = 0; j < k; ++j) routed[size_t(t * k + j)] = j * (e / k) + (t * 5) % (e / k);
+    int* d_routed = upload(routed);
+    const std::vector<float> equal(size_t(n) * k, 1.0f / float(k));
+    float* d_equal = upload(equal);
     std::vector<int> tables(size_t(n) * blocks_each), lens(size_t(n), context), positions(size_t(n), context - 1);
     std::vector<int> slots(size_t(n), 0);
     for (int s = 0; s < n; ++s) {
@@ -139,7 +147,7 @@ int main(int argc, char** argv) {
     rows[r++].push_back(mean_us([&] { cuda::matmul(cublas, normed, n, h, l.router, e, dtype::f32, router); }));
     rows[r++].push_back(mean_us([&] { cuda::route_top_k(router, n, e, k, c.norm_topk_prob, chosen, route_weights, stream); }));
     rows[r++].push_back(mean_us([&] {
-      cuda::fused_moe(normed, n, h, chosen, route_weights, k, l.w13, l.w2, c.moe_intermediate_size, 0, e,
+      cuda::fused_moe(normed, n, h, d_routed, d_equal, k, l.w13, l.w2, c.moe_intermediate_size, 0, e,
                       moe_workspace, out, stream, nullptr);
     }));
     rows[r++].push_back(mean_us([&] { cuda::matmul(cublas, normed, n, h, w.lm_head, c.vocab_size, dtype::f32, logits); }));
