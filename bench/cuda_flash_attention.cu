@@ -13,40 +13,13 @@
 
 #include <cuda_bf16.h>
 
+#include "bench/cuda_bench_support.cuh"
 #include "kernels/cuda/check.cuh"
 #include "kernels/cuda/flash_attention.cuh"
 
+using namespace troupe::bench;
+
 namespace {
-
-// Uniform values in [-1, 1) from a hash of the index: random data without a host copy.
-__global__ void fill_random(__nv_bfloat16* x, int64_t n, uint32_t seed) {
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
-       i += int64_t(gridDim.x) * blockDim.x) {
-    uint32_t h = uint32_t(i) * 2654435761u ^ seed;
-    h ^= h >> 16, h *= 0x85ebca6bu, h ^= h >> 13, h *= 0xc2b2ae35u, h ^= h >> 16;
-    x[i] = __float2bfloat16(float(h) * (2.0f / 4294967296.0f) - 1.0f);
-  }
-}
-
-template <class F>
-float median_ms(int warmups, int runs, F&& body) {
-  cudaEvent_t start, stop;
-  TROUPE_CUDA_CHECK(cudaEventCreate(&start));
-  TROUPE_CUDA_CHECK(cudaEventCreate(&stop));
-  for (int i = 0; i < warmups; ++i) body();
-  std::vector<float> ms(size_t(runs), 0.0f);
-  for (float& m : ms) {
-    TROUPE_CUDA_CHECK(cudaEventRecord(start));
-    body();
-    TROUPE_CUDA_CHECK(cudaEventRecord(stop));
-    TROUPE_CUDA_CHECK(cudaEventSynchronize(stop));
-    TROUPE_CUDA_CHECK(cudaEventElapsedTime(&m, start, stop));
-  }
-  TROUPE_CUDA_CHECK(cudaEventDestroy(start));
-  TROUPE_CUDA_CHECK(cudaEventDestroy(stop));
-  std::sort(ms.begin(), ms.end());
-  return ms[ms.size() / 2];
-}
 
 template <class T>
 T* device_copy(const std::vector<T>& host) {
@@ -59,8 +32,7 @@ T* device_copy(const std::vector<T>& host) {
 __nv_bfloat16* random_bf16(size_t n, uint32_t seed) {
   __nv_bfloat16* x;
   TROUPE_CUDA_CHECK(cudaMalloc(&x, n * sizeof(__nv_bfloat16)));
-  fill_random<<<4096, 256>>>(x, int64_t(n), seed);
-  TROUPE_CUDA_CHECK(cudaGetLastError());
+  troupe::cuda::fill_uniform(x, int64_t(n), 1.0f, seed, nullptr);
   return x;
 }
 

@@ -16,43 +16,16 @@
 #include <cublas_v2.h>
 #include <cuda_bf16.h>
 
+#include "bench/cuda_bench_support.cuh"
 #include "kernels/cuda/check.cuh"
 #include "kernels/cuda/fused_moe.cuh"
+
+using namespace troupe::bench;
 
 namespace {
 
 constexpr int hidden = 2048, experts = 128, k = 8, inter = 768;
 constexpr int max_tokens = 4096;
-
-// Uniform values in [-scale, scale) from a hash of the index: random data without a host copy.
-__global__ void fill_random(__nv_bfloat16* x, int64_t n, uint32_t seed, float scale) {
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
-       i += int64_t(gridDim.x) * blockDim.x) {
-    uint32_t h = uint32_t(i) * 2654435761u ^ seed;
-    h ^= h >> 16, h *= 0x85ebca6bu, h ^= h >> 13, h *= 0xc2b2ae35u, h ^= h >> 16;
-    x[i] = __float2bfloat16((float(h) * (2.0f / 4294967296.0f) - 1.0f) * scale);
-  }
-}
-
-// Reads n float4s into L2. The buffer is zeros, so the sum is never 1 and nothing is
-// written, but the compiler cannot know that and must load every element.
-__global__ void read_through_l2(const float4* data, int64_t n, float* sink) {
-  float sum = 0.0f;
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
-       i += int64_t(gridDim.x) * blockDim.x) {
-    const float4 v = data[i];
-    sum += v.x + v.y + v.z + v.w;
-  }
-  if (sum == 1.0f) *sink = sum;
-}
-
-__nv_bfloat16* device_random(size_t n, uint32_t seed, float scale) {
-  __nv_bfloat16* p;
-  TROUPE_CUDA_CHECK(cudaMalloc(&p, n * sizeof(__nv_bfloat16)));
-  fill_random<<<4096, 256>>>(p, int64_t(n), seed, scale);
-  TROUPE_CUDA_CHECK(cudaGetLastError());
-  return p;
-}
 
 // k distinct experts per token, weights summing to 1.
 void random_routing(std::vector<int>& chosen, std::vector<float>& weights) {
@@ -100,37 +73,16 @@ int main() {
   void* workspace;
   TROUPE_CUDA_CHECK(cudaMalloc(
       &workspace, troupe::cuda::fused_moe_workspace_bytes(max_tokens, k, experts, hidden, inter)));
-  const size_t flush_bytes = size_t(4) * prop.l2CacheSize / 16 * 16;
-  void* flush;
-  float* sink;
-  TROUPE_CUDA_CHECK(cudaMalloc(&flush, flush_bytes));
-  TROUPE_CUDA_CHECK(cudaMemset(flush, 0, flush_bytes));
-  TROUPE_CUDA_CHECK(cudaMalloc(&sink, sizeof(float)));
+  const l2_flush flush(size_t(4) * prop.l2CacheSize);
   cublasHandle_t cublas;
   TROUPE_CUDA_CHECK(cublasCreate(&cublas));
-  cudaEvent_t start, stop;
-  TROUPE_CUDA_CHECK(cudaEventCreate(&start));
-  TROUPE_CUDA_CHECK(cudaEventCreate(&stop));
 
   auto median_seconds = [&](int tokens, cublasHandle_t handle) {
     auto call = [&] {
       troupe::cuda::fused_moe(x, tokens, hidden, d_chosen, d_weights, k, w13, w2, inter, 0,
                               experts, workspace, out, nullptr, handle);
     };
-    for (int i = 0; i < 5; ++i) call();
-    std::vector<float> ms(20, 0.0f);
-    for (float& m : ms) {
-      read_through_l2<<<4 * prop.multiProcessorCount, 1024>>>(
-          static_cast<const float4*>(flush), int64_t(flush_bytes / 16), sink);
-      TROUPE_CUDA_CHECK(cudaGetLastError());
-      TROUPE_CUDA_CHECK(cudaEventRecord(start));
-      call();
-      TROUPE_CUDA_CHECK(cudaEventRecord(stop));
-      TROUPE_CUDA_CHECK(cudaEventSynchronize(stop));
-      TROUPE_CUDA_CHECK(cudaEventElapsedTime(&m, start, stop));
-    }
-    std::sort(ms.begin(), ms.end());
-    return ms[ms.size() / 2] * 1e-3;
+    return median_ms(5, 20, call, flush) * 1e-3;
   };
 
   for (int tokens : {1, 8, 32, 128, 512, 4096}) {
@@ -148,12 +100,10 @@ int main() {
     }
     std::printf("\n");
   }
-  TROUPE_CUDA_CHECK(cudaEventDestroy(start));
-  TROUPE_CUDA_CHECK(cudaEventDestroy(stop));
   TROUPE_CUDA_CHECK(cublasDestroy(cublas));
   for (void* p : {static_cast<void*>(w13), static_cast<void*>(w2), static_cast<void*>(x),
                   static_cast<void*>(out), static_cast<void*>(d_chosen),
-                  static_cast<void*>(d_weights), workspace, flush, static_cast<void*>(sink)})
+                  static_cast<void*>(d_weights), workspace})
     TROUPE_CUDA_CHECK(cudaFree(p));
   return 0;
 }

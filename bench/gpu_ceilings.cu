@@ -9,47 +9,19 @@
 #include <cublas_v2.h>
 #include <cuda_bf16.h>
 
+#include "bench/cuda_bench_support.cuh"
 #include "kernels/cuda/check.cuh"
 
+using namespace troupe::bench;
+
 namespace {
-
-// Uniform values in [-1, 1) from a hash of the index: random data without a host copy.
-__global__ void fill_random(__nv_bfloat16* x, int64_t n, uint32_t seed) {
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
-       i += int64_t(gridDim.x) * blockDim.x) {
-    uint32_t h = uint32_t(i) * 2654435761u ^ seed;
-    h ^= h >> 16, h *= 0x85ebca6bu, h ^= h >> 13, h *= 0xc2b2ae35u, h ^= h >> 16;
-    x[i] = __float2bfloat16(float(h) * (2.0f / 4294967296.0f) - 1.0f);
-  }
-}
-
-template <class F>
-float median_ms(int warmups, int runs, F&& body) {
-  cudaEvent_t start, stop;
-  TROUPE_CUDA_CHECK(cudaEventCreate(&start));
-  TROUPE_CUDA_CHECK(cudaEventCreate(&stop));
-  for (int i = 0; i < warmups; ++i) body();
-  std::vector<float> ms(size_t(runs), 0.0f);
-  for (float& m : ms) {
-    TROUPE_CUDA_CHECK(cudaEventRecord(start));
-    body();
-    TROUPE_CUDA_CHECK(cudaEventRecord(stop));
-    TROUPE_CUDA_CHECK(cudaEventSynchronize(stop));
-    TROUPE_CUDA_CHECK(cudaEventElapsedTime(&m, start, stop));
-  }
-  TROUPE_CUDA_CHECK(cudaEventDestroy(start));
-  TROUPE_CUDA_CHECK(cudaEventDestroy(stop));
-  std::sort(ms.begin(), ms.end());
-  return ms[ms.size() / 2];
-}
 
 void copy_bandwidth() {
   const size_t bytes = size_t(4) << 30;
   void *src, *dst;
   TROUPE_CUDA_CHECK(cudaMalloc(&src, bytes));
   TROUPE_CUDA_CHECK(cudaMalloc(&dst, bytes));
-  fill_random<<<4096, 256>>>(static_cast<__nv_bfloat16*>(src), int64_t(bytes / 2), 7);
-  TROUPE_CUDA_CHECK(cudaGetLastError());
+  troupe::cuda::fill_uniform(static_cast<__nv_bfloat16*>(src), int64_t(bytes / 2), 1.0f, 7, nullptr);
   const float ms = median_ms(2, 9, [&] {
     TROUPE_CUDA_CHECK(cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToDevice));
   });
@@ -66,10 +38,8 @@ void gemm_rate() {
   TROUPE_CUDA_CHECK(cudaMalloc(&a, count * sizeof(__nv_bfloat16)));
   TROUPE_CUDA_CHECK(cudaMalloc(&b, count * sizeof(__nv_bfloat16)));
   TROUPE_CUDA_CHECK(cudaMalloc(&c, count * sizeof(__nv_bfloat16)));
-  fill_random<<<4096, 256>>>(a, int64_t(count), 1);
-  TROUPE_CUDA_CHECK(cudaGetLastError());
-  fill_random<<<4096, 256>>>(b, int64_t(count), 2);
-  TROUPE_CUDA_CHECK(cudaGetLastError());
+  troupe::cuda::fill_uniform(a, int64_t(count), 1.0f, 1, nullptr);
+  troupe::cuda::fill_uniform(b, int64_t(count), 1.0f, 2, nullptr);
   cublasHandle_t handle;
   TROUPE_CUDA_CHECK(cublasCreate(&handle));
   const float alpha = 1.0f, beta = 0.0f;
