@@ -115,6 +115,18 @@ std::unique_ptr<step_runner> make_runner(const engine_parts& e) {
   return std::move(*r);
 }
 
+// A fixture's golden outputs and a fresh runner over its weights.
+struct gpu_fixture {
+  explicit gpu_fixture(const fs::path& dir)
+      : golden(read_golden(dir)), name(dir.filename().string()), parts(load(dir)), runner(make_runner(parts)),
+        prompt(golden["prompt"].get<std::vector<int>>()) {}
+  json golden;
+  std::string name;
+  engine_parts parts;
+  std::unique_ptr<step_runner> runner;
+  std::vector<int> prompt;
+};
+
 }  // namespace
 
 BOOST_AUTO_TEST_CASE(gpu_shaped_fixtures_exist) { BOOST_TEST(fixtures().size() >= 2); }
@@ -127,13 +139,12 @@ BOOST_AUTO_TEST_CASE(a_shape_the_kernels_lack_is_refused_clearly) {
 
 BOOST_AUTO_TEST_CASE(every_prompt_position_decoded_one_token_at_a_time) {
   for (const auto& dir : fixtures()) {
-    const json g = read_golden(dir);
-    const std::string name = dir.filename().string();
-    auto parts = load(dir);
-    auto runner = make_runner(parts);
-    const auto prompt = g["prompt"].get<std::vector<int>>();
+    gpu_fixture f(dir);
+    const json& g = f.golden;
+    const auto& prompt = f.prompt;
+    const std::string& name = f.name;
     const size_t comparable = std::min(prompt.size(), comparable_positions(g));
-    sequence_driver seq(*runner, 512);
+    sequence_driver seq(*f.runner, 512);
     for (size_t p = 0; p < comparable; ++p)
       check_top5(seq.step({prompt[p]}), g["prompt_top5_ids"][p], g["prompt_top5_logprobs"][p],
                  name + " prompt position " + std::to_string(p));
@@ -147,14 +158,13 @@ BOOST_AUTO_TEST_CASE(every_prompt_position_decoded_one_token_at_a_time) {
 // (the fixtures' prompts are drawn so that at least 12 are).
 BOOST_AUTO_TEST_CASE(prefill_then_greedy_decode_matches_transformers) {
   for (const auto& dir : fixtures()) {
-    const json g = read_golden(dir);
-    const std::string name = dir.filename().string();
-    auto parts = load(dir);
-    auto runner = make_runner(parts);
-    const auto prompt = g["prompt"].get<std::vector<int>>();
+    gpu_fixture f(dir);
+    const json& g = f.golden;
+    const auto& prompt = f.prompt;
+    const std::string& name = f.name;
     const auto greedy = g["greedy"].get<std::vector<int>>();
     const size_t comparable = comparable_positions(g);
-    sequence_driver seq(*runner, 512);
+    sequence_driver seq(*f.runner, 512);
     sampled_token t = seq.step(prompt);
     size_t compared = 0;
     for (size_t step = 0; step < greedy.size() && prompt.size() + step <= comparable; ++step) {
@@ -171,11 +181,9 @@ BOOST_AUTO_TEST_CASE(prefill_then_greedy_decode_matches_transformers) {
 // A sequence's tokens do not depend on what else is in the batch beyond bf16 noise: four
 // copies of one prompt decoded side by side in one graph give the tokens it gives alone.
 BOOST_AUTO_TEST_CASE(a_batch_of_copies_decodes_like_one_sequence) {
-  const fs::path dir = fixtures().front();
-  const json g = read_golden(dir);
-  auto parts = load(dir);
-  auto runner = make_runner(parts);
-  const auto prompt = g["prompt"].get<std::vector<int>>();
+  gpu_fixture f(fixtures().front());
+  step_runner& runner = *f.runner;
+  const auto& prompt = f.prompt;
   const int copies = 4, steps = 8, n = int(prompt.size());
   std::vector<std::vector<int>> tables(copies);
   forward_batch prefill;
@@ -189,7 +197,7 @@ BOOST_AUTO_TEST_CASE(a_batch_of_copies_decodes_like_one_sequence) {
     prefill.token_ids.insert(prefill.token_ids.end(), prompt.begin(), prompt.end());
     samples.push_back({greedy, &histories[size_t(s)], n});
   }
-  auto out = runner->run(prefill, samples);
+  auto out = runner.run(prefill, samples);
   BOOST_REQUIRE(out);
   std::vector<std::vector<int>> produced(copies);
   for (int step = 0; step < steps; ++step) {
@@ -200,7 +208,7 @@ BOOST_AUTO_TEST_CASE(a_batch_of_copies_decodes_like_one_sequence) {
       decode.sequences.push_back({s, 1, n + step, tables[size_t(s)], logits_rows::last});
       samples[size_t(s)].position = n + step + 1;
     }
-    out = runner->run(decode, samples);
+    out = runner.run(decode, samples);
     BOOST_REQUIRE(out);
   }
   for (int s = 1; s < copies; ++s) BOOST_TEST(produced[size_t(s)] == produced[0]);
