@@ -1,0 +1,46 @@
+#pragma once
+// A grammar checked and laid out for matching: every alternative flattened into one array
+// of positions, each alternative followed by an end marker, so a parser stack is a list of
+// positions ("match from here next").
+#include <array>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "base/result.hpp"
+#include "model/grammar/grammar.hpp"
+
+namespace troupe {
+
+class compiled_grammar {
+ public:
+  // An error names the rule when one is left-recursive (the matcher would expand it
+  // forever), has no alternatives, or refers to a rule or byte set that does not exist.
+  static result<compiled_grammar> compile(const grammar& g);
+
+  enum class symbol_kind : uint8_t { byte_set, rule, end };
+  struct position_symbol {
+    symbol_kind kind = symbol_kind::end;
+    int32_t index = 0;
+  };
+
+  const position_symbol& at(int32_t position) const { return code_[size_t(position)]; }
+  bool byte_matches(int32_t byte_set_index, uint8_t b) const {
+    return (byte_sets_[size_t(byte_set_index)][b >> 6] >> (b & 63)) & 1;
+  }
+  // Where each alternative of the rule starts.
+  std::span<const int32_t> alternatives(int32_t rule) const {
+    return {alternative_starts_.data() + rule_begin_[size_t(rule)],
+            alternative_starts_.data() + rule_begin_[size_t(rule) + 1]};
+  }
+  // A position holding a reference to the root rule, followed by an end.
+  int32_t start() const { return 0; }
+
+ private:
+  std::vector<position_symbol> code_;
+  std::vector<std::array<uint64_t, 4>> byte_sets_;
+  std::vector<int32_t> rule_begin_;
+  std::vector<int32_t> alternative_starts_;
+};
+
+}  // namespace troupe

@@ -1,0 +1,120 @@
+#include "model/grammar/grammar_matcher.hpp"
+
+#include <algorithm>
+
+namespace troupe {
+
+using symbol_kind = compiled_grammar::symbol_kind;
+
+grammar_matcher::grammar_matcher(std::shared_ptr<const compiled_grammar> g) : grammar_(std::move(g)) {
+  expand(grammar_->start(), -1, tops_, complete_);
+}
+
+void grammar_matcher::expand(int32_t position, int32_t parent, std::vector<int32_t>& out, bool& complete) {
+  const auto& symbol = grammar_->at(position);
+  switch (symbol.kind) {
+    case symbol_kind::end:
+      if (parent < 0) {
+        complete = true;
+      } else {
+        stack_node below = arena_[size_t(parent)];
+        expand(below.position, below.parent, out, complete);
+      }
+      return;
+    case symbol_kind::byte_set:
+      for (int32_t top : out) {
+        if (arena_[size_t(top)].position == position && arena_[size_t(top)].parent == parent) return;
+      }
+      arena_.push_back({position, parent});
+      out.push_back(int32_t(arena_.size() - 1));
+      return;
+    case symbol_kind::rule: {
+      // A rule called last in its alternative returns straight to the caller's caller:
+      // repetition by right recursion then keeps the stack flat.
+      int32_t return_to = parent;
+      if (grammar_->at(position + 1).kind != symbol_kind::end) {
+        arena_.push_back({position + 1, parent});
+        return_to = int32_t(arena_.size() - 1);
+      }
+      for (int32_t start : grammar_->alternatives(symbol.index)) expand(start, return_to, out, complete);
+      return;
+    }
+  }
+}
+
+void grammar_matcher::advance_byte(const std::vector<int32_t>& tops, uint8_t b, std::vector<int32_t>& out,
+                                   bool& complete) {
+  for (int32_t top : tops) {
+    stack_node node = arena_[size_t(top)];
+    if (grammar_->byte_matches(grammar_->at(node.position).index, b)) {
+      expand(node.position + 1, node.parent, out, complete);
+    }
+  }
+}
+
+bool grammar_matcher::advance(std::string_view bytes) {
+  size_t arena_before = arena_.size();
+  std::vector<int32_t> tops = tops_, next;
+  bool complete = complete_;
+  for (char c : bytes) {
+    next.clear();
+    complete = false;
+    advance_byte(tops, uint8_t(c), next, complete);
+    if (next.empty() && !complete) {
+      arena_.resize(arena_before);
+      return false;
+    }
+    std::swap(tops, next);
+  }
+  tops_ = std::move(tops);
+  complete_ = complete;
+  compact_arena();
+  return true;
+}
+
+// A node's parent is always older than it, so one pass in id order renumbers them all.
+void grammar_matcher::compact_arena() {
+  std::vector<int32_t> new_id(arena_.size(), -1);
+  for (int32_t top : tops_) {
+    for (int32_t n = top; n >= 0 && new_id[size_t(n)] < 0; n = arena_[size_t(n)].parent) new_id[size_t(n)] = 0;
+  }
+  int32_t kept = 0;
+  for (size_t n = 0; n < arena_.size(); ++n) {
+    if (new_id[n] < 0) continue;
+    stack_node node = arena_[n];
+    if (node.parent >= 0) node.parent = new_id[size_t(node.parent)];
+    arena_[size_t(kept)] = node;
+    new_id[n] = kept++;
+  }
+  arena_.resize(size_t(kept));
+  for (int32_t& top : tops_) top = new_id[size_t(top)];
+}
+
+void grammar_matcher::allowed_tokens(const token_trie& trie, std::vector<uint64_t>& mask) {
+  mask.assign(size_t(trie.vocab_size() + 63) / 64, 0);
+  size_t committed = arena_.size();
+  level_tops_.resize(size_t(trie.max_depth()) + 1);
+  level_arena_size_.resize(size_t(trie.max_depth()) + 1);
+  level_tops_[0] = tops_;
+  level_arena_size_[0] = committed;
+  const auto& nodes = trie.nodes();
+  for (int32_t i = 1; i < int32_t(nodes.size());) {
+    const auto& node = nodes[size_t(i)];
+    // The stacks of the node's parent are those of the level above: preorder left them there.
+    arena_.resize(level_arena_size_[node.depth - 1u]);
+    auto& out = level_tops_[node.depth];
+    out.clear();
+    bool complete = false;
+    advance_byte(level_tops_[node.depth - 1u], node.byte, out, complete);
+    if (out.empty() && !complete) {
+      i = node.subtree_end;
+      continue;
+    }
+    for (int32_t id : trie.tokens_at(i)) mask[size_t(id) >> 6] |= uint64_t(1) << (id & 63);
+    level_arena_size_[node.depth] = arena_.size();
+    i = out.empty() ? node.subtree_end : i + 1;
+  }
+  arena_.resize(committed);
+}
+
+}  // namespace troupe
