@@ -90,7 +90,31 @@ void grammar_matcher::compact_arena() {
   for (int32_t& top : tops_) top = new_id[size_t(top)];
 }
 
+std::vector<int32_t> grammar_matcher::state_key() const {
+  std::vector<int32_t> key = {complete_ ? 1 : 0};
+  for (int32_t top : tops_) {
+    for (int32_t n = top; n >= 0; n = arena_[size_t(n)].parent) key.push_back(arena_[size_t(n)].position);
+    key.push_back(-1);
+  }
+  return key;
+}
+
 void grammar_matcher::allowed_tokens(const token_trie& trie, std::vector<uint64_t>& mask) {
+  constexpr size_t max_cached_masks = 64;
+  if (cached_trie_ != &trie || cached_masks_.size() >= max_cached_masks) {
+    cached_masks_.clear();
+    cached_trie_ = &trie;
+  }
+  auto key = state_key();
+  if (auto found = cached_masks_.find(key); found != cached_masks_.end()) {
+    mask = found->second;
+    return;
+  }
+  walk_trie(trie, mask);
+  cached_masks_.emplace(std::move(key), mask);
+}
+
+void grammar_matcher::walk_trie(const token_trie& trie, std::vector<uint64_t>& mask) {
   mask.assign(size_t(trie.vocab_size() + 63) / 64, 0);
   size_t committed = arena_.size();
   level_tops_.resize(size_t(trie.max_depth()) + 1);

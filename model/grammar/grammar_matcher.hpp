@@ -4,6 +4,7 @@
 // top is a byte set to match next; stacks share their lower parts, stored once in an arena
 // as (position, parent) nodes, so following a byte costs only the top.
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string_view>
 #include <vector>
@@ -26,7 +27,8 @@ class grammar_matcher {
 
   // Sets mask bit `id` (word id / 64) for each token of the trie that advance would take;
   // mask is resized to the trie's vocabulary. Walks the trie along with the stacks, so
-  // the work follows the live prefixes, not the vocabulary size.
+  // the work follows the live prefixes, not the vocabulary size. Masks are kept per state:
+  // inside a JSON string the state repeats from token to token.
   void allowed_tokens(const token_trie& trie, std::vector<uint64_t>& mask);
 
  private:
@@ -42,6 +44,9 @@ class grammar_matcher {
   void expand(int32_t position, int32_t parent, std::vector<int32_t>& out, bool& complete);
   // Keeps only the arena nodes the current stacks use.
   void compact_arena();
+  // The current state as the positions of every stack, top to bottom.
+  std::vector<int32_t> state_key() const;
+  void walk_trie(const token_trie& trie, std::vector<uint64_t>& mask);
 
   std::shared_ptr<const compiled_grammar> grammar_;
   std::vector<stack_node> arena_;
@@ -50,6 +55,8 @@ class grammar_matcher {
   // Scratch of the trie walk: the stacks at each depth, and the arena size after each.
   std::vector<std::vector<int32_t>> level_tops_;
   std::vector<size_t> level_arena_size_;
+  const token_trie* cached_trie_ = nullptr;
+  std::map<std::vector<int32_t>, std::vector<uint64_t>> cached_masks_;
 };
 
 }  // namespace troupe
