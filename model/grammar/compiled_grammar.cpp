@@ -92,6 +92,39 @@ result<compiled_grammar> compiled_grammar::compile(const grammar& g) {
     }
   }
   c.rule_begin_.push_back(int32_t(c.alternative_starts_.size()));
+
+  // First bytes and emptiness of every position, to a fixed point (rules refer to rules).
+  size_t n = c.code_.size();
+  c.first_bytes_.assign(n, {0, 0, 0, 0});
+  c.can_be_empty_.assign(n, 0);
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (size_t p = n; p-- > 0;) {
+      auto& symbol = c.code_[p];
+      std::array<uint64_t, 4> first = {0, 0, 0, 0};
+      uint8_t empty = 0;
+      if (symbol.kind == symbol_kind::end) {
+        empty = 1;
+      } else if (symbol.kind == symbol_kind::byte_set) {
+        first = c.byte_sets_[size_t(symbol.index)];
+      } else {
+        bool rule_empty = false;
+        for (int32_t start : c.alternatives(symbol.index)) {
+          for (int w = 0; w < 4; ++w) first[size_t(w)] |= c.first_bytes_[size_t(start)][size_t(w)];
+          rule_empty = rule_empty || c.can_be_empty_[size_t(start)];
+        }
+        if (rule_empty) {
+          for (int w = 0; w < 4; ++w) first[size_t(w)] |= c.first_bytes_[p + 1][size_t(w)];
+          empty = c.can_be_empty_[p + 1];
+        }
+      }
+      if (first != c.first_bytes_[p] || empty != c.can_be_empty_[p]) {
+        c.first_bytes_[p] = first;
+        c.can_be_empty_[p] = empty;
+        changed = true;
+      }
+    }
+  }
   return c;
 }
 

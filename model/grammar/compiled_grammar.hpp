@@ -36,11 +36,24 @@ class compiled_grammar {
   // A position holding a reference to the root rule, followed by an end.
   int32_t start() const { return 0; }
 
+  // Whether what its alternative has from `position` on can start with byte b, or match
+  // nothing at all: the matcher skips every alternative that can do neither.
+  bool can_start_with(int32_t position, uint8_t b) const {
+    return (first_bytes_[size_t(position)][b >> 6] >> (b & 63)) & 1;
+  }
+  bool can_start_with_any(int32_t position) const {
+    auto& f = first_bytes_[size_t(position)];
+    return (f[0] | f[1] | f[2] | f[3]) != 0;
+  }
+  bool can_be_empty(int32_t position) const { return can_be_empty_[size_t(position)]; }
+
  private:
   std::vector<position_symbol> code_;
   std::vector<std::array<uint64_t, 4>> byte_sets_;
   std::vector<int32_t> rule_begin_;
   std::vector<int32_t> alternative_starts_;
+  std::vector<std::array<uint64_t, 4>> first_bytes_;  // per position
+  std::vector<uint8_t> can_be_empty_;                 // per position
 };
 
 }  // namespace troupe

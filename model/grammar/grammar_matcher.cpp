@@ -7,25 +7,27 @@ namespace troupe {
 using symbol_kind = compiled_grammar::symbol_kind;
 
 grammar_matcher::grammar_matcher(std::shared_ptr<const compiled_grammar> g) : grammar_(std::move(g)) {
-  expand(grammar_->start(), -1, tops_, complete_);
+  arena_.push_back({grammar_->start(), -1});
+  tops_ = {0};
+  complete_ = can_end(tops_);
 }
 
-void grammar_matcher::expand(int32_t position, int32_t parent, std::vector<int32_t>& out, bool& complete) {
+void grammar_matcher::match_byte(int32_t position, int32_t parent, uint8_t b, std::vector<int32_t>& out) {
+  if (!grammar_->can_start_with(position, b) && !grammar_->can_be_empty(position)) return;
   const auto& symbol = grammar_->at(position);
   switch (symbol.kind) {
     case symbol_kind::end:
-      if (parent < 0) {
-        complete = true;
-      } else {
+      if (parent >= 0) {
         stack_node below = arena_[size_t(parent)];
-        expand(below.position, below.parent, out, complete);
+        match_byte(below.position, below.parent, b, out);
       }
       return;
     case symbol_kind::byte_set:
+      if (!grammar_->byte_matches(symbol.index, b)) return;
       for (int32_t top : out) {
-        if (arena_[size_t(top)].position == position && arena_[size_t(top)].parent == parent) return;
+        if (arena_[size_t(top)].position == position + 1 && arena_[size_t(top)].parent == parent) return;
       }
-      arena_.push_back({position, parent});
+      arena_.push_back({position + 1, parent});
       out.push_back(int32_t(arena_.size() - 1));
       return;
     case symbol_kind::rule: {
@@ -36,39 +38,53 @@ void grammar_matcher::expand(int32_t position, int32_t parent, std::vector<int32
         arena_.push_back({position + 1, parent});
         return_to = int32_t(arena_.size() - 1);
       }
-      for (int32_t start : grammar_->alternatives(symbol.index)) expand(start, return_to, out, complete);
+      for (int32_t start : grammar_->alternatives(symbol.index)) match_byte(start, return_to, b, out);
       return;
     }
   }
 }
 
-void grammar_matcher::advance_byte(const std::vector<int32_t>& tops, uint8_t b, std::vector<int32_t>& out,
-                                   bool& complete) {
+void grammar_matcher::advance_byte(const std::vector<int32_t>& tops, uint8_t b, std::vector<int32_t>& out) {
   for (int32_t top : tops) {
     stack_node node = arena_[size_t(top)];
-    if (grammar_->byte_matches(grammar_->at(node.position).index, b)) {
-      expand(node.position + 1, node.parent, out, complete);
+    match_byte(node.position, node.parent, b, out);
+  }
+}
+
+bool grammar_matcher::can_end(const std::vector<int32_t>& tops) const {
+  for (int32_t top : tops) {
+    int32_t n = top;
+    while (n >= 0 && grammar_->can_be_empty(arena_[size_t(n)].position)) n = arena_[size_t(n)].parent;
+    if (n < 0) return true;
+  }
+  return false;
+}
+
+bool grammar_matcher::can_continue() const {
+  for (int32_t top : tops_) {
+    for (int32_t n = top; n >= 0; n = arena_[size_t(n)].parent) {
+      if (grammar_->can_start_with_any(arena_[size_t(n)].position)) return true;
+      if (!grammar_->can_be_empty(arena_[size_t(n)].position)) break;
     }
   }
+  return false;
 }
 
 bool grammar_matcher::advance(std::string_view bytes) {
   size_t arena_before = arena_.size();
   std::vector<int32_t> tops = tops_, next;
-  bool complete = complete_;
   for (char c : bytes) {
     next.clear();
-    complete = false;
-    advance_byte(tops, uint8_t(c), next, complete);
-    if (next.empty() && !complete) {
+    advance_byte(tops, uint8_t(c), next);
+    if (next.empty()) {
       arena_.resize(arena_before);
       return false;
     }
     std::swap(tops, next);
   }
   tops_ = std::move(tops);
-  complete_ = complete;
   compact_arena();
+  complete_ = can_end(tops_);
   return true;
 }
 
@@ -128,15 +144,14 @@ void grammar_matcher::walk_trie(const token_trie& trie, std::vector<uint64_t>& m
     arena_.resize(level_arena_size_[node.depth - 1u]);
     auto& out = level_tops_[node.depth];
     out.clear();
-    bool complete = false;
-    advance_byte(level_tops_[node.depth - 1u], node.byte, out, complete);
-    if (out.empty() && !complete) {
+    advance_byte(level_tops_[node.depth - 1u], node.byte, out);
+    if (out.empty()) {
       i = node.subtree_end;
       continue;
     }
     for (int32_t id : trie.tokens_at(i)) mask[size_t(id) >> 6] |= uint64_t(1) << (id & 63);
     level_arena_size_[node.depth] = arena_.size();
-    i = out.empty() ? node.subtree_end : i + 1;
+    ++i;
   }
   arena_.resize(committed);
 }

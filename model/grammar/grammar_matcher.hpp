@@ -1,8 +1,9 @@
 #pragma once
 // Where a generation stands in a grammar: the set of parser stacks that the bytes so far
 // leave alive (a pushdown automaton, as llama.cpp's grammar sampler keeps). Each stack's
-// top is a byte set to match next; stacks share their lower parts, stored once in an arena
-// as (position, parent) nodes, so following a byte costs only the top.
+// top is the position to match from next, expanded only when a byte comes, and only into
+// alternatives that can start with that byte; stacks share their lower parts, stored once
+// in an arena as (position, parent) nodes, so following a byte costs only the top.
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -23,7 +24,7 @@ class grammar_matcher {
   // Whether the bytes so far are a whole sentence of the language.
   bool accepts_end() const { return complete_; }
   // Whether some more bytes could follow.
-  bool can_continue() const { return !tops_.empty(); }
+  bool can_continue() const;
 
   // Sets mask bit `id` (word id / 64) for each token of the trie that advance would take;
   // mask is resized to the trie's vocabulary. Walks the trie along with the stacks, so
@@ -37,11 +38,13 @@ class grammar_matcher {
     int32_t parent;  // -1: the bottom
   };
 
-  // The stacks the byte `b` turns `tops` into, with complete set when one of them empties.
-  void advance_byte(const std::vector<int32_t>& tops, uint8_t b, std::vector<int32_t>& out, bool& complete);
-  // Pushes the stacks that continue at `position` above `parent`, expanded until their
-  // tops are byte sets.
-  void expand(int32_t position, int32_t parent, std::vector<int32_t>& out, bool& complete);
+  // The stacks the byte `b` turns `tops` into.
+  void advance_byte(const std::vector<int32_t>& tops, uint8_t b, std::vector<int32_t>& out);
+  // Pushes the stacks that match `b` from `position` above `parent`, each left at the
+  // position after the byte.
+  void match_byte(int32_t position, int32_t parent, uint8_t b, std::vector<int32_t>& out);
+  // Whether the stacks of `tops` may end here: one of them can match the empty string.
+  bool can_end(const std::vector<int32_t>& tops) const;
   // Keeps only the arena nodes the current stacks use.
   void compact_arena();
   // The current state as the positions of every stack, top to bottom.
