@@ -81,46 +81,44 @@ result<compiled_grammar> compiled_grammar::compile(const grammar& g) {
 
   compiled_grammar c;
   c.code_.push_back({symbol_kind::rule, g.root});
-  c.code_.push_back({symbol_kind::end, 0});
+  c.code_.push_back({symbol_kind::end});
   for (auto& set : g.byte_sets) c.byte_sets_.push_back({set.words[0], set.words[1], set.words[2], set.words[3]});
   for (auto& rule : g.rules) {
     c.rule_begin_.push_back(int32_t(c.alternative_starts_.size()));
     for (auto& alt : rule.alternatives) {
       c.alternative_starts_.push_back(int32_t(c.code_.size()));
       for (auto& s : alt.symbols) c.code_.push_back({s.is_rule ? symbol_kind::rule : symbol_kind::byte_set, s.index});
-      c.code_.push_back({symbol_kind::end, 0});
+      c.code_.push_back({symbol_kind::end});
     }
   }
   c.rule_begin_.push_back(int32_t(c.alternative_starts_.size()));
 
   // First bytes and emptiness of every position, to a fixed point (rules refer to rules).
-  size_t n = c.code_.size();
-  c.first_bytes_.assign(n, {0, 0, 0, 0});
-  c.can_be_empty_.assign(n, 0);
+  auto& code = c.code_;
   for (bool changed = true; changed;) {
     changed = false;
-    for (size_t p = n; p-- > 0;) {
-      auto& symbol = c.code_[p];
+    for (size_t p = code.size(); p-- > 0;) {
+      auto& symbol = code[p];
       std::array<uint64_t, 4> first = {0, 0, 0, 0};
-      uint8_t empty = 0;
+      bool empty = false;
       if (symbol.kind == symbol_kind::end) {
-        empty = 1;
+        empty = true;
       } else if (symbol.kind == symbol_kind::byte_set) {
         first = c.byte_sets_[size_t(symbol.index)];
       } else {
         bool rule_empty = false;
         for (int32_t start : c.alternatives(symbol.index)) {
-          for (int w = 0; w < 4; ++w) first[size_t(w)] |= c.first_bytes_[size_t(start)][size_t(w)];
-          rule_empty = rule_empty || c.can_be_empty_[size_t(start)];
+          for (int w = 0; w < 4; ++w) first[size_t(w)] |= code[size_t(start)].first_bytes[size_t(w)];
+          rule_empty = rule_empty || code[size_t(start)].can_be_empty;
         }
         if (rule_empty) {
-          for (int w = 0; w < 4; ++w) first[size_t(w)] |= c.first_bytes_[p + 1][size_t(w)];
-          empty = c.can_be_empty_[p + 1];
+          for (int w = 0; w < 4; ++w) first[size_t(w)] |= code[p + 1].first_bytes[size_t(w)];
+          empty = code[p + 1].can_be_empty;
         }
       }
-      if (first != c.first_bytes_[p] || empty != c.can_be_empty_[p]) {
-        c.first_bytes_[p] = first;
-        c.can_be_empty_[p] = empty;
+      if (first != symbol.first_bytes || empty != symbol.can_be_empty) {
+        symbol.first_bytes = first;
+        symbol.can_be_empty = empty;
         changed = true;
       }
     }

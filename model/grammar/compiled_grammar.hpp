@@ -19,9 +19,13 @@ class compiled_grammar {
   static result<compiled_grammar> compile(const grammar& g);
 
   enum class symbol_kind : uint8_t { byte_set, rule, end };
+  // What the matcher asks of a position, kept together: the symbol, and whether the rest of
+  // its alternative can start with a byte or be empty.
   struct position_symbol {
     symbol_kind kind = symbol_kind::end;
     int32_t index = 0;
+    bool can_be_empty = false;
+    std::array<uint64_t, 4> first_bytes = {0, 0, 0, 0};
   };
 
   const position_symbol& at(int32_t position) const { return code_[size_t(position)]; }
@@ -39,21 +43,19 @@ class compiled_grammar {
   // Whether what its alternative has from `position` on can start with byte b, or match
   // nothing at all: the matcher skips every alternative that can do neither.
   bool can_start_with(int32_t position, uint8_t b) const {
-    return (first_bytes_[size_t(position)][b >> 6] >> (b & 63)) & 1;
+    return (code_[size_t(position)].first_bytes[b >> 6] >> (b & 63)) & 1;
   }
   bool can_start_with_any(int32_t position) const {
-    auto& f = first_bytes_[size_t(position)];
+    auto& f = code_[size_t(position)].first_bytes;
     return (f[0] | f[1] | f[2] | f[3]) != 0;
   }
-  bool can_be_empty(int32_t position) const { return can_be_empty_[size_t(position)]; }
+  bool can_be_empty(int32_t position) const { return code_[size_t(position)].can_be_empty; }
 
  private:
   std::vector<position_symbol> code_;
   std::vector<std::array<uint64_t, 4>> byte_sets_;
   std::vector<int32_t> rule_begin_;
   std::vector<int32_t> alternative_starts_;
-  std::vector<std::array<uint64_t, 4>> first_bytes_;  // per position
-  std::vector<uint8_t> can_be_empty_;                 // per position
 };
 
 }  // namespace troupe

@@ -1,6 +1,6 @@
 #include "model/grammar/grammar_matcher.hpp"
 
-#include <algorithm>
+#include <utility>
 
 namespace troupe {
 

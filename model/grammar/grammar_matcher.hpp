@@ -29,7 +29,8 @@ class grammar_matcher {
   // Sets mask bit `id` (word id / 64) for each token of the trie that advance would take;
   // mask is resized to the trie's vocabulary. Walks the trie along with the stacks, so
   // the work follows the live prefixes, not the vocabulary size. Masks are kept per state:
-  // inside a JSON string the state repeats from token to token.
+  // inside a JSON string the state repeats from token to token (at most 64 masks, which
+  // a copy of the matcher copies).
   void allowed_tokens(const token_trie& trie, std::vector<uint64_t>& mask);
 
  private:

@@ -1,7 +1,6 @@
 #include "model/grammar/token_trie.hpp"
 
 #include <algorithm>
-#include <numeric>
 #include <string_view>
 
 #include "base/check.hpp"

@@ -4,7 +4,9 @@
 #define BOOST_TEST_MODULE json_schema_grammar
 #include <boost/test/unit_test.hpp>
 
+#include <algorithm>
 #include <memory>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
