@@ -1,0 +1,299 @@
+#include "gateway/json_schema_grammar.hpp"
+
+#include <map>
+#include <optional>
+#include <set>
+
+#include "model/grammar/grammar_builder.hpp"
+
+namespace troupe {
+
+using json = nlohmann::json;
+
+namespace {
+
+constexpr int max_integer_digits = 16;
+constexpr int max_fraction_digits = 16;
+constexpr int max_exponent_digits = 2;  // 1e999 overflows a double: parsers reject it
+
+// The building blocks every JSON grammar shares, each made once per grammar.
+class json_rules {
+ public:
+  explicit json_rules(grammar_builder& b) : b_(b) {}
+
+  grammar_builder& builder() { return b_; }
+
+  grammar_sequence optional_space() {
+    if (space_.empty()) space_ = b_.optional(b_.literal(" "));
+    return space_;
+  }
+  grammar_sequence separator() { return join({b_.literal(","), optional_space()}); }
+  grammar_sequence colon() { return join({b_.literal(":"), optional_space()}); }
+
+  grammar_sequence string() {
+    if (!string_.empty()) return string_;
+    auto hex = b_.bytes({{'0', '9'}, {'a', 'f'}, {'A', 'F'}});
+    // \uXXXX outside the surrogates: a lone one is not valid JSON text.
+    auto unicode_escape = b_.rule({
+        join({b_.bytes({{'0', '9'}, {'a', 'c'}, {'A', 'C'}, {'e', 'f'}, {'E', 'F'}}), hex, hex, hex}),
+        join({b_.bytes({{'d', 'd'}, {'D', 'D'}}), b_.bytes({{'0', '7'}}), hex, hex}),
+    });
+    auto character = b_.rule({
+        b_.bytes({{0x20, 0x21}, {0x23, 0x5b}, {0x5d, 0x7f}}),
+        b_.multibyte_utf8(),
+        join({b_.literal("\\"), b_.bytes({{'"', '"'}, {'\\', '\\'}, {'/', '/'}, {'b', 'b'}, {'f', 'f'},
+                                          {'n', 'n'}, {'r', 'r'}, {'t', 't'}})}),
+        join({b_.literal("\\u"), unicode_escape}),
+    });
+    string_ = b_.rule({join({b_.literal("\""), b_.repeated(character), b_.literal("\"")})});
+    return string_;
+  }
+
+  grammar_sequence integer() {
+    if (integer_.empty()) {
+      integer_ = b_.rule({join({b_.optional(b_.literal("-")), natural()})});
+    }
+    return integer_;
+  }
+
+  grammar_sequence number() {
+    if (!number_.empty()) return number_;
+    auto digit = b_.bytes({{'0', '9'}});
+    auto fraction = join({b_.literal("."), digit, up_to(max_fraction_digits - 1)});
+    auto exponent = join({b_.bytes({{'e', 'e'}, {'E', 'E'}}), b_.optional(b_.bytes({{'+', '+'}, {'-', '-'}})), digit,
+                          up_to(max_exponent_digits - 1)});
+    number_ = b_.rule({join({integer(), b_.optional(fraction), b_.optional(exponent)})});
+    return number_;
+  }
+
+  // Any JSON value.
+  grammar_sequence value() {
+    if (value_.empty()) {
+      int32_t index = b_.declare();
+      value_ = grammar_builder::reference(index);
+      b_.define(index, {object(value_), array(value_), string(), number(), b_.literal("true"),
+                        b_.literal("false"), b_.literal("null")});
+    }
+    return value_;
+  }
+
+  // An object of any members whose values are `member_value`.
+  grammar_sequence object(const grammar_sequence& member_value) {
+    auto member = b_.rule({join({string(), colon(), member_value})});
+    return b_.rule({join({b_.literal("{"), b_.optional(join({member, b_.repeated(join({separator(), member}))})),
+                          b_.literal("}")})});
+  }
+
+  // An array of `item`s, at least min_items, at most max_items (< 0: no bound).
+  grammar_sequence array(const grammar_sequence& item, int min_items = 0, int max_items = -1) {
+    grammar_sequence more;  // what follows the first item
+    auto next = join({separator(), item});
+    for (int i = 1; i < min_items; ++i) more = join({more, next});
+    if (max_items < 0) {
+      more = join({more, b_.repeated(next)});
+    } else {
+      grammar_sequence optional_tail;
+      for (int i = std::max(min_items, 1); i < max_items; ++i) optional_tail = b_.optional(join({next, optional_tail}));
+      more = join({more, optional_tail});
+    }
+    grammar_sequence items = join({item, more});
+    if (max_items == 0) items.clear();
+    else if (min_items == 0) items = b_.optional(items);
+    return b_.rule({join({b_.literal("["), items, b_.literal("]")})});
+  }
+
+ private:
+  // 0 or a digit 1-9 and at most max_integer_digits - 1 more.
+  grammar_sequence natural() {
+    return b_.rule({b_.literal("0"), join({b_.bytes({{'1', '9'}}), up_to(max_integer_digits - 1)})});
+  }
+  // At most n digits.
+  grammar_sequence up_to(int n) {
+    grammar_sequence s;
+    for (int i = 0; i < n; ++i) s = b_.optional(join({b_.bytes({{'0', '9'}}), s}));
+    return s;
+  }
+
+  grammar_builder& b_;
+  grammar_sequence space_, string_, integer_, number_, value_;
+};
+
+struct schema_error {
+  std::string message;
+};
+
+[[noreturn]] void fail(const std::string& where, const std::string& what) {
+  throw schema_error{what + " at " + where};
+}
+
+const std::set<std::string> annotations = {"title", "description", "default", "examples", "$schema", "$id",
+                                           "$comment", "$defs", "definitions", "deprecated", "readOnly",
+                                           "writeOnly"};
+const std::set<std::string> supported = {"type", "properties", "required", "additionalProperties", "items",
+                                         "minItems", "maxItems", "enum", "const", "anyOf", "$ref"};
+
+// One schema document (its $defs are resolved against it) into rules of `rules`' builder.
+class schema_translator {
+ public:
+  schema_translator(json_rules& rules, const json& document) : rules_(rules), b_(rules.builder()), document_(document) {}
+
+  grammar_sequence value(const json& schema, const std::string& where) {
+    if (schema.is_boolean()) {
+      if (!schema.get<bool>()) fail(where, "a schema that allows nothing (false)");
+      return rules_.value();
+    }
+    if (!schema.is_object()) fail(where, "a schema that is not an object");
+    for (auto& [key, ignored] : schema.items()) {
+      if (!supported.contains(key) && !annotations.contains(key)) fail(where, "unsupported JSON Schema keyword '" + key + "'");
+    }
+    if (schema.contains("$ref")) return reference(schema["$ref"], where + "/$ref");
+    if (schema.contains("const")) return b_.literal(schema["const"].dump());
+    if (schema.contains("enum")) {
+      if (!schema["enum"].is_array() || schema["enum"].empty()) fail(where + "/enum", "an enum that is not a non-empty array");
+      std::vector<grammar_sequence> choices;
+      for (auto& v : schema["enum"]) choices.push_back(b_.literal(v.dump()));
+      return b_.rule(std::move(choices));
+    }
+    if (schema.contains("anyOf")) {
+      auto& any_of = schema["anyOf"];
+      if (!any_of.is_array() || any_of.empty()) fail(where + "/anyOf", "anyOf that is not a non-empty array");
+      std::vector<grammar_sequence> choices;
+      for (size_t i = 0; i < any_of.size(); ++i) choices.push_back(value(any_of[i], where + "/anyOf/" + std::to_string(i)));
+      return b_.rule(std::move(choices));
+    }
+    if (!schema.contains("type")) {
+      if (schema.contains("properties")) return typed(schema, "object", where);
+      if (schema.contains("items")) return typed(schema, "array", where);
+      return rules_.value();
+    }
+    auto& type = schema["type"];
+    if (type.is_string()) return typed(schema, type.get<std::string>(), where);
+    if (!type.is_array() || type.empty()) fail(where + "/type", "a type that is neither a name nor a list of names");
+    std::vector<grammar_sequence> choices;
+    for (auto& t : type) {
+      if (!t.is_string()) fail(where + "/type", "a type that is not a name");
+      choices.push_back(typed(schema, t.get<std::string>(), where));
+    }
+    return b_.rule(std::move(choices));
+  }
+
+ private:
+  grammar_sequence typed(const json& schema, const std::string& type, const std::string& where) {
+    if (type == "string") return rules_.string();
+    if (type == "integer") return rules_.integer();
+    if (type == "number") return rules_.number();
+    if (type == "boolean") return b_.rule({b_.literal("true"), b_.literal("false")});
+    if (type == "null") return b_.literal("null");
+    if (type == "object") return object(schema, where);
+    if (type == "array") return array(schema, where);
+    fail(where + "/type", "unknown type '" + type + "'");
+  }
+
+  grammar_sequence object(const json& schema, const std::string& where) {
+    auto additional = schema.value("additionalProperties", json(true));
+    if (!additional.is_boolean()) fail(where + "/additionalProperties", "an additionalProperties schema (only true or false)");
+    if (!schema.contains("properties")) {
+      if (!additional.get<bool>()) return b_.literal("{}");
+      return rules_.object(rules_.value());
+    }
+    auto& properties = schema["properties"];
+    if (!properties.is_object()) fail(where + "/properties", "properties that are not an object");
+    std::set<std::string> required;
+    for (auto& name : schema.value("required", json::array())) {
+      if (!name.is_string() || !properties.contains(name.get<std::string>())) {
+        fail(where + "/required", "a required property that is not in properties");
+      }
+      required.insert(name.get<std::string>());
+    }
+    // Members in schema order, the optional ones skippable: after_written[i] follows a
+    // member already written (so starts with a comma), first_from[i] does not.
+    std::vector<std::pair<std::string, grammar_sequence>> members;
+    for (auto& [name, property] : properties.items()) {
+      members.emplace_back(name, join({b_.literal(json(name).dump()), rules_.colon(),
+                                       value(property, where + "/properties/" + name)}));
+    }
+    grammar_sequence after_written, first_from;
+    for (size_t i = members.size(); i-- > 0;) {
+      auto& [name, member] = members[i];
+      auto written_here = join({rules_.separator(), member, after_written});
+      auto first_here = join({member, after_written});
+      if (required.contains(name)) {
+        after_written = b_.rule({written_here});
+        first_from = b_.rule({first_here});
+      } else {
+        after_written = b_.rule({written_here, after_written});
+        first_from = b_.rule({first_here, first_from});
+      }
+    }
+    return b_.rule({join({b_.literal("{"), first_from, b_.literal("}")})});
+  }
+
+  grammar_sequence array(const json& schema, const std::string& where) {
+    auto count = [&](const char* key, int fallback) {
+      if (!schema.contains(key)) return fallback;
+      if (!schema[key].is_number_integer() || schema[key].get<int64_t>() < 0) fail(where + "/" + key, std::string(key) + " that is not a count");
+      return schema[key].get<int>();
+    };
+    int min_items = count("minItems", 0), max_items = count("maxItems", -1);
+    if (max_items >= 0 && max_items < min_items) fail(where, "maxItems below minItems");
+    auto item = schema.contains("items") ? b_.rule({value(schema["items"], where + "/items")}) : rules_.value();
+    return rules_.array(item, min_items, max_items);
+  }
+
+  // A $ref becomes a rule, declared before it is defined: recursive references work.
+  grammar_sequence reference(const json& ref, const std::string& where) {
+    if (!ref.is_string()) fail(where, "a $ref that is not a string");
+    auto target = ref.get<std::string>();
+    if (auto found = references_.find(target); found != references_.end()) return grammar_builder::reference(found->second);
+    std::optional<json::json_pointer> pointer;
+    if (target.starts_with("#/$defs/") || target.starts_with("#/definitions/")) pointer = json::json_pointer(target.substr(1));
+    if (!pointer || !document_.contains(*pointer)) fail(where, "a $ref that names no #/$defs/ entry ('" + target + "')");
+    int32_t index = b_.declare();
+    references_[target] = index;
+    b_.define(index, {value(document_.at(*pointer), target)});
+    return grammar_builder::reference(index);
+  }
+
+  json_rules& rules_;
+  grammar_builder& b_;
+  const json& document_;
+  std::map<std::string, int32_t> references_;
+};
+
+}  // namespace
+
+grammar json_object_grammar() {
+  grammar_builder b;
+  json_rules rules(b);
+  return b.finish(rules.object(rules.value()));
+}
+
+result<grammar> json_schema_grammar(const json& schema) {
+  grammar_builder b;
+  json_rules rules(b);
+  try {
+    return b.finish(schema_translator(rules, schema).value(schema, "#"));
+  } catch (const schema_error& e) {
+    return error{e.message};
+  }
+}
+
+result<grammar> tool_call_grammar(const std::vector<tool_schema>& tools) {
+  if (tools.empty()) return error{"no tools to call"};
+  grammar_builder b;
+  json_rules rules(b);
+  std::vector<grammar_sequence> calls;
+  for (auto& tool : tools) {
+    try {
+      auto arguments = tool.parameters.is_null()
+                           ? rules.object(rules.value())
+                           : schema_translator(rules, tool.parameters).value(tool.parameters, "#");
+      calls.push_back(join({b.literal(json(tool.name).dump() + ", \"arguments\": "), arguments}));
+    } catch (const schema_error& e) {
+      return error{"tool '" + tool.name + "': " + e.message};
+    }
+  }
+  return b.finish(join({b.literal("<tool_call>\n{\"name\": "), b.rule(std::move(calls)), b.literal("}\n</tool_call>")}));
+}
+
+}  // namespace troupe

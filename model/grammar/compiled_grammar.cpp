@@ -1,0 +1,129 @@
+#include "model/grammar/compiled_grammar.hpp"
+
+#include <string>
+
+namespace troupe {
+
+namespace {
+
+std::vector<bool> nullable_rules(const grammar& g) {
+  std::vector<bool> nullable(g.rules.size(), false);
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (size_t r = 0; r < g.rules.size(); ++r) {
+      if (nullable[r]) continue;
+      for (auto& alt : g.rules[r].alternatives) {
+        bool all = true;
+        for (auto& s : alt.symbols) all = all && s.is_rule && nullable[size_t(s.index)];
+        if (all) {
+          nullable[r] = changed = true;
+          break;
+        }
+      }
+    }
+  }
+  return nullable;
+}
+
+// The rules each rule can start with (after nullable ones): a cycle is left recursion.
+std::vector<std::vector<int32_t>> left_corners(const grammar& g, const std::vector<bool>& nullable) {
+  std::vector<std::vector<int32_t>> corners(g.rules.size());
+  for (size_t r = 0; r < g.rules.size(); ++r) {
+    for (auto& alt : g.rules[r].alternatives) {
+      for (auto& s : alt.symbols) {
+        if (!s.is_rule) break;
+        corners[r].push_back(s.index);
+        if (!nullable[size_t(s.index)]) break;
+      }
+    }
+  }
+  return corners;
+}
+
+// 0 unvisited, 1 on the current path, 2 done.
+bool has_cycle_from(int32_t r, const std::vector<std::vector<int32_t>>& corners, std::vector<uint8_t>& mark) {
+  if (mark[size_t(r)] == 1) return true;
+  if (mark[size_t(r)] == 2) return false;
+  mark[size_t(r)] = 1;
+  for (int32_t next : corners[size_t(r)]) {
+    if (has_cycle_from(next, corners, mark)) return true;
+  }
+  mark[size_t(r)] = 2;
+  return false;
+}
+
+}  // namespace
+
+result<compiled_grammar> compiled_grammar::compile(const grammar& g) {
+  auto rule_count = int32_t(g.rules.size());
+  auto set_count = int32_t(g.byte_sets.size());
+  if (g.root < 0 || g.root >= rule_count) return error{"grammar: the root rule does not exist"};
+  for (int32_t r = 0; r < rule_count; ++r) {
+    auto& rule = g.rules[size_t(r)];
+    if (rule.alternatives.empty()) return error{"grammar: rule " + std::to_string(r) + " has no alternatives"};
+    for (auto& alt : rule.alternatives) {
+      for (auto& s : alt.symbols) {
+        if (s.index < 0 || s.index >= (s.is_rule ? rule_count : set_count)) {
+          return error{"grammar: rule " + std::to_string(r) + " refers to a missing " +
+                       (s.is_rule ? "rule " : "byte set ") + std::to_string(s.index)};
+        }
+      }
+    }
+  }
+  for (auto& set : g.byte_sets) {
+    if (set.words.size() != 4) return error{"grammar: a byte set without 256 bits"};
+  }
+  auto corners = left_corners(g, nullable_rules(g));
+  std::vector<uint8_t> mark(g.rules.size(), 0);
+  for (int32_t r = 0; r < rule_count; ++r) {
+    if (has_cycle_from(r, corners, mark)) return error{"grammar: rule " + std::to_string(r) + " leads into left recursion"};
+  }
+
+  compiled_grammar c;
+  c.code_.push_back({symbol_kind::rule, g.root});
+  c.code_.push_back({symbol_kind::end});
+  for (auto& set : g.byte_sets) c.byte_sets_.push_back({set.words[0], set.words[1], set.words[2], set.words[3]});
+  for (auto& rule : g.rules) {
+    c.rule_begin_.push_back(int32_t(c.alternative_starts_.size()));
+    for (auto& alt : rule.alternatives) {
+      c.alternative_starts_.push_back(int32_t(c.code_.size()));
+      for (auto& s : alt.symbols) c.code_.push_back({s.is_rule ? symbol_kind::rule : symbol_kind::byte_set, s.index});
+      c.code_.push_back({symbol_kind::end});
+    }
+  }
+  c.rule_begin_.push_back(int32_t(c.alternative_starts_.size()));
+
+  // First bytes and emptiness of every position, to a fixed point (rules refer to rules).
+  auto& code = c.code_;
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (size_t p = code.size(); p-- > 0;) {
+      auto& symbol = code[p];
+      std::array<uint64_t, 4> first = {0, 0, 0, 0};
+      bool empty = false;
+      if (symbol.kind == symbol_kind::end) {
+        empty = true;
+      } else if (symbol.kind == symbol_kind::byte_set) {
+        first = c.byte_sets_[size_t(symbol.index)];
+      } else {
+        bool rule_empty = false;
+        for (int32_t start : c.alternatives(symbol.index)) {
+          for (int w = 0; w < 4; ++w) first[size_t(w)] |= code[size_t(start)].first_bytes[size_t(w)];
+          rule_empty = rule_empty || code[size_t(start)].can_be_empty;
+        }
+        if (rule_empty) {
+          for (int w = 0; w < 4; ++w) first[size_t(w)] |= code[p + 1].first_bytes[size_t(w)];
+          empty = code[p + 1].can_be_empty;
+        }
+      }
+      if (first != symbol.first_bytes || empty != symbol.can_be_empty) {
+        symbol.first_bytes = first;
+        symbol.can_be_empty = empty;
+        changed = true;
+      }
+    }
+  }
+  return c;
+}
+
+}  // namespace troupe

@@ -1,0 +1,61 @@
+#pragma once
+// A grammar checked and laid out for matching: every alternative flattened into one array
+// of positions, each alternative followed by an end marker, so a parser stack is a list of
+// positions ("match from here next").
+#include <array>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "base/result.hpp"
+#include "model/grammar/grammar.hpp"
+
+namespace troupe {
+
+class compiled_grammar {
+ public:
+  // An error names the rule when one is left-recursive (the matcher would expand it
+  // forever), has no alternatives, or refers to a rule or byte set that does not exist.
+  static result<compiled_grammar> compile(const grammar& g);
+
+  enum class symbol_kind : uint8_t { byte_set, rule, end };
+  // What the matcher asks of a position, kept together: the symbol, and whether the rest of
+  // its alternative can start with a byte or be empty.
+  struct position_symbol {
+    symbol_kind kind = symbol_kind::end;
+    int32_t index = 0;
+    bool can_be_empty = false;
+    std::array<uint64_t, 4> first_bytes = {0, 0, 0, 0};
+  };
+
+  const position_symbol& at(int32_t position) const { return code_[size_t(position)]; }
+  bool byte_matches(int32_t byte_set_index, uint8_t b) const {
+    return (byte_sets_[size_t(byte_set_index)][b >> 6] >> (b & 63)) & 1;
+  }
+  // Where each alternative of the rule starts.
+  std::span<const int32_t> alternatives(int32_t rule) const {
+    return {alternative_starts_.data() + rule_begin_[size_t(rule)],
+            alternative_starts_.data() + rule_begin_[size_t(rule) + 1]};
+  }
+  // A position holding a reference to the root rule, followed by an end.
+  int32_t start() const { return 0; }
+
+  // Whether what its alternative has from `position` on can start with byte b, or match
+  // nothing at all: the matcher skips every alternative that can do neither.
+  bool can_start_with(int32_t position, uint8_t b) const {
+    return (code_[size_t(position)].first_bytes[b >> 6] >> (b & 63)) & 1;
+  }
+  bool can_start_with_any(int32_t position) const {
+    auto& f = code_[size_t(position)].first_bytes;
+    return (f[0] | f[1] | f[2] | f[3]) != 0;
+  }
+  bool can_be_empty(int32_t position) const { return code_[size_t(position)].can_be_empty; }
+
+ private:
+  std::vector<position_symbol> code_;
+  std::vector<std::array<uint64_t, 4>> byte_sets_;
+  std::vector<int32_t> rule_begin_;
+  std::vector<int32_t> alternative_starts_;
+};
+
+}  // namespace troupe

@@ -1,0 +1,79 @@
+#include "model/grammar/grammar_builder.hpp"
+
+#include <algorithm>
+
+namespace troupe {
+
+grammar_sequence grammar_builder::bytes(std::initializer_list<std::pair<uint8_t, uint8_t>> ranges) {
+  byte_set set;
+  for (auto [first, last] : ranges) set.add(first, last);
+  return bytes(set);
+}
+
+grammar_sequence grammar_builder::bytes(const byte_set& set) { return {grammar_symbol{false, byte_set_index(set)}}; }
+
+grammar_sequence grammar_builder::literal(std::string_view text) {
+  grammar_sequence s;
+  for (char c : text) s.push_back(bytes({{uint8_t(c), uint8_t(c)}})[0]);
+  return s;
+}
+
+grammar_sequence grammar_builder::multibyte_utf8() {
+  auto tail = bytes({{0x80, 0xbf}});
+  return rule({
+      join({bytes({{0xc2, 0xdf}}), tail}),
+      join({literal("\xe0"), bytes({{0xa0, 0xbf}}), tail}),
+      join({bytes({{0xe1, 0xec}, {0xee, 0xef}}), tail, tail}),
+      join({literal("\xed"), bytes({{0x80, 0x9f}}), tail}),  // not the surrogates D800-DFFF
+      join({literal("\xf0"), bytes({{0x90, 0xbf}}), tail, tail}),
+      join({bytes({{0xf1, 0xf3}}), tail, tail, tail}),
+      join({literal("\xf4"), bytes({{0x80, 0x8f}}), tail, tail}),
+  });
+}
+
+grammar_sequence grammar_builder::rule(std::vector<grammar_sequence> alternatives) {
+  int32_t index = declare();
+  define(index, std::move(alternatives));
+  return reference(index);
+}
+
+grammar_sequence grammar_builder::repeated(grammar_sequence s) {
+  int32_t index = declare();
+  define(index, {join({s, reference(index)}), {}});
+  return reference(index);
+}
+
+int32_t grammar_builder::declare() {
+  grammar_.rules.emplace_back();
+  return int32_t(grammar_.rules.size() - 1);
+}
+
+void grammar_builder::define(int32_t rule_index, std::vector<grammar_sequence> alternatives) {
+  auto& rule = grammar_.rules.at(size_t(rule_index));
+  for (auto& a : alternatives) rule.alternatives.push_back(grammar_alternative{std::move(a)});
+}
+
+grammar grammar_builder::finish(grammar_sequence root) {
+  if (root.size() == 1 && root[0].is_rule) {
+    grammar_.root = root[0].index;
+  } else {
+    grammar_.root = rule({std::move(root)})[0].index;
+  }
+  return std::move(grammar_);
+}
+
+int32_t grammar_builder::byte_set_index(const byte_set& set) {
+  auto& sets = grammar_.byte_sets;
+  auto found = std::find(sets.begin(), sets.end(), set);
+  if (found != sets.end()) return int32_t(found - sets.begin());
+  sets.push_back(set);
+  return int32_t(sets.size() - 1);
+}
+
+grammar_sequence join(std::initializer_list<grammar_sequence> parts) {
+  grammar_sequence s;
+  for (auto& p : parts) s.insert(s.end(), p.begin(), p.end());
+  return s;
+}
+
+}  // namespace troupe

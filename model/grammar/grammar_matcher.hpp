@@ -1,0 +1,66 @@
+#pragma once
+// Where a generation stands in a grammar: the set of parser stacks that the bytes so far
+// leave alive (a pushdown automaton, as llama.cpp's grammar sampler keeps). Each stack's
+// top is the position to match from next, expanded only when a byte comes, and only into
+// alternatives that can start with that byte; stacks share their lower parts, stored once
+// in an arena as (position, parent) nodes, so following a byte costs only the top.
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string_view>
+#include <vector>
+
+#include "model/grammar/compiled_grammar.hpp"
+#include "model/grammar/token_trie.hpp"
+
+namespace troupe {
+
+class grammar_matcher {
+ public:
+  explicit grammar_matcher(std::shared_ptr<const compiled_grammar> g);
+
+  // Follows a token's bytes; false, and nothing changes, when they leave the language.
+  bool advance(std::string_view bytes);
+  // Whether the bytes so far are a whole sentence of the language.
+  bool accepts_end() const { return complete_; }
+  // Whether some more bytes could follow.
+  bool can_continue() const;
+
+  // Sets mask bit `id` (word id / 64) for each token of the trie that advance would take;
+  // mask is resized to the trie's vocabulary. Walks the trie along with the stacks, so
+  // the work follows the live prefixes, not the vocabulary size. Masks are kept per state:
+  // inside a JSON string the state repeats from token to token (at most 64 masks, which
+  // a copy of the matcher copies).
+  void allowed_tokens(const token_trie& trie, std::vector<uint64_t>& mask);
+
+ private:
+  struct stack_node {
+    int32_t position;
+    int32_t parent;  // -1: the bottom
+  };
+
+  // The stacks the byte `b` turns `tops` into.
+  void advance_byte(const std::vector<int32_t>& tops, uint8_t b, std::vector<int32_t>& out);
+  // Pushes the stacks that match `b` from `position` above `parent`, each left at the
+  // position after the byte.
+  void match_byte(int32_t position, int32_t parent, uint8_t b, std::vector<int32_t>& out);
+  // Whether the stacks of `tops` may end here: one of them can match the empty string.
+  bool can_end(const std::vector<int32_t>& tops) const;
+  // Keeps only the arena nodes the current stacks use.
+  void compact_arena();
+  // The current state as the positions of every stack, top to bottom.
+  std::vector<int32_t> state_key() const;
+  void walk_trie(const token_trie& trie, std::vector<uint64_t>& mask);
+
+  std::shared_ptr<const compiled_grammar> grammar_;
+  std::vector<stack_node> arena_;
+  std::vector<int32_t> tops_;
+  bool complete_ = false;
+  // Scratch of the trie walk: the stacks at each depth, and the arena size after each.
+  std::vector<std::vector<int32_t>> level_tops_;
+  std::vector<size_t> level_arena_size_;
+  const token_trie* cached_trie_ = nullptr;
+  std::map<std::vector<int32_t>, std::vector<uint64_t>> cached_masks_;
+};
+
+}  // namespace troupe

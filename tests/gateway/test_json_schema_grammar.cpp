@@ -1,0 +1,240 @@
+// JSON Schema to grammar: random walks over allowed tokens (of a small byte vocabulary and
+// of the real Qwen3 one) end in JSON that parses and that a small validator accepts for
+// the schema; the mask agrees with advance on every token; unsupported keywords are named.
+#define BOOST_TEST_MODULE json_schema_grammar
+#include <boost/test/unit_test.hpp>
+
+#include <algorithm>
+#include <memory>
+#include <optional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "gateway/json_schema_grammar.hpp"
+#include "model/grammar/grammar_matcher.hpp"
+#include "tests/support/qwen3_tokenizer.hpp"
+
+using namespace troupe;
+using json = nlohmann::json;
+
+namespace {
+
+grammar_matcher matcher_of(const grammar& g) {
+  auto compiled = compiled_grammar::compile(g);
+  BOOST_REQUIRE_MESSAGE(compiled.ok(), (compiled.ok() ? "" : compiled.err().message));
+  return grammar_matcher(std::make_shared<const compiled_grammar>(std::move(compiled).value()));
+}
+
+grammar schema_grammar(const json& schema) {
+  auto g = json_schema_grammar(schema);
+  BOOST_REQUIRE_MESSAGE(g.ok(), (g.ok() ? "" : g.err().message));
+  return std::move(g).value();
+}
+
+std::vector<std::string> byte_vocabulary() {
+  std::vector<std::string> v;
+  for (int c = 0; c < 256; ++c) v.push_back(std::string(1, char(c)));
+  for (const char* t : {"\"", "\": ", ", \"", "true", "false", "null", "{\"", "}", "\"}", "12", "0.5", "é", "中",
+                        "\\n", "\\u00e9", "\\ud800", "abc", "\"name\"", "[", "]", "], ", "-1", "e+", "\"red\"",
+                        "\"id\": ", "\"tags\": [", "00", "😀"}) {
+    v.push_back(t);
+  }
+  return v;
+}
+
+// Random allowed tokens until the grammar may end (then a coin decides) or nothing is
+// allowed; the text, or nothing if the walk ran out of steps.
+std::optional<std::string> random_walk(grammar_matcher m, const token_trie& trie, const std::vector<std::string>& vocabulary,
+                                       uint32_t seed, int max_steps = 20000, bool check_mask = false) {
+  std::mt19937 gen(seed);
+  std::string text;
+  std::vector<uint64_t> mask;
+  for (int step = 0; step < max_steps; ++step) {
+    m.allowed_tokens(trie, mask);
+    std::vector<int> allowed;
+    for (int id = 0; id < trie.vocab_size(); ++id) {
+      bool in_mask = (mask[size_t(id) / 64] >> (id % 64)) & 1;
+      if (in_mask) allowed.push_back(id);
+      if (check_mask) {
+        auto copy = m;
+        bool takes = !vocabulary[size_t(id)].empty() && copy.advance(vocabulary[size_t(id)]);
+        BOOST_REQUIRE_MESSAGE(in_mask == takes, "after '" << text << "', token '" << vocabulary[size_t(id)] << "'");
+      }
+    }
+    if (m.accepts_end() && (allowed.empty() || gen() % 2)) return text;
+    BOOST_REQUIRE_MESSAGE(!allowed.empty(), "a dead end after '" << text << "'");
+    int id = allowed[gen() % allowed.size()];
+    BOOST_REQUIRE(m.advance(vocabulary[size_t(id)]));
+    text += vocabulary[size_t(id)];
+  }
+  return std::nullopt;
+}
+
+// The part of JSON Schema the grammars support, checked directly.
+bool valid(const json& v, const json& s, const json& document) {
+  if (s.contains("$ref")) return valid(v, document.at(json::json_pointer(s["$ref"].get<std::string>().substr(1))), document);
+  if (s.contains("const")) return v == s["const"];
+  if (s.contains("enum")) return std::find(s["enum"].begin(), s["enum"].end(), v) != s["enum"].end();
+  if (s.contains("anyOf")) {
+    for (auto& alternative : s["anyOf"]) if (valid(v, alternative, document)) return true;
+    return false;
+  }
+  std::vector<std::string> types;
+  if (s.contains("type")) {
+    if (s["type"].is_string()) types = {s["type"]};
+    else types = s["type"].get<std::vector<std::string>>();
+  }
+  auto has = [&](const std::string& t) { return types.empty() || std::find(types.begin(), types.end(), t) != types.end(); };
+  if (v.is_string()) return has("string");
+  if (v.is_boolean()) return has("boolean");
+  if (v.is_null()) return has("null");
+  if (v.is_number_integer() || v.is_number_unsigned()) return has("integer") || has("number");
+  if (v.is_number()) return has("number");
+  if (v.is_array()) {
+    if (!has("array")) return false;
+    if (s.contains("minItems") && v.size() < s["minItems"].get<size_t>()) return false;
+    if (s.contains("maxItems") && v.size() > s["maxItems"].get<size_t>()) return false;
+    for (auto& item : v) if (s.contains("items") && !valid(item, s["items"], document)) return false;
+    return true;
+  }
+  if (!has("object")) return false;
+  if (!s.contains("properties")) return true;
+  for (auto& name : s.value("required", json::array())) if (!v.contains(name)) return false;
+  for (auto& [name, member] : v.items()) {
+    if (!s["properties"].contains(name) || !valid(member, s["properties"][name], document)) return false;
+  }
+  return true;
+}
+
+const json person = json::parse(R"({
+  "type": "object",
+  "properties": {
+    "name": {"type": "string", "description": "who"},
+    "age": {"type": "integer"},
+    "height": {"type": "number"},
+    "color": {"enum": ["red", "green", 3, null]},
+    "kind": {"const": "person"},
+    "tags": {"type": "array", "items": {"type": "string"}, "minItems": 1, "maxItems": 3},
+    "address": {"$ref": "#/$defs/address"},
+    "pet": {"anyOf": [{"type": "null"}, {"type": "object", "properties": {"legs": {"type": "integer"}},
+                                         "required": ["legs"], "additionalProperties": false}]},
+    "flags": {"type": ["boolean", "null"]}
+  },
+  "required": ["name", "age", "kind", "tags"],
+  "additionalProperties": false,
+  "$defs": {"address": {"type": "object", "properties": {"street": {"type": "string"}, "zip": {"type": "integer"}},
+                        "required": ["zip"]}}
+})");
+
+const json tree = json::parse(R"({
+  "$ref": "#/$defs/node",
+  "$defs": {"node": {"type": "object", "properties": {"value": {"type": "integer"},
+            "children": {"type": "array", "items": {"$ref": "#/$defs/node"}, "maxItems": 2}},
+            "required": ["value"], "additionalProperties": false}}
+})");
+
+void check_walks(const json& schema, int seeds, bool check_mask = false) {
+  auto vocabulary = byte_vocabulary();
+  token_trie trie(vocabulary);
+  auto m = matcher_of(schema_grammar(schema));
+  int finished = 0;
+  for (uint32_t seed = 1; seed <= uint32_t(seeds); ++seed) {
+    auto text = random_walk(m, trie, vocabulary, seed, 20000, check_mask && seed <= 3);
+    if (!text) continue;
+    ++finished;
+    json value;
+    BOOST_REQUIRE_MESSAGE(json::accept(*text), *text);
+    value = json::parse(*text);
+    BOOST_TEST(valid(value, schema, schema), *text);
+  }
+  BOOST_TEST(finished >= seeds * 9 / 10);
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(random_walks_give_valid_objects_of_a_nested_schema) { check_walks(person, 100); }
+
+BOOST_AUTO_TEST_CASE(random_walks_follow_recursive_references) { check_walks(tree, 60); }
+
+BOOST_AUTO_TEST_CASE(random_walks_give_numbers_integers_and_scalars) {
+  check_walks(json{{"type", "integer"}}, 100);
+  check_walks(json{{"type", "number"}}, 100);
+  check_walks(json{{"type", "array"}, {"items", {{"type", "boolean"}}}, {"maxItems", 4}}, 50);
+  check_walks(json{{"type", "string"}, {"enum", {"a", "b\"c", "é"}}}, 30);
+}
+
+BOOST_AUTO_TEST_CASE(the_mask_is_what_advance_takes_along_walks) { check_walks(person, 3, true); }
+
+BOOST_AUTO_TEST_CASE(json_object_mode_gives_objects) {
+  auto vocabulary = byte_vocabulary();
+  token_trie trie(vocabulary);
+  auto m = matcher_of(json_object_grammar());
+  for (uint32_t seed = 1; seed <= 50; ++seed) {
+    auto text = random_walk(m, trie, vocabulary, seed);
+    if (!text) continue;
+    json value;
+    BOOST_REQUIRE_NO_THROW(value = json::parse(*text));
+    BOOST_TEST(value.is_object());
+  }
+}
+
+BOOST_AUTO_TEST_CASE(integers_exclude_fractions_and_whitespace_is_bounded) {
+  auto m = matcher_of(schema_grammar(json::parse(R"({"type":"object","properties":{"a":{"type":"integer"}}})")));
+  auto m1 = m;
+  BOOST_TEST(m1.advance("{\"a\": 12}"));
+  BOOST_TEST(m1.accepts_end());
+  auto m2 = m;
+  BOOST_TEST(!m2.advance("{\"a\": 1.5"));
+  auto m3 = m;
+  BOOST_TEST(!m3.advance("{\"a\":  1"));
+  auto m4 = m;
+  BOOST_TEST(!m4.advance("{ \"a\""));
+  auto m5 = m;
+  BOOST_TEST(m5.advance("{}"));  // "a" is not required
+}
+
+BOOST_AUTO_TEST_CASE(unsupported_keywords_are_named_with_their_place) {
+  auto g = json_schema_grammar(json::parse(R"({"type":"object","properties":{"name":{"type":"string","pattern":"^a"}}})"));
+  BOOST_REQUIRE(!g.ok());
+  BOOST_TEST(g.err().message == "unsupported JSON Schema keyword 'pattern' at #/properties/name");
+  auto one_of = json_schema_grammar(json::parse(R"({"oneOf":[{"type":"string"}]})"));
+  BOOST_REQUIRE(!one_of.ok());
+  BOOST_TEST(one_of.err().message == "unsupported JSON Schema keyword 'oneOf' at #");
+  auto ref = json_schema_grammar(json::parse(R"({"$ref":"#/$defs/missing"})"));
+  BOOST_REQUIRE(!ref.ok());
+  BOOST_TEST(ref.err().message.find("missing") != std::string::npos);
+  auto tool = tool_call_grammar({{"f", json::parse(R"({"type":"object","properties":{"x":{"minimum":1}}})")}});
+  BOOST_REQUIRE(!tool.ok());
+  BOOST_TEST(tool.err().message == "tool 'f': unsupported JSON Schema keyword 'minimum' at #/properties/x");
+}
+
+BOOST_AUTO_TEST_CASE(qwen3_tool_calls_from_random_walks_parse) {
+  const auto& tokenizer = test::qwen3_tokenizer();
+  std::vector<std::string> vocabulary;
+  for (int id = 0; id < tokenizer.vocab_size(); ++id) {
+    vocabulary.emplace_back(tokenizer.is_special(id) ? "" : tokenizer.token_bytes(id, false));
+  }
+  token_trie trie(vocabulary);
+  json weather = json::parse(R"({"type":"object","properties":{"city":{"type":"string"},
+      "unit":{"enum":["celsius","fahrenheit"]},"days":{"type":"integer"}},"required":["city","unit"],
+      "additionalProperties":false})");
+  json search = json::parse(R"({"type":"object","properties":{"query":{"type":"string"}},"required":["query"]})");
+  auto g = tool_call_grammar({{"get_weather", weather}, {"search", search}});
+  BOOST_REQUIRE(g.ok());
+  auto m = matcher_of(*g);
+  int finished = 0;
+  for (uint32_t seed = 1; seed <= 3; ++seed) {
+    auto text = random_walk(m, trie, vocabulary, seed, 3000);
+    if (!text) continue;
+    ++finished;
+    std::string open = "<tool_call>\n", close = "\n</tool_call>";
+    BOOST_REQUIRE(text->starts_with(open));
+    BOOST_REQUIRE(text->ends_with(close));
+    json call;
+    BOOST_REQUIRE_NO_THROW(call = json::parse(text->substr(open.size(), text->size() - open.size() - close.size())));
+    BOOST_TEST((call["name"] == "get_weather" || call["name"] == "search"));
+    BOOST_TEST(valid(call["arguments"], call["name"] == "search" ? search : weather, weather), *text);
+  }
+  BOOST_TEST(finished >= 2);
+}

@@ -1,0 +1,129 @@
+// The grammar matcher on hand-written grammars: which bytes it takes, when it may end, that
+// a rejected token changes nothing, that its token mask is exactly the tokens advance
+// takes, that bad grammars are refused, and that grammars survive msgpack.
+#define BOOST_TEST_MODULE grammar_matcher
+#include <boost/test/unit_test.hpp>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "model/grammar/grammar_builder.hpp"
+#include "model/grammar/grammar_matcher.hpp"
+
+using namespace troupe;
+
+namespace {
+
+grammar_matcher matcher_of(const grammar& g) {
+  auto compiled = compiled_grammar::compile(g);
+  BOOST_REQUIRE_MESSAGE(compiled.ok(), (compiled.ok() ? "" : compiled.err().message));
+  return grammar_matcher(std::make_shared<const compiled_grammar>(std::move(compiled).value()));
+}
+
+// "ab" or "a" then any number of "c", then "!" optionally.
+grammar ab_or_acs() {
+  grammar_builder b;
+  auto body = b.rule({b.literal("ab"), join({b.literal("a"), b.repeated(b.literal("c"))})});
+  return b.finish(join({body, b.optional(b.literal("!"))}));
+}
+
+bool bit(const std::vector<uint64_t>& mask, int id) { return (mask[size_t(id) / 64] >> (id % 64)) & 1; }
+
+std::vector<std::string> small_vocabulary() {
+  std::vector<std::string> v;
+  for (int c = 0; c < 256; ++c) v.push_back(std::string(1, char(c)));
+  for (const char* t : {"ab", "abc", "ac", "acc", "cc", "cccc", "c!", "a!", "ab!", "!", "", "ccb", "ac"}) v.push_back(t);
+  return v;
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(follows_bytes_and_knows_when_it_may_end) {
+  auto m = matcher_of(ab_or_acs());
+  BOOST_TEST(!m.accepts_end());
+  BOOST_TEST(m.advance("a"));
+  BOOST_TEST(m.accepts_end());  // "a" with no c's
+  BOOST_TEST(m.advance("ccc"));
+  BOOST_TEST(m.accepts_end());
+  BOOST_TEST(!m.advance("b"));  // "b" only right after the first "a"
+  BOOST_TEST(m.advance("c!"));
+  BOOST_TEST(m.accepts_end());
+  BOOST_TEST(!m.can_continue());
+  BOOST_TEST(!m.advance("!"));
+}
+
+BOOST_AUTO_TEST_CASE(a_rejected_token_leaves_the_state_as_it_was) {
+  auto m = matcher_of(ab_or_acs());
+  BOOST_TEST(m.advance("a"));
+  BOOST_TEST(!m.advance("cb"));  // its first byte alone would be taken
+  BOOST_TEST(m.advance("b"));
+  BOOST_TEST(m.accepts_end());
+  BOOST_TEST(!m.advance("c"));
+}
+
+BOOST_AUTO_TEST_CASE(the_mask_holds_exactly_the_tokens_advance_takes) {
+  auto vocabulary = small_vocabulary();
+  token_trie trie(vocabulary);
+  auto m = matcher_of(ab_or_acs());
+  std::vector<uint64_t> mask;
+  for (std::string step : {"", "a", "c", "cc"}) {
+    BOOST_REQUIRE(m.advance(step));
+    m.allowed_tokens(trie, mask);
+    int allowed = 0;
+    for (int id = 0; id < int(vocabulary.size()); ++id) {
+      auto copy = m;
+      bool takes = !vocabulary[size_t(id)].empty() && copy.advance(vocabulary[size_t(id)]);
+      BOOST_TEST(bit(mask, id) == takes, "after '" << step << "', token '" << vocabulary[size_t(id)] << "'");
+      allowed += takes;
+    }
+    BOOST_TEST(allowed > 0);
+  }
+  // Both tokens spelled "ac" are allowed at the start; the empty token never is.
+  auto fresh = matcher_of(ab_or_acs());
+  fresh.allowed_tokens(trie, mask);
+  BOOST_TEST(bit(mask, 256 + 2));
+  BOOST_TEST(bit(mask, 256 + 12));
+  BOOST_TEST(!bit(mask, 256 + 10));
+  BOOST_TEST(!bit(mask, 'b'));
+}
+
+BOOST_AUTO_TEST_CASE(multibyte_utf8_takes_well_formed_characters_only) {
+  grammar_builder b;
+  auto m0 = matcher_of(b.finish(b.multibyte_utf8()));
+  for (std::string good : {"é", "中", "😀", "\xed\x9f\xbf"}) {
+    auto m = m0;
+    BOOST_TEST((m.advance(good) && m.accepts_end()), good);
+  }
+  for (std::string bad : {"\xc0\xaf", "\xed\xa0\x80", "\xe0\x80\x80", "\xf4\x90\x80\x80", "\xff", "a"}) {
+    auto m = m0;
+    BOOST_TEST(!m.advance(bad));
+  }
+}
+
+BOOST_AUTO_TEST_CASE(left_recursion_and_dangling_references_are_refused) {
+  grammar_builder b;
+  int32_t list = b.declare();
+  b.define(list, {join({b.optional(b.literal(" ")), grammar_builder::reference(list), b.literal("x")}), b.literal("x")});
+  auto compiled = compiled_grammar::compile(b.finish(grammar_builder::reference(list)));
+  BOOST_REQUIRE(!compiled.ok());
+  BOOST_TEST(compiled.err().message.find("left recursion") != std::string::npos);
+
+  grammar dangling;
+  dangling.rules.push_back(grammar_rule{{grammar_alternative{{grammar_symbol{true, 7}}}}});
+  auto refused = compiled_grammar::compile(dangling);
+  BOOST_REQUIRE(!refused.ok());
+  BOOST_TEST(refused.err().message.find("missing rule 7") != std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(a_grammar_survives_msgpack) {
+  grammar g = ab_or_acs();
+  msgpack::sbuffer buffer;
+  msgpack::pack(buffer, g);
+  grammar back = msgpack::unpack(buffer.data(), buffer.size())->as<grammar>();
+  BOOST_TEST(back.root == g.root);
+  BOOST_TEST(back.byte_sets == g.byte_sets);
+  auto m = matcher_of(back);
+  BOOST_TEST(m.advance("acc!"));
+  BOOST_TEST(m.accepts_end());
+}
