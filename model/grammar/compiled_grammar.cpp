@@ -126,4 +126,17 @@ result<compiled_grammar> compiled_grammar::compile(const grammar& g) {
   return c;
 }
 
+std::shared_ptr<const compiled_grammar::token_classes> compiled_grammar::find_classes(
+    const void* trie, const std::vector<int32_t>& context) const {
+  std::lock_guard lock(classes_->mutex);
+  auto found = classes_->by_context.find({trie, context});
+  return found == classes_->by_context.end() ? nullptr : found->second;
+}
+
+void compiled_grammar::keep_classes(const void* trie, std::vector<int32_t> context,
+                                    std::shared_ptr<const token_classes> classes) const {
+  std::lock_guard lock(classes_->mutex);
+  classes_->by_context.emplace(std::pair{trie, std::move(context)}, std::move(classes));
+}
+
 }  // namespace troupe

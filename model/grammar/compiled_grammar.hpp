@@ -4,7 +4,11 @@
 // positions ("match from here next").
 #include <array>
 #include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "base/result.hpp"
@@ -51,7 +55,26 @@ class compiled_grammar {
   }
   bool can_be_empty(int32_t position) const { return code_[size_t(position)].can_be_empty; }
 
+  // What the tokens of a vocabulary do from the top of a stack, whatever lies below the
+  // `context` positions it is keyed by (top first; a final -1: the bottom of the stack):
+  // those the context matches alone, and the trie nodes after whose bytes a match runs out
+  // of the context, where the stack below must take the rest (grammar_matcher fills
+  // these). Kept per trie (known by its address, so a trie must outlive the grammars it
+  // served) and context on first use, shared by every matcher of the grammar.
+  struct token_classes {
+    std::vector<uint64_t> accepted;
+    std::vector<int32_t> exits;
+    int64_t exit_nodes = 0;  // the trie nodes below the exits: the work they leave
+  };
+  std::shared_ptr<const token_classes> find_classes(const void* trie, const std::vector<int32_t>& context) const;
+  void keep_classes(const void* trie, std::vector<int32_t> context, std::shared_ptr<const token_classes> classes) const;
+
  private:
+  struct classes_cache {
+    std::mutex mutex;
+    std::map<std::pair<const void*, std::vector<int32_t>>, std::shared_ptr<const token_classes>> by_context;
+  };
+  std::shared_ptr<classes_cache> classes_ = std::make_shared<classes_cache>();
   std::vector<position_symbol> code_;
   std::vector<std::array<uint64_t, 4>> byte_sets_;
   std::vector<int32_t> rule_begin_;

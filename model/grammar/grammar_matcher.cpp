@@ -1,5 +1,6 @@
 #include "model/grammar/grammar_matcher.hpp"
 
+#include <algorithm>
 #include <utility>
 
 namespace troupe {
@@ -17,6 +18,7 @@ void grammar_matcher::match_byte(int32_t position, int32_t parent, uint8_t b, st
   const auto& symbol = grammar_->at(position);
   switch (symbol.kind) {
     case symbol_kind::end:
+      if (parent == exit_marker) exited_ = true;
       if (parent >= 0) {
         stack_node below = arena_[size_t(parent)];
         match_byte(below.position, below.parent, b, out);
@@ -126,31 +128,98 @@ void grammar_matcher::allowed_tokens(const token_trie& trie, std::vector<uint64_
     mask = found->second;
     return;
   }
-  walk_trie(trie, mask);
+  mask.assign(size_t(trie.vocab_size() + 63) / 64, 0);
+  for (int32_t top : tops_) stack_mask(trie, top, mask);
   cached_masks_.emplace(std::move(key), mask);
 }
 
-void grammar_matcher::walk_trie(const token_trie& trie, std::vector<uint64_t>& mask) {
+void grammar_matcher::allowed_tokens_by_trie_walk(const token_trie& trie, std::vector<uint64_t>& mask) {
   mask.assign(size_t(trie.vocab_size() + 63) / 64, 0);
+  walk_subtree(trie, 0, tops_, mask, nullptr);
+}
+
+std::shared_ptr<const compiled_grammar::token_classes> grammar_matcher::classes_of(
+    const token_trie& trie, const std::vector<int32_t>& context) {
+  if (auto found = grammar_->find_classes(&trie, context)) return found;
+  auto classes = std::make_shared<compiled_grammar::token_classes>();
+  classes->accepted.assign(size_t(trie.vocab_size() + 63) / 64, 0);
+  size_t committed = arena_.size();
+  int32_t parent = exit_marker;
+  for (size_t k = context.size(); k-- > 0;) {
+    if (context[k] < 0) {
+      parent = -1;
+      continue;
+    }
+    arena_.push_back({context[k], parent});
+    parent = int32_t(arena_.size() - 1);
+  }
+  walk_subtree(trie, 0, {parent}, classes->accepted, &classes->exits);
+  arena_.resize(committed);
+  std::sort(classes->exits.begin(), classes->exits.end());
+  classes->exits.erase(std::unique(classes->exits.begin(), classes->exits.end()), classes->exits.end());
+  for (int32_t exit : classes->exits) classes->exit_nodes += trie.nodes()[size_t(exit)].subtree_end - exit;
+  grammar_->keep_classes(&trie, context, classes);
+  return classes;
+}
+
+void grammar_matcher::stack_mask(const token_trie& trie, int32_t top, std::vector<uint64_t>& mask) {
+  // Past this much work left to the stack below, a context one position deeper pays: its
+  // classes are kept, the walk would be redone for every new state.
+  constexpr int64_t max_exit_nodes = 2048;
+  // An exit after no bytes at all hands the whole vocabulary to the stack below: the loop.
+  std::vector<int32_t> context;
+  for (int32_t node = top; node >= 0;) {
+    context.clear();
+    std::shared_ptr<const compiled_grammar::token_classes> classes;
+    int32_t below = node;
+    do {
+      context.push_back(arena_[size_t(below)].position);
+      below = arena_[size_t(below)].parent;
+      if (below < 0) context.push_back(-1);
+      classes = classes_of(trie, context);
+    } while (below >= 0 && classes->exit_nodes > max_exit_nodes);
+    for (size_t w = 0; w < mask.size(); ++w) mask[w] |= classes->accepted[w];
+    if (below < 0) return;
+    bool exits_at_root = false;
+    for (int32_t exit : classes->exits) {
+      if (exit == 0) {
+        exits_at_root = true;
+      } else {
+        walk_subtree(trie, exit, {below}, mask, nullptr);
+      }
+    }
+    if (!exits_at_root) return;
+    node = below;
+  }
+}
+
+void grammar_matcher::walk_subtree(const token_trie& trie, int32_t from, const std::vector<int32_t>& tops,
+                                   std::vector<uint64_t>& mask, std::vector<int32_t>* exits) {
+  const auto& nodes = trie.nodes();
   size_t committed = arena_.size();
   level_tops_.resize(size_t(trie.max_depth()) + 1);
   level_arena_size_.resize(size_t(trie.max_depth()) + 1);
-  level_tops_[0] = tops_;
-  level_arena_size_[0] = committed;
-  const auto& nodes = trie.nodes();
-  for (int32_t i = 1; i < int32_t(nodes.size());) {
+  level_node_.resize(size_t(trie.max_depth()) + 1);
+  size_t base = nodes[size_t(from)].depth;
+  level_tops_[base] = tops;
+  level_arena_size_[base] = committed;
+  level_node_[base] = from;
+  for (int32_t i = from + 1; i < nodes[size_t(from)].subtree_end;) {
     const auto& node = nodes[size_t(i)];
     // The stacks of the node's parent are those of the level above: preorder left them there.
     arena_.resize(level_arena_size_[node.depth - 1u]);
     auto& out = level_tops_[node.depth];
     out.clear();
+    exited_ = false;
     advance_byte(level_tops_[node.depth - 1u], node.byte, out);
+    if (exited_ && exits) exits->push_back(level_node_[node.depth - 1u]);
     if (out.empty()) {
       i = node.subtree_end;
       continue;
     }
     for (int32_t id : trie.tokens_at(i)) mask[size_t(id) >> 6] |= uint64_t(1) << (id & 63);
     level_arena_size_[node.depth] = arena_.size();
+    level_node_[node.depth] = i;
     ++i;
   }
   arena_.resize(committed);

@@ -27,16 +27,22 @@ class grammar_matcher {
   bool can_continue() const;
 
   // Sets mask bit `id` (word id / 64) for each token of the trie that advance would take;
-  // mask is resized to the trie's vocabulary. Walks the trie along with the stacks, so
-  // the work follows the live prefixes, not the vocabulary size. Masks are kept per state:
-  // inside a JSON string the state repeats from token to token (at most 64 masks, which
-  // a copy of the matcher copies).
+  // mask is resized to the trie's vocabulary. A token is taken when one stack takes it, so
+  // the mask is the union over stacks. A stack's is, as in xgrammar, the tokens its top
+  // positions take on their own (classes kept in the compiled grammar, so a new state
+  // mostly costs OR-ing bitsets) plus what the stack below takes of the rest of the tokens
+  // that run past them (a walk of those trie subtrees only). Masks are also kept per
+  // state: inside a JSON string the state repeats from token to token (at most 64 masks,
+  // which a copy of the matcher copies).
   void allowed_tokens(const token_trie& trie, std::vector<uint64_t>& mask);
+  // The same mask by walking the whole trie along with the stacks, no caches: the
+  // reference the fast mask is tested against.
+  void allowed_tokens_by_trie_walk(const token_trie& trie, std::vector<uint64_t>& mask);
 
  private:
   struct stack_node {
     int32_t position;
-    int32_t parent;  // -1: the bottom
+    int32_t parent;  // -1: the bottom; exit_marker: while classifying tokens
   };
 
   // The stacks the byte `b` turns `tops` into.
@@ -50,7 +56,19 @@ class grammar_matcher {
   void compact_arena();
   // The current state as the positions of every stack, top to bottom.
   std::vector<int32_t> state_key() const;
-  void walk_trie(const token_trie& trie, std::vector<uint64_t>& mask);
+  // Sets the bits of the tokens strictly below trie node `from` that the stacks `tops`,
+  // standing after from's bytes, take. With `exits`, lists the nodes after whose bytes a
+  // stack reached exit_marker (the end of the alternative the walk started in).
+  void walk_subtree(const token_trie& trie, int32_t from, const std::vector<int32_t>& tops,
+                    std::vector<uint64_t>& mask, std::vector<int32_t>* exits);
+  std::shared_ptr<const compiled_grammar::token_classes> classes_of(const token_trie& trie,
+                                                                   const std::vector<int32_t>& context);
+  // Sets the bits of the tokens the stack with top arena node `top` takes: the classes of
+  // its top position, widened to the positions below while they leave much to walk.
+  void stack_mask(const token_trie& trie, int32_t top, std::vector<uint64_t>& mask);
+
+  // The parent of a stack node that stands for "whatever stack lies below".
+  static constexpr int32_t exit_marker = -2;
 
   std::shared_ptr<const compiled_grammar> grammar_;
   std::vector<stack_node> arena_;
@@ -59,6 +77,8 @@ class grammar_matcher {
   // Scratch of the trie walk: the stacks at each depth, and the arena size after each.
   std::vector<std::vector<int32_t>> level_tops_;
   std::vector<size_t> level_arena_size_;
+  std::vector<int32_t> level_node_;
+  bool exited_ = false;
   const token_trie* cached_trie_ = nullptr;
   std::map<std::vector<int32_t>, std::vector<uint64_t>> cached_masks_;
 };

@@ -1,6 +1,7 @@
 // JSON Schema to grammar: random walks over allowed tokens (of a small byte vocabulary and
 // of the real Qwen3 one) end in JSON that parses and that a small validator accepts for
-// the schema; the mask agrees with advance on every token; unsupported keywords are named.
+// the schema; the mask agrees with advance on every token, and the fast mask with the whole
+// trie walk on the Qwen3 vocabulary; unsupported keywords are named.
 #define BOOST_TEST_MODULE json_schema_grammar
 #include <boost/test/unit_test.hpp>
 
@@ -134,6 +135,44 @@ const json tree = json::parse(R"({
             "required": ["value"], "additionalProperties": false}}
 })");
 
+std::vector<std::string> qwen3_vocabulary() {
+  const auto& tokenizer = test::qwen3_tokenizer();
+  std::vector<std::string> vocabulary;
+  for (int id = 0; id < tokenizer.vocab_size(); ++id) {
+    vocabulary.emplace_back(tokenizer.is_special(id) ? "" : tokenizer.token_bytes(id, false));
+  }
+  return vocabulary;
+}
+
+// Along random walks, the mask of a fresh matcher (no mask of its own kept, the grammar's
+// token classes filling as it goes) is the whole trie walk's.
+void check_fast_mask(const grammar& g, const std::vector<std::string>& vocabulary, const token_trie& trie) {
+  auto compiled = compiled_grammar::compile(g);
+  BOOST_REQUIRE(compiled.ok());
+  auto shared = std::make_shared<const compiled_grammar>(std::move(compiled).value());
+  std::vector<uint64_t> fast, slow;
+  for (uint32_t seed = 1; seed <= 3; ++seed) {
+    std::mt19937 gen(seed);
+    grammar_matcher m(shared);
+    std::string text;
+    for (int step = 0; step < 200; ++step) {
+      grammar_matcher fresh(shared);
+      BOOST_REQUIRE(fresh.advance(text));
+      fresh.allowed_tokens(trie, fast);
+      m.allowed_tokens_by_trie_walk(trie, slow);
+      BOOST_REQUIRE_MESSAGE(fast == slow, "after '" << text << "'");
+      std::vector<int> allowed;
+      for (int id = 0; id < trie.vocab_size(); ++id) {
+        if ((slow[size_t(id) / 64] >> (id % 64)) & 1) allowed.push_back(id);
+      }
+      if (allowed.empty() || (m.accepts_end() && gen() % 4 == 0)) break;
+      const auto& token = vocabulary[size_t(allowed[gen() % allowed.size()])];
+      BOOST_REQUIRE(m.advance(token));
+      text += token;
+    }
+  }
+}
+
 void check_walks(const json& schema, int seeds, bool check_mask = false) {
   auto vocabulary = byte_vocabulary();
   token_trie trie(vocabulary);
@@ -210,11 +249,7 @@ BOOST_AUTO_TEST_CASE(unsupported_keywords_are_named_with_their_place) {
 }
 
 BOOST_AUTO_TEST_CASE(qwen3_tool_calls_from_random_walks_parse) {
-  const auto& tokenizer = test::qwen3_tokenizer();
-  std::vector<std::string> vocabulary;
-  for (int id = 0; id < tokenizer.vocab_size(); ++id) {
-    vocabulary.emplace_back(tokenizer.is_special(id) ? "" : tokenizer.token_bytes(id, false));
-  }
+  auto vocabulary = qwen3_vocabulary();
   token_trie trie(vocabulary);
   json weather = json::parse(R"({"type":"object","properties":{"city":{"type":"string"},
       "unit":{"enum":["celsius","fahrenheit"]},"days":{"type":"integer"}},"required":["city","unit"],
@@ -237,4 +272,16 @@ BOOST_AUTO_TEST_CASE(qwen3_tool_calls_from_random_walks_parse) {
     BOOST_TEST(valid(call["arguments"], call["name"] == "search" ? search : weather, weather), *text);
   }
   BOOST_TEST(finished >= 2);
+}
+
+BOOST_AUTO_TEST_CASE(qwen3_fast_masks_are_the_trie_walks) {
+  auto vocabulary = qwen3_vocabulary();
+  token_trie trie(vocabulary);
+  check_fast_mask(schema_grammar(person), vocabulary, trie);
+  check_fast_mask(schema_grammar(tree), vocabulary, trie);
+  json weather = json::parse(R"({"type":"object","properties":{"city":{"type":"string"},
+      "days":{"type":"integer"}},"required":["city"]})");
+  auto tool = tool_call_grammar({{"get_weather", weather}, {"search", person}});
+  BOOST_REQUIRE(tool.ok());
+  check_fast_mask(*tool, vocabulary, trie);
 }
