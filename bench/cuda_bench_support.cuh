@@ -2,6 +2,7 @@
 // What the CUDA op benchmarks share: random device data, an L2 flush, event timing.
 #include <algorithm>
 #include <cstdint>
+#include <cstdio>
 #include <vector>
 
 #include <cuda_bf16.h>
@@ -10,6 +11,14 @@
 #include "kernels/cuda/fill_uniform.cuh"
 
 namespace troupe::bench {
+
+// The device the figures come from, printed as the benchmarks' first line.
+inline cudaDeviceProp describe_device() {
+  cudaDeviceProp prop;
+  TROUPE_CUDA_CHECK(cudaGetDeviceProperties(&prop, 0));
+  std::printf("device: %s, %d SMs, %.0f MB L2\n", prop.name, prop.multiProcessorCount, prop.l2CacheSize / 1e6);
+  return prop;
+}
 
 // n bf16 values uniform in [-scale, scale), made on the device (no host copy).
 inline __nv_bfloat16* device_random(size_t n, uint32_t seed, float scale) {

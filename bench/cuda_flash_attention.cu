@@ -67,9 +67,7 @@ void prefill(int n) {
 }  // namespace
 
 int main() {
-  cudaDeviceProp prop;
-  TROUPE_CUDA_CHECK(cudaGetDeviceProperties(&prop, 0));
-  std::printf("device: %s, %d SMs\n", prop.name, prop.multiProcessorCount);
+  describe_device();
   for (int n : {512, 2048, 4096}) prefill(n);
   return 0;
 }

@@ -30,10 +30,7 @@ struct projection {
 
 int main() {
   using troupe::dtype;
-  cudaDeviceProp prop;
-  TROUPE_CUDA_CHECK(cudaGetDeviceProperties(&prop, 0));
-  std::printf("device: %s, %d SMs, %.0f MB L2\n", prop.name, prop.multiProcessorCount,
-              prop.l2CacheSize / 1e6);
+  describe_device();
   const projection projections[] = {{"qkv", 5120, 2048, dtype::bf16},
                                     {"o", 2048, 4096, dtype::bf16},
                                     {"router", 128, 2048, dtype::f32},

@@ -48,10 +48,7 @@ void random_routing(std::vector<int>& chosen, std::vector<float>& weights) {
 }  // namespace
 
 int main() {
-  cudaDeviceProp prop;
-  TROUPE_CUDA_CHECK(cudaGetDeviceProperties(&prop, 0));
-  std::printf("device: %s, %d SMs, %.0f MB L2\n", prop.name, prop.multiProcessorCount,
-              prop.l2CacheSize / 1e6);
+  const cudaDeviceProp prop = describe_device();
   const size_t w13_size = size_t(experts) * 2 * inter * hidden;
   const size_t w2_size = size_t(experts) * hidden * inter;
   __nv_bfloat16* w13 = device_random(w13_size, 1, 0.03f);

@@ -59,10 +59,7 @@ void gemm_rate() {
 }  // namespace
 
 int main() {
-  cudaDeviceProp prop;
-  TROUPE_CUDA_CHECK(cudaGetDeviceProperties(&prop, 0));
-  std::printf("device: %s, %d SMs, %.0f MB L2\n", prop.name, prop.multiProcessorCount,
-              prop.l2CacheSize / 1e6);
+  describe_device();
   copy_bandwidth();
   gemm_rate();
   return 0;
