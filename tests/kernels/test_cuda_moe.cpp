@@ -332,6 +332,12 @@ std::vector<uint16_t> row_of(const std::vector<uint16_t>& out, int t, int hidden
   return {out.begin() + ptrdiff_t(t) * hidden, out.begin() + ptrdiff_t(t + 1) * hidden};
 }
 
+// Token t's part of a batch's routing, as a batch of its own.
+routing routing_of(const routing& batch, int t, int k) {
+  return {{batch.chosen.begin() + t * k, batch.chosen.begin() + (t + 1) * k},
+          {batch.weights.begin() + t * k, batch.weights.begin() + (t + 1) * k}};
+}
+
 BOOST_AUTO_TEST_CASE(fused_moe_token_is_bit_identical_alone_and_in_a_batch) {
   // Alone (2 pairs) and in the first 20 tokens (40 pairs) the plan is inline; the first 50
   // (100 pairs) take moe_align's 16-row tiles, all 65 (130 pairs) its 64-row tiles.
@@ -341,9 +347,7 @@ BOOST_AUTO_TEST_CASE(fused_moe_token_is_bit_identical_alone_and_in_a_batch) {
       random_experts(std::vector<bool>(size_t(experts), true), hidden, inter, 701);
   const auto x = random_bf16(size_t(tokens) * hidden, 702);
 
-  routing alone;
-  alone.chosen.assign(batch.chosen.begin() + t * k, batch.chosen.begin() + (t + 1) * k);
-  alone.weights.assign(batch.weights.begin() + t * k, batch.weights.begin() + (t + 1) * k);
+  const routing alone = routing_of(batch, t, k);
   const std::vector<uint16_t> x_alone = row_of(x.bits, t, hidden);
   const auto by_itself = run_fused_moe(x_alone, 1, hidden, alone, k, w, inter, 0, experts);
   for (int n : {20, 50, 65}) {
@@ -368,9 +372,7 @@ BOOST_AUTO_TEST_CASE(fused_moe_with_cublas_keeps_a_token_within_bf16_of_alone) {
       random_experts(std::vector<bool>(size_t(experts), true), hidden, inter, 801);
   const auto x = random_bf16(size_t(tokens) * hidden, 802);
 
-  routing alone;
-  alone.chosen.assign(batch.chosen.begin() + t * k, batch.chosen.begin() + (t + 1) * k);
-  alone.weights.assign(batch.weights.begin() + t * k, batch.weights.begin() + (t + 1) * k);
+  const routing alone = routing_of(batch, t, k);
   const std::vector<uint16_t> x_alone = row_of(x.bits, t, hidden);
   const auto by_itself =
       run_fused_moe(x_alone, 1, hidden, alone, k, w, inter, 0, experts, path::cublas);
