@@ -31,7 +31,8 @@ result<compute_backend> make_cpu_backend(const backend_options& options) {
   const model_config& c = model->config();
   const size_t bytes_per_block =
       size_t(options.block_size) * size_t(c.num_kv_heads) * size_t(c.head_dim) * 4 * 2 * size_t(c.num_layers);
-  const int num_blocks = int(options.kv_cache_bytes / bytes_per_block);
+  const size_t kv_bytes = options.kv_cache_bytes > 0 ? options.kv_cache_bytes : size_t(1) << 30;
+  const int num_blocks = int(kv_bytes / bytes_per_block);
   auto transport = std::make_shared<in_process_experts>(c.num_experts, c.hidden_size);
   const int block_size = options.block_size;
   compute_backend b{c, num_blocks, {}, {}};

@@ -19,10 +19,7 @@ result<compute_backend> make_backend(const engine_options& options) {
   b.max_num_seqs = options.scheduler.max_num_seqs;
   b.max_num_batched_tokens = options.scheduler.max_num_batched_tokens;
   b.max_model_len = options.max_model_len;
-  if (options.device == device_kind::cpu) {
-    if (b.kv_cache_bytes == 0) b.kv_cache_bytes = size_t(1) << 30;
-    return make_cpu_backend(b);
-  }
+  if (options.device == device_kind::cpu) return make_cpu_backend(b);
 #ifdef TROUPE_WITH_CUDA
   if (options.expert_groups != 1)
     return error{"--device cuda serves its experts as one group per GPU; expert groups across GPUs come with a cluster"};

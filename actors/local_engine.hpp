@@ -14,7 +14,7 @@ namespace troupe {
 enum class device_kind { cpu, cuda };
 
 struct engine_options {
-  backend_options backend;  // kv_cache_bytes 0 means 1 GiB on the CPU
+  backend_options backend;
   device_kind device = device_kind::cpu;
   int max_model_len = 0;  // 0: the model's max_position_embeddings
   int expert_groups = 1;
