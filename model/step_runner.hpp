@@ -2,6 +2,7 @@
 // What a stage computes for one step, on the CPU or on a GPU: its layers over the batch
 // and, on the stage holding the last layer, the sampled next tokens. A failed step (an
 // expert group it needs is restarting) is an error, not a crash: the scheduler re-runs it.
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <vector>
@@ -12,12 +13,14 @@
 
 namespace troupe {
 
-// One sequence of the batch that samples: its parameters, what the penalties count, and
-// the position its next token takes (the draw depends on it).
+// One sequence of the batch that samples: its parameters, what the penalties count, the
+// position its next token takes (the draw depends on it), and, under constrained
+// decoding, the tokens it may take (bit id % 64 of word id / 64; null: any token).
 struct sample_request {
   sampling_params params;
   const token_history* history = nullptr;
   int position = 0;
+  const std::vector<uint64_t>* allowed = nullptr;
 };
 
 class step_runner {
