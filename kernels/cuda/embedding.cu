@@ -2,6 +2,7 @@
 
 #include "base/check.hpp"
 #include "kernels/cuda/check.cuh"
+#include "kernels/cuda/dependent_launch.cuh"
 
 namespace troupe::cuda {
 
@@ -10,6 +11,7 @@ static constexpr int block_size = 256;
 // One block per token.
 static __global__ void embedding_kernel(const __nv_bfloat16* table, int64_t vocab, int dim,
                                         const int* ids, float* out) {
+  begin_dependent();
   const int id = ids[blockIdx.x];
   if (id < 0 || id >= vocab) __trap();
   const __nv_bfloat16* row = table + id * int64_t(dim);
@@ -19,8 +21,7 @@ static __global__ void embedding_kernel(const __nv_bfloat16* table, int64_t voca
 
 static void launch(const __nv_bfloat16* table, int64_t vocab, int dim, const int* ids, int tokens,
                    float* out, cudaStream_t stream) {
-  embedding_kernel<<<tokens, block_size, 0, stream>>>(table, vocab, dim, ids, out);
-  TROUPE_CUDA_CHECK(cudaGetLastError());
+  launch_dependent(embedding_kernel, tokens, block_size, 0, stream, table, vocab, dim, ids, out);
 }
 
 void embedding(const __nv_bfloat16* table, int64_t vocab, int dim, const int* ids, int tokens,

@@ -4,6 +4,7 @@
 
 #include "base/check.hpp"
 #include "kernels/cuda/check.cuh"
+#include "kernels/cuda/dependent_launch.cuh"
 
 namespace troupe::cuda {
 
@@ -85,8 +86,9 @@ static __global__ void __launch_bounds__(threads, M <= 3 ? 3 : 2)
   const int stride = parts * 32;
   int c = warp % parts * 32 + lane;
   uint4 v[unroll][rows_per_warp];
-  // The first weights are in flight while x is staged.
+  // The first weights are in flight while the kernel before finishes and x is staged.
   load_weights(rows, c, stride, chunks, v);
+  begin_dependent();
   for (int i = int(threadIdx.x); i < M * chunks; i += threads) xs[i] = __ldg(x + i);
   __syncthreads();
   float acc[rows_per_warp][M] = {};
@@ -138,9 +140,8 @@ static void launch(const __nv_bfloat16* x, int k, const __nv_bfloat16* w, int n,
   TROUPE_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                          int(gemv_max_x_elements * sizeof(__nv_bfloat16))));
   const size_t shared = size_t(M) * k * sizeof(__nv_bfloat16);
-  kernel<<<(n + rows_per_block - 1) / rows_per_block, threads, shared, stream>>>(
-      reinterpret_cast<const uint4*>(x), k / 8, reinterpret_cast<const uint4*>(w), n, parts, y);
-  TROUPE_CUDA_CHECK(cudaGetLastError());
+  launch_dependent(kernel, (n + rows_per_block - 1) / rows_per_block, threads, shared, stream,
+                   reinterpret_cast<const uint4*>(x), k / 8, reinterpret_cast<const uint4*>(w), n, parts, y);
 }
 
 template <int M, class Out>

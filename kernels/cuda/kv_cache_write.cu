@@ -2,6 +2,7 @@
 
 #include "base/check.hpp"
 #include "kernels/cuda/check.cuh"
+#include "kernels/cuda/dependent_launch.cuh"
 
 namespace troupe::cuda {
 
@@ -11,6 +12,7 @@ static constexpr int block_size = 256;
 static __global__ void kv_cache_write_kernel(const __nv_bfloat16* k, const __nv_bfloat16* v,
                                              int row, int stride, const int* slots, __nv_bfloat16* key_pool,
                                              __nv_bfloat16* value_pool) {
+  begin_dependent();
   const int slot = slots[blockIdx.x];
   if (slot < 0) return;
   const size_t from = size_t(blockIdx.x) * stride, to = size_t(slot) * row;
@@ -23,9 +25,8 @@ static __global__ void kv_cache_write_kernel(const __nv_bfloat16* k, const __nv_
 static void launch(const __nv_bfloat16* k, const __nv_bfloat16* v, int tokens, int row,
                    int stride, const int* slots, __nv_bfloat16* key_pool, __nv_bfloat16* value_pool,
                    cudaStream_t stream) {
-  kv_cache_write_kernel<<<tokens, block_size, 0, stream>>>(k, v, row, stride, slots, key_pool,
-                                                                    value_pool);
-  TROUPE_CUDA_CHECK(cudaGetLastError());
+  launch_dependent(kv_cache_write_kernel, tokens, block_size, 0, stream, k, v, row, stride, slots, key_pool,
+                   value_pool);
 }
 
 void kv_cache_write(const __nv_bfloat16* k, const __nv_bfloat16* v, int tokens, int row,

@@ -4,6 +4,7 @@
 
 #include "base/check.hpp"
 #include "kernels/cuda/check.cuh"
+#include "kernels/cuda/dependent_launch.cuh"
 #include "kernels/cuda/moe_tile_gemm.cuh"
 
 namespace troupe::cuda {
@@ -50,7 +51,7 @@ static __global__ void __launch_bounds__(S::threads)
   const moe_tile::tile tile = moe_tile::find_tile<S, inline_plan>(plan, blockIdx.y, tile_pairs);
   const int n0 = int(blockIdx.x) * S::cols;
   if (tile.expert < 0) {
-    moe_tile::wait_for_previous();  // so this grid never ends before moe_gate_up
+    begin_dependent();
   } else {
     const __nv_bfloat16* w = w2 + size_t(tile.expert) * hidden * inter;
     auto a_row = [&](int r) -> const __nv_bfloat16* {
@@ -61,7 +62,7 @@ static __global__ void __launch_bounds__(S::threads)
     };
     moe_tile::accumulator acc[S::frags_m][S::frags_n];
     moe_tile::multiply<S>(a_row, b_row, inter, reinterpret_cast<__nv_bfloat16*>(shared), acc,
-                          [] { moe_tile::wait_for_previous(); });
+                          [] { begin_dependent(); });
 
     const int warp = int(threadIdx.x) / 32, lane = int(threadIdx.x) % 32;
     float* scratch = reinterpret_cast<float*>(shared) + warp * 256;
@@ -94,19 +95,8 @@ static void launch(const __nv_bfloat16* act, int inter, const __nv_bfloat16* w2,
   auto* kernel = moe_down_kernel<S, inline_plan>;
   TROUPE_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                          int(S::shared_bytes)));
-  cudaLaunchAttribute early;
-  early.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  early.val.programmaticStreamSerializationAllowed = 1;
-  cudaLaunchConfig_t config = {};
-  config.gridDim = dim3((hidden + S::cols - 1) / S::cols, plan.max_tiles);
-  config.blockDim = dim3(S::threads);
-  config.dynamicSmemBytes = S::shared_bytes;
-  config.stream = stream;
-  config.attrs = &early;
-  config.numAttrs = 1;
-  TROUPE_CUDA_CHECK(
-      cudaLaunchKernelEx(&config, kernel, act, inter, w2, hidden, weights, plan, y, out));
-  TROUPE_CUDA_CHECK(cudaGetLastError());
+  launch_dependent(kernel, dim3((hidden + S::cols - 1) / S::cols, plan.max_tiles), S::threads,
+                   S::shared_bytes, stream, act, inter, w2, hidden, weights, plan, y, out);
 }
 
 void moe_down(const __nv_bfloat16* act, int inter, const __nv_bfloat16* w2, int hidden,

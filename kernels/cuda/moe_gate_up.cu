@@ -4,6 +4,7 @@
 
 #include "base/check.hpp"
 #include "kernels/cuda/check.cuh"
+#include "kernels/cuda/dependent_launch.cuh"
 #include "kernels/cuda/moe_tile_gemm.cuh"
 
 namespace troupe::cuda {
@@ -15,7 +16,7 @@ template <class S, bool inline_plan>
 static __global__ void __launch_bounds__(S::threads)
     moe_gate_up_kernel(const __nv_bfloat16* x, int hidden, int k, const __nv_bfloat16* w13,
                        int inter, moe_plan plan, __nv_bfloat16* act) {
-  moe_tile::allow_dependents();
+  begin_dependent();
   if constexpr (inline_plan) {
     // One per column block of moe_down, which runs the same shape.
     if (blockIdx.x == 0 && blockIdx.y == 0)
@@ -73,8 +74,7 @@ static void launch(const __nv_bfloat16* x, int hidden, int k, const __nv_bfloat1
   auto* kernel = moe_gate_up_kernel<S, inline_plan>;
   TROUPE_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                          int(S::shared_bytes)));
-  kernel<<<grid, S::threads, S::shared_bytes, stream>>>(x, hidden, k, w13, inter, plan, act);
-  TROUPE_CUDA_CHECK(cudaGetLastError());
+  launch_dependent(kernel, grid, S::threads, S::shared_bytes, stream, x, hidden, k, w13, inter, plan, act);
 }
 
 void moe_gate_up(const __nv_bfloat16* x, int hidden, int k, const __nv_bfloat16* w13, int inter,

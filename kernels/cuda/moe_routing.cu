@@ -4,6 +4,7 @@
 
 #include "base/check.hpp"
 #include "kernels/cuda/check.cuh"
+#include "kernels/cuda/dependent_launch.cuh"
 
 namespace troupe::cuda {
 
@@ -15,6 +16,7 @@ static constexpr size_t max_shared = 48 * 1024;
 static __global__ void route_top_k_kernel(const float* logits, int tokens, int experts, int k,
                                           bool normalize, int* chosen, float* weights) {
   extern __shared__ float shared[];
+  begin_dependent();
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int t = blockIdx.x * warps_per_block + warp;
   if (t >= tokens) return;
@@ -62,9 +64,8 @@ static __global__ void route_top_k_kernel(const float* logits, int tokens, int e
 static void launch(const float* logits, int tokens, int experts, int k, bool normalize,
                    int* chosen, float* weights, size_t shared, cudaStream_t stream) {
   const int blocks = (tokens + warps_per_block - 1) / warps_per_block;
-  route_top_k_kernel<<<blocks, warps_per_block * 32, shared, stream>>>(logits, tokens, experts, k,
-                                                                         normalize, chosen, weights);
-  TROUPE_CUDA_CHECK(cudaGetLastError());
+  launch_dependent(route_top_k_kernel, blocks, warps_per_block * 32, shared, stream, logits, tokens, experts, k,
+                   normalize, chosen, weights);
 }
 
 void route_top_k(const float* logits, int tokens, int experts, int k, bool normalize, int* chosen,

@@ -54,15 +54,6 @@ __device__ inline void wait() {
   asm volatile("cp.async.wait_group %0;\n" ::"n"(pending) : "memory");
 }
 
-// Programmatic dependent launch: moe_gate_up lets the kernel launched after it with
-// cudaLaunchAttributeProgrammaticStreamSerialization (moe_down) start once all its blocks
-// are running, and that kernel waits for it to finish (its writes visible) before it
-// reads what it wrote. Without the attribute both are no-ops.
-__device__ inline void allow_dependents() {
-  asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
-}
-__device__ inline void wait_for_previous() { asm volatile("griddepcontrol.wait;\n" ::: "memory"); }
-
 // acc[m][n] = A[warp's rows m] * B[warp's rows n]^T over k, where a_row(r) and b_row(r)
 // give the start of row r of A (r < rows) and of B (r < cols) in global memory, or null
 // for a row of zeros. Warp w owns A rows (w / warps_n) * frags_m * 16 on and B rows

@@ -2,33 +2,51 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 
 #include "base/check.hpp"
 #include "kernels/cuda/check.cuh"
+#include "kernels/cuda/dependent_launch.cuh"
 
 namespace troupe::cuda {
 
-static constexpr int threads = 128;
-static constexpr int warps = threads / 32;
-static constexpr int max_head_dim = 256;
+static constexpr int warps = 4;  // a block is four independent warps, one split each
+static constexpr int threads = warps * 32;
+static constexpr int chunk = 16;  // positions a warp takes per step: one k-step of P V
 static constexpr int max_group = 16;
-static constexpr int min_split_len = 16;
 static constexpr int max_split_len = 1024;
-static constexpr int target_blocks = 8192;
+static constexpr int target_warps = 8192;
 static constexpr int max_splits_wanted = 128;  // the merge reads every split
+static constexpr float log2e = 1.44269504f;
 
-int paged_attention_splits(int seqs, int kv_heads, int max_seq_len) {
-  const int wanted = std::min((target_blocks + seqs * kv_heads - 1) / (seqs * kv_heads), max_splits_wanted);
-  const int most = (max_seq_len + min_split_len - 1) / min_split_len;
+namespace {
+
+struct split_plan {
+  int splits, split_len;  // split_len a multiple of chunk
+};
+
+// Enough splits that the batch has about 8k warps (a short batch still fills the GPU),
+// each split one to 64 chunks long.
+split_plan plan_splits(int seqs, int kv_heads, int max_seq_len) {
+  const int chunks = (max_seq_len + chunk - 1) / chunk;
+  const int wanted = std::min((target_warps + seqs * kv_heads - 1) / (seqs * kv_heads), max_splits_wanted);
   const int least = (max_seq_len + max_split_len - 1) / max_split_len;
-  return std::max(std::min(wanted, most), std::max(least, 1));
+  const int splits = std::max(std::min(wanted, chunks), least);
+  const int split_len = (chunks + splits - 1) / splits * chunk;
+  return {(max_seq_len + split_len - 1) / split_len, split_len};
 }
 
-// seqs x splits is at most target_blocks / kv_heads + seqs * (least + 1) for any batch of
+}  // namespace
+
+int paged_attention_splits(int seqs, int kv_heads, int max_seq_len) {
+  return plan_splits(seqs, kv_heads, max_seq_len).splits;
+}
+
+// seqs x splits is at most target_warps / kv_heads + seqs * (least + 1) for any batch of
 // up to `seqs` sequences.
 size_t paged_attention_workspace_floats(int seqs, int heads, int kv_heads, int head_dim, int max_seq_len) {
   const size_t least = size_t(max_seq_len + max_split_len - 1) / max_split_len;
-  const size_t rows = size_t(target_blocks + kv_heads - 1) / size_t(kv_heads) + size_t(seqs) * (least + 2);
+  const size_t rows = size_t(target_warps + kv_heads - 1) / size_t(kv_heads) + size_t(seqs) * (least + 2);
   return rows * size_t(heads) * size_t(head_dim + 2);
 }
 
@@ -43,7 +61,7 @@ static __device__ float warp_max(float v) {
 }
 
 // Where one split's results live in the workspace: unnormalised outputs, then the maxima
-// and the sums of exponentials, each [seqs, heads, splits].
+// (log2 units) and the sums of exponentials, each [seqs, heads, splits].
 struct split_results {
   float* out;
   float* max;
@@ -57,110 +75,169 @@ static __host__ __device__ split_results results_of(float* workspace, int seqs, 
 }
 
 struct split_shape {
-  int heads, kv_heads, head_dim, group, split_len, splits;
-  int lanes_per_row;  // lanes sharing one key or value row, 8 dimensions (16 bytes) each
+  int heads, kv_heads, group, split_len, splits;
 };
 
-// Block (split, kv head, sequence). For the scores, lanes work in teams of lanes_per_row
-// on one position: each lane holds 8 dimensions, so every key row is read in 16-byte
-// pieces by neighbouring lanes, and a warp covers 32 / lanes_per_row positions at a time.
+// c += a b, one m16n8k16 tensor-core product: bf16 in, fp32 accumulate.
+static __device__ void mma(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+      "{%8,%9}, {%0,%1,%2,%3};\n"
+      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+static __device__ uint32_t pack_bf16(float lo, float hi) {
+  const __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
+  return *reinterpret_cast<const uint32_t*>(&v);
+}
+
+// `words` 32-bit words from `src` (16-byte aligned), or zeros when src is null.
+template <int words>
+static __device__ void load_words(const __nv_bfloat16* src, uint32_t (&dst)[words]) {
+  static_assert(words % 4 == 0, "16-byte loads");
+#pragma unroll
+  for (int i = 0; i < words; i += 4) {
+    const uint4 v = src != nullptr ? *reinterpret_cast<const uint4*>(src + 2 * i) : make_uint4(0, 0, 0, 0);
+    dst[i] = v.x;
+    dst[i + 1] = v.y;
+    dst[i + 2] = v.z;
+    dst[i + 3] = v.w;
+  }
+}
+
+// Warp (split, kv head, sequence), FlashAttention-2 style on tensor cores with the query
+// heads of the KV head as the rows of the products (rows 8..15 only when wide). Lane
+// (g = lane / 4, t = lane % 4) of an m16n8k16 holds, in both products, k indices 2t, 2t+1,
+// 2t+8, 2t+9 of each k-step. The order of the head dimensions inside a dot product is
+// free, so for Q K^T logical k-step `step` of lane t maps to dimensions t * head_dim / 4 +
+// 4 step .. + 4: each lane reads one contiguous quarter of a key row. For P V the output
+// columns are permuted instead: column n of n-tile j is dimension n * head_dim / 8 + j, so
+// each lane reads one contiguous eighth of a value row. The scores' accumulator layout is
+// the A layout of P V (as in FlashAttention-2), so the probabilities never leave registers.
+template <int head_dim, bool wide>
 static __global__ void __launch_bounds__(threads)
 split_kernel(const __nv_bfloat16* q, int q_stride, split_shape sh, paged_kv_batch kv, split_results results) {
-  extern __shared__ float shared[];
-  const int group = sh.group, hd = sh.head_dim, split_len = sh.split_len, lpr = sh.lanes_per_row;
-  const int rows_per_warp = 32 / lpr, rows_per_pass = warps * rows_per_warp;
-  float* q_s = shared;                                   // [group, head_dim], scaled
-  float* p_s = q_s + group * hd;                         // [group, split_len]: scores, then exp
-  int* slot_s = reinterpret_cast<int*>(p_s + group * split_len);  // [split_len]
-
-  const int s = blockIdx.z, kvh = blockIdx.y, first = blockIdx.x * split_len;
-  const int len = kv.seq_lens[s];
+  constexpr int quarter = head_dim / 4, k_steps = head_dim / 16, n_tiles = head_dim / 8;
+  begin_dependent();
+  const int lane = int(threadIdx.x) % 32, g = lane / 4, t = lane % 4;
+  const int split = int(blockIdx.x) * warps + int(threadIdx.x) / 32, kvh = int(blockIdx.y), s = int(blockIdx.z);
+  const int len = kv.seq_lens[s], first = split * sh.split_len;
   if (first >= len) return;
-  const int n = min(split_len, len - first);
-  const size_t row = size_t(sh.kv_heads) * hd;
-  const float scale = rsqrtf(float(hd));
-  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-  const int team = warp * rows_per_warp + lane / lpr, piece = lane % lpr, dim = piece * 8;
-  const bool active = dim < hd;
+  const int last = min(first + sh.split_len, len);
+  const size_t row = size_t(sh.kv_heads) * head_dim;
+  const int* table = kv.block_tables + size_t(s) * kv.max_blocks;
+  auto slot_of = [&](int p) { return size_t(table[p / kv.block_size]) * kv.block_size + p % kv.block_size; };
 
-  for (int i = threadIdx.x; i < group * hd; i += threads)
-    q_s[i] = __bfloat162float(q[size_t(s) * q_stride + size_t(kvh) * group * hd + i]) * scale;
-  for (int j = threadIdx.x; j < n; j += threads) {
-    const int p = first + j;
-    slot_s[j] = kv.block_tables[size_t(s) * kv.max_blocks + p / kv.block_size] * kv.block_size + p % kv.block_size;
-  }
-  __syncthreads();
-
-  // Scores: a team per position, partial dot products over its lanes' dimensions, summed
-  // across the team with shuffles (every lane takes part, so the masks stay full).
-  for (int j0 = 0; j0 < n; j0 += rows_per_pass) {
-    const int j = j0 + team;
-    float k8[8] = {};
-    if (j < n && active) {
-      const uint4 raw = *reinterpret_cast<const uint4*>(kv.keys + size_t(slot_s[j]) * row + size_t(kvh) * hd + dim);
-      const __nv_bfloat162* pairs = reinterpret_cast<const __nv_bfloat162*>(&raw);
+  // Query fragments: a[0]/a[2] row g, a[1]/a[3] row g + 8, zero past the group.
+  uint32_t qa[k_steps][4];
+  {
+    const __nv_bfloat16* q_head = q + size_t(s) * q_stride + (size_t(kvh) * sh.group) * head_dim + t * quarter;
+    uint32_t low[quarter / 2], high[quarter / 2];
+    load_words(g < sh.group ? q_head + size_t(g) * head_dim : nullptr, low);
+    if constexpr (wide) load_words(g + 8 < sh.group ? q_head + size_t(g + 8) * head_dim : nullptr, high);
 #pragma unroll
-      for (int i = 0; i < 4; ++i) {
-        const float2 f = __bfloat1622float2(pairs[i]);
-        k8[2 * i] = f.x;
-        k8[2 * i + 1] = f.y;
-      }
-    }
-    for (int g = 0; g < group; ++g) {
-      float acc = 0.0f;
-      if (active) {
-        const float* qg = q_s + g * hd + dim;
-#pragma unroll
-        for (int i = 0; i < 8; ++i) acc += qg[i] * k8[i];
-      }
-      for (int offset = lpr / 2; offset > 0; offset /= 2) acc += __shfl_xor_sync(0xffffffffu, acc, offset);
-      if (piece == 0 && j < n) p_s[g * split_len + j] = acc;
+    for (int step = 0; step < k_steps; ++step) {
+      qa[step][0] = low[2 * step];
+      qa[step][2] = low[2 * step + 1];
+      qa[step][1] = wide ? high[2 * step] : 0u;
+      qa[step][3] = wide ? high[2 * step + 1] : 0u;
     }
   }
-  __syncthreads();
 
-  const size_t out_row = (size_t(s) * sh.heads + size_t(kvh) * group) * sh.splits + blockIdx.x;
-  for (int g = warp; g < group; g += warps) {
-    float* p = p_s + g * split_len;
-    float m = -INFINITY;
-    for (int j = lane; j < n; j += 32) m = fmaxf(m, p[j]);
-    m = warp_max(m);
-    float l = 0.0f;
-    for (int j = lane; j < n; j += 32) {
-      p[j] = expf(p[j] - m);
-      l += p[j];
+  const float scale = rsqrtf(float(head_dim)) * log2e;
+  float o[n_tiles][4] = {};
+  float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f};  // rows g and g + 8
+  const __nv_bfloat16* keys = kv.keys + size_t(kvh) * head_dim;
+  const __nv_bfloat16* values = kv.values + size_t(kvh) * head_dim;
+  for (int c0 = first; c0 < last; c0 += chunk) {
+    // Keys of positions c0 + g and c0 + 8 + g; values of c0 + 2t, 2t + 1, 2t + 8, 2t + 9.
+    // Positions past the end read nothing: zeros (the pool there may hold NaN).
+    uint32_t kw[2][quarter / 2], vw[4][n_tiles / 2];
+#pragma unroll
+    for (int half = 0; half < 2; ++half) {
+      const int p = c0 + half * 8 + g;
+      load_words(p < last ? keys + slot_of(p) * row + t * quarter : nullptr, kw[half]);
     }
-    l = warp_sum(l);
-    if (lane == 0) {
-      results.max[out_row + size_t(g) * sh.splits] = m;
-      results.sum[out_row + size_t(g) * sh.splits] = l;
+#pragma unroll
+    for (int r = 0; r < 4; ++r) {
+      const int p = c0 + 2 * t + r % 2 + r / 2 * 8;
+      load_words(p < last ? values + slot_of(p) * row + g * n_tiles : nullptr, vw[r]);
+    }
+
+    // Scores: sc[half][0..1] row g, positions c0 + half * 8 + 2t + (0, 1); [2..3] row g + 8.
+    float sc[2][4] = {};
+#pragma unroll
+    for (int half = 0; half < 2; ++half)
+#pragma unroll
+      for (int step = 0; step < k_steps; ++step) mma(sc[half], qa[step], kw[half][2 * step], kw[half][2 * step + 1]);
+
+    // Online softmax in log2 units; the four lanes of a quad share a row.
+    float alpha[2];
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      float mx = -INFINITY;
+#pragma unroll
+      for (int half = 0; half < 2; ++half)
+#pragma unroll
+        for (int j = 0; j < 2; ++j) {
+          float& x = sc[half][2 * r + j];
+          x = c0 + half * 8 + 2 * t + j < last ? x * scale : -INFINITY;
+          mx = fmaxf(mx, x);
+        }
+      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+      const float m_new = fmaxf(m[r], mx);  // finite: position c0 is in every chunk
+      alpha[r] = exp2f(m[r] - m_new);
+      m[r] = m_new;
+      float sum = 0.0f;
+#pragma unroll
+      for (int half = 0; half < 2; ++half)
+#pragma unroll
+        for (int j = 0; j < 2; ++j) {
+          float& x = sc[half][2 * r + j];
+          x = exp2f(x - m_new);
+          sum += x;
+        }
+      l[r] = l[r] * alpha[r] + sum;  // this lane's part; the quad's parts add at the end
+    }
+
+    const uint32_t pa[4] = {pack_bf16(sc[0][0], sc[0][1]), pack_bf16(sc[0][2], sc[0][3]),
+                            pack_bf16(sc[1][0], sc[1][1]), pack_bf16(sc[1][2], sc[1][3])};
+#pragma unroll
+    for (int j = 0; j < n_tiles; ++j) {
+      // Element j of each value row's eighth: the low or high half of word j / 2.
+      const uint32_t select = j % 2 == 0 ? 0x5410u : 0x7632u;
+      const uint32_t b0 = __byte_perm(vw[0][j / 2], vw[1][j / 2], select);
+      const uint32_t b1 = __byte_perm(vw[2][j / 2], vw[3][j / 2], select);
+      o[j][0] *= alpha[0];
+      o[j][1] *= alpha[0];
+      o[j][2] *= alpha[1];
+      o[j][3] *= alpha[1];
+      mma(o[j], pa, b0, b1);
     }
   }
-  __syncthreads();
 
-  // Values: thread (head g, piece) sums every position of the split for 8 dimensions; the
-  // two half-warps of a warp read the same rows, so each row is fetched once.
-  const int pieces = hd / 8;
-  for (int task = threadIdx.x; task < group * pieces; task += threads) {
-    const int g = task / pieces, at = (task % pieces) * 8;
-    const float* p = p_s + g * split_len;
-    const __nv_bfloat16* v = kv.values + size_t(kvh) * hd + at;
-    float acc[8] = {};
-#pragma unroll 8
-    for (int j = 0; j < n; ++j) {
-      const uint4 raw = *reinterpret_cast<const uint4*>(v + size_t(slot_s[j]) * row);
-      const __nv_bfloat162* pairs = reinterpret_cast<const __nv_bfloat162*>(&raw);
-      const float w = p[j];
 #pragma unroll
-      for (int i = 0; i < 4; ++i) {
-        const float2 f = __bfloat1622float2(pairs[i]);
-        acc[2 * i] += w * f.x;
-        acc[2 * i + 1] += w * f.y;
-      }
+  for (int r = 0; r < 2; ++r) {
+    l[r] += __shfl_xor_sync(0xffffffffu, l[r], 1);
+    l[r] += __shfl_xor_sync(0xffffffffu, l[r], 2);
+    const int head = g + 8 * r;
+    if (head >= sh.group || (r == 1 && !wide)) continue;
+    const size_t out_row = (size_t(s) * sh.heads + size_t(kvh) * sh.group + head) * sh.splits + split;
+    if (t == 0) {
+      results.max[out_row] = m[r];
+      results.sum[out_row] = l[r];
     }
-    float* o = results.out + (out_row + size_t(g) * sh.splits) * hd + at;
+    // Columns 2t and 2t + 1 of n-tile j are dimensions 2t * n_tiles + j and (2t + 1) *
+    // n_tiles + j: this lane's two runs of n_tiles dimensions.
+    float* out = results.out + out_row * head_dim + 2 * t * n_tiles;
 #pragma unroll
-    for (int i = 0; i < 8; ++i) o[i] = acc[i];
+    for (int j = 0; j < n_tiles; j += 4) {
+      *reinterpret_cast<float4*>(out + j) = make_float4(o[j][2 * r], o[j + 1][2 * r], o[j + 2][2 * r], o[j + 3][2 * r]);
+      *reinterpret_cast<float4*>(out + n_tiles + j) =
+          make_float4(o[j][2 * r + 1], o[j + 1][2 * r + 1], o[j + 2][2 * r + 1], o[j + 3][2 * r + 1]);
+    }
   }
 }
 
@@ -169,8 +246,9 @@ split_kernel(const __nv_bfloat16* q, int q_stride, split_shape sh, paged_kv_batc
 // dependent loads per thread would wait on memory once per split).
 static __global__ void merge_kernel(int heads, int head_dim, const int* seq_lens, int splits, int split_len,
                                     split_results results, __nv_bfloat16* out) {
-  extern __shared__ float weight_s[];  // [splits]: exp(max_i - max) / total
+  extern __shared__ float weight_s[];  // [splits]: 2^(max_i - max)
   __shared__ float reduce_s[warps];
+  begin_dependent();
   const int s = blockIdx.y, h = blockIdx.x;
   const int used = (seq_lens[s] + split_len - 1) / split_len;
   const size_t base = (size_t(s) * heads + h) * splits;
@@ -184,7 +262,7 @@ static __global__ void merge_kernel(int heads, int head_dim, const int* seq_lens
   __syncthreads();
   float l = 0.0f;
   for (int i = threadIdx.x; i < used; i += threads) {
-    weight_s[i] = expf(results.max[base + i] - m);
+    weight_s[i] = exp2f(results.max[base + i] - m);
     l += results.sum[base + i] * weight_s[i];
   }
   l = warp_sum(l);
@@ -200,33 +278,38 @@ static __global__ void merge_kernel(int heads, int head_dim, const int* seq_lens
   }
 }
 
+template <int head_dim, bool wide>
+static void launch_splits(const __nv_bfloat16* q, int q_stride, int seqs, const split_shape& sh,
+                          const paged_kv_batch& kv, const split_results& results, cudaStream_t stream) {
+  const dim3 grid((sh.splits + warps - 1) / warps, sh.kv_heads, seqs);
+  launch_dependent(split_kernel<head_dim, wide>, grid, threads, 0, stream, q, q_stride, sh, kv, results);
+}
+
 void paged_attention(const __nv_bfloat16* q, int q_stride, int seqs, int heads, int kv_heads, int head_dim,
                      const paged_kv_batch& kv, float* workspace, __nv_bfloat16* out,
                      cudaStream_t stream) {
   TROUPE_CHECK(seqs >= 0 && kv_heads > 0 && heads % kv_heads == 0, "heads must be a multiple of kv_heads");
   TROUPE_CHECK(heads / kv_heads <= max_group, "at most 16 query heads per KV head");
-  TROUPE_CHECK(head_dim > 0 && head_dim % 8 == 0 && head_dim <= max_head_dim,
-               "head_dim must be a multiple of 8, at most 256");
-  TROUPE_CHECK(q_stride >= heads * head_dim, "query rows overlap");
+  TROUPE_CHECK(head_dim == 64 || head_dim == 128, "head_dim must be 64 or 128");
+  TROUPE_CHECK(q_stride >= heads * head_dim && q_stride % 8 == 0, "query rows overlap or are unaligned");
   TROUPE_CHECK(kv.block_size > 0 && kv.max_blocks > 0 && kv.max_seq_len > 0, "bad KV layout");
   TROUPE_CHECK(int64_t(kv.max_blocks) * kv.block_size >= kv.max_seq_len, "block table too short");
   TROUPE_CHECK(seqs <= 65535 && kv_heads <= 65535, "grid too large");
+  TROUPE_CHECK(uintptr_t(q) % 16 == 0 && uintptr_t(kv.keys) % 16 == 0 && uintptr_t(kv.values) % 16 == 0,
+               "pointers must be 16-byte aligned");
   if (seqs == 0) return;
-  const int splits = paged_attention_splits(seqs, kv_heads, kv.max_seq_len);
-  const int split_len = (kv.max_seq_len + splits - 1) / splits;
+  const split_plan plan = plan_splits(seqs, kv_heads, kv.max_seq_len);
   const int group = heads / kv_heads;
-  int lanes_per_row = 1;
-  while (lanes_per_row * 8 < head_dim) lanes_per_row *= 2;
-  const size_t shared = sizeof(float) * (size_t(group) * head_dim + size_t(group) * split_len) +
-                        sizeof(int) * size_t(split_len);
-  TROUPE_CUDA_CHECK(cudaFuncSetAttribute(split_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(shared)));
-  const split_results results = results_of(workspace, seqs, heads, head_dim, splits);
-  const split_shape sh{heads, kv_heads, head_dim, group, split_len, splits, lanes_per_row};
-  split_kernel<<<dim3(splits, kv_heads, seqs), threads, shared, stream>>>(q, q_stride, sh, kv, results);
-  TROUPE_CUDA_CHECK(cudaGetLastError());
-  merge_kernel<<<dim3(heads, seqs), threads, sizeof(float) * size_t(splits), stream>>>(
-      heads, head_dim, kv.seq_lens, splits, split_len, results, out);
-  TROUPE_CUDA_CHECK(cudaGetLastError());
+  const split_results results = results_of(workspace, seqs, heads, head_dim, plan.splits);
+  const split_shape sh{heads, kv_heads, group, plan.split_len, plan.splits};
+  if (head_dim == 64)
+    group > 8 ? launch_splits<64, true>(q, q_stride, seqs, sh, kv, results, stream)
+              : launch_splits<64, false>(q, q_stride, seqs, sh, kv, results, stream);
+  else
+    group > 8 ? launch_splits<128, true>(q, q_stride, seqs, sh, kv, results, stream)
+              : launch_splits<128, false>(q, q_stride, seqs, sh, kv, results, stream);
+  launch_dependent(merge_kernel, dim3(heads, seqs), threads, sizeof(float) * size_t(plan.splits), stream, heads,
+                   head_dim, kv.seq_lens, plan.splits, plan.split_len, results, out);
 }
 
 }  // namespace troupe::cuda

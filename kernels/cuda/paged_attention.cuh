@@ -20,9 +20,9 @@ struct paged_kv_batch {
   int max_seq_len;
 };
 
-// Into how many splits (one block of threads each) a sequence's positions up to
-// max_seq_len are cut: enough that the batch has about 8k blocks (a short batch
-// still fills the GPU), each split between 16 and 1024 positions.
+// Into how many splits (one warp each) a sequence's positions up to max_seq_len are cut:
+// enough that the batch has about 8k warps (a short batch still fills the GPU), each
+// split a multiple of 16 positions.
 int paged_attention_splits(int seqs, int kv_heads, int max_seq_len);
 
 // fp32 values of scratch paged_attention needs for up to `seqs` sequences: the caller owns
@@ -33,10 +33,11 @@ size_t paged_attention_workspace_floats(int seqs, int heads, int kv_heads, int h
 // head_dim] (q's rows q_stride elements apart: it may sit in a fused qkv row), the query
 // at the sequence's last position seeing all of it, scale 1/sqrt(head_dim), grouped-query
 // (heads a multiple of kv_heads, at most 16 query heads per KV head). Each split of the
-// positions is a block that scores them for all heads of its KV head and sums the values,
-// lanes reading each key and value row in 16-byte pieces; a second launch merges the
-// splits. fp32 scores and sums; head_dim a multiple of 8, at most 256. Same contract as
-// cpu::paged_attention with tokens = 1, start = seq_lens[s] - 1.
+// positions is a warp that runs both products on tensor cores with the query heads of its
+// KV head as rows, so a key or value row is read once for all of them; a second launch
+// merges the splits. bf16 products with fp32 accumulation, scores and sums (the
+// probabilities enter P V in bf16, as in FlashAttention); head_dim 64 or 128. Same
+// contract as cpu::paged_attention with tokens = 1, start = seq_lens[s] - 1.
 void paged_attention(const __nv_bfloat16* q, int q_stride, int seqs, int heads, int kv_heads, int head_dim,
                      const paged_kv_batch& kv, float* workspace, __nv_bfloat16* out,
                      cudaStream_t stream);

@@ -4,6 +4,7 @@
 
 #include "base/check.hpp"
 #include "kernels/cuda/check.cuh"
+#include "kernels/cuda/dependent_launch.cuh"
 
 namespace troupe::cuda {
 
@@ -23,6 +24,7 @@ static __global__ void qk_norm_rope_kernel(__nv_bfloat16* q, __nv_bfloat16* k, c
                                            int kv_heads, int head_dim, int q_stride, int k_stride,
                                            const int* positions, inv_freq_table inv_freq) {
   __shared__ float rows[warps_per_block][max_head_dim];
+  begin_dependent();
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int row = blockIdx.x * warps_per_block + warp;
   const int per_token = heads + kv_heads;
@@ -63,10 +65,8 @@ static void launch(__nv_bfloat16* q, __nv_bfloat16* k, const float* q_norm, cons
                    cudaStream_t stream) {
   const int rows = tokens * (heads + kv_heads);
   const int blocks = (rows + warps_per_block - 1) / warps_per_block;
-  qk_norm_rope_kernel<<<blocks, warps_per_block * 32, 0, stream>>>(
-      q, k, q_norm, k_norm, eps, tokens, heads, kv_heads, head_dim, q_stride, k_stride, positions,
-      inv_freq);
-  TROUPE_CUDA_CHECK(cudaGetLastError());
+  launch_dependent(qk_norm_rope_kernel, blocks, warps_per_block * 32, 0, stream, q, k, q_norm, k_norm, eps,
+                   tokens, heads, kv_heads, head_dim, q_stride, k_stride, positions, inv_freq);
 }
 
 void qk_norm_rope(__nv_bfloat16* q, __nv_bfloat16* k, const float* q_norm, const float* k_norm,

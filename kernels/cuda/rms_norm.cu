@@ -2,6 +2,7 @@
 
 #include "base/check.hpp"
 #include "kernels/cuda/check.cuh"
+#include "kernels/cuda/dependent_launch.cuh"
 
 namespace troupe::cuda {
 
@@ -12,6 +13,7 @@ static constexpr int block_size = 256;
 static __global__ void rms_norm_kernel(const __nv_bfloat16* add, float* residual,
                                        const float* weight, float eps, int dim,
                                        __nv_bfloat16* out) {
+  begin_dependent();
   float* rr = residual + size_t(blockIdx.x) * dim;
   __nv_bfloat16* yr = out + size_t(blockIdx.x) * dim;
   float sum = 0.0f;
@@ -38,8 +40,7 @@ static __global__ void rms_norm_kernel(const __nv_bfloat16* add, float* residual
 
 static void launch(const __nv_bfloat16* add, float* residual, const float* weight, float eps,
                    int rows, int dim, __nv_bfloat16* out, cudaStream_t stream) {
-  rms_norm_kernel<<<rows, block_size, 0, stream>>>(add, residual, weight, eps, dim, out);
-  TROUPE_CUDA_CHECK(cudaGetLastError());
+  launch_dependent(rms_norm_kernel, rows, block_size, 0, stream, add, residual, weight, eps, dim, out);
 }
 
 void rms_norm(const __nv_bfloat16* add, float* residual, const float* weight, float eps, int rows,

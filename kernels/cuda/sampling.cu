@@ -6,6 +6,7 @@
 
 #include "base/check.hpp"
 #include "kernels/cuda/check.cuh"
+#include "kernels/cuda/dependent_launch.cuh"
 
 namespace troupe::cuda {
 
@@ -372,6 +373,7 @@ static __global__ void __launch_bounds__(block_size)
                   int* tokens, float* logprob, int* top_ids, float* top_logprobs) {
   extern __shared__ double dynamic[];
   __shared__ row_shared sh;
+  begin_dependent();
   const radix_memory mem = [&] {
     int* count = reinterpret_cast<int*>(dynamic + buckets * block_size);
     uint32_t* list_key = reinterpret_cast<uint32_t*>(count + buckets * block_size);
@@ -485,9 +487,8 @@ static void launch(const float* logits, int rows, int vocab, const sampling_rows
   // Per call rather than once: the attribute is per device.
   TROUPE_CUDA_CHECK(cudaFuncSetAttribute(sample_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                          int(dynamic_shared)));
-  sample_kernel<<<rows, block_size, dynamic_shared, stream>>>(logits, vocab, params, workspace, tokens,
-                                                              logprob, top_ids, top_logprobs);
-  TROUPE_CUDA_CHECK(cudaGetLastError());
+  launch_dependent(sample_kernel, rows, block_size, dynamic_shared, stream, logits, vocab, params, workspace,
+                   tokens, logprob, top_ids, top_logprobs);
 }
 
 size_t sampling_workspace_bytes(int rows, int vocab) {

@@ -137,7 +137,8 @@ BOOST_AUTO_TEST_CASE(kv_cache_write_and_paged_attention_match_cpu) {
   uint32_t seed = 200;
   for (const auto& [heads, kv_heads, hd, block_size, lens] :
        {shape{32, 4, 128, 16, {1, 17, 300, 1000}}, shape{8, 8, 64, 32, {5, 257, 513}},
-        shape{6, 2, 80, 7, {3, 100, 600, 2}}, shape{16, 1, 256, 16, {1, 2000}}}) {
+        shape{6, 2, 64, 7, {3, 100, 600, 2}}, shape{16, 1, 128, 16, {1, 2000}},
+        shape{40, 4, 64, 16, {33, 1, 4097}}}) {
     const int seqs = int(lens.size()), row = kv_heads * hd;
     const int max_len = *std::max_element(lens.begin(), lens.end());
     const int max_blocks = (max_len + block_size - 1) / block_size;
