@@ -119,11 +119,12 @@ int main(int argc, char** argv) {
     float* logits = zeros<float>(size_t(n) * c.vocab_size);
     std::vector<float> temperature(size_t(n), 0.7f), top_p(size_t(n), 0.9f), ones(size_t(n), 1.0f), nil(size_t(n), 0.0f);
     std::vector<int> top_k(size_t(n), 0), no_logprobs(size_t(n), -1), offsets(size_t(n) + 1, 0);
+    const std::vector<int> unmasked(size_t(n), -1);
     std::vector<double> uniform(size_t(n), 0.5);
     const cuda::sampling_rows params{upload(temperature), upload(top_p),       upload(top_k),  upload(nil),
                                      upload(ones),        upload(nil),         upload(nil),    upload(uniform),
                                      upload(no_logprobs), upload(offsets),     zeros<int>(1),  zeros<int>(1),
-                                     zeros<int>(1)};
+                                     zeros<int>(1),       upload(unmasked),    nullptr,        0};
     void* sampling_workspace = zeros<char>(cuda::sampling_workspace_bytes(n, c.vocab_size));
     int* tokens = zeros<int>(size_t(n));
     float *logprob = zeros<float>(size_t(n)), *top_lp = zeros<float>(size_t(n) * 20);

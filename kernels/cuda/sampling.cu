@@ -388,16 +388,20 @@ static __global__ void __launch_bounds__(block_size)
   const int history_begin = params.history_offsets[r], history_end = params.history_offsets[r + 1];
   const bool penalised = history_end > history_begin &&
                          (repetition != 1.0f || frequency != 0.0f || presence != 0.0f);
+  const uint64_t* mask =
+      params.mask_rows[r] < 0 ? nullptr : params.allowed + size_t(params.mask_rows[r]) * params.mask_words;
+  // The scores differ from the raw row: they live in the copy.
+  const bool rewritten = penalised || mask != nullptr;
   const int n_top = min(params.top_logprobs[r], max_top);
 
-  // The raw row: its arg-max, its log-sum-exp when log-probs are asked, and a copy for the
-  // penalties to change.
+  // The raw row: its arg-max, its log-sum-exp when log-probs are asked, and a copy, masked,
+  // for the penalties to change.
   arg_max best{-INFINITY, INT_MAX};
   log_sum raw_sum{-INFINITY, 0.0};
   for_each_token(raw, vocab, [&](int i, float v) {
     best = better(best, {v, i});
     if (n_top >= 0) add(raw_sum, v);
-    if (penalised) copy[i] = v;
+    if (rewritten) copy[i] = mask == nullptr || (mask[i / 64] >> (i % 64) & 1u) != 0 ? v : -INFINITY;
   });
   best = block_arg_max(best);
   float log_total = 0.0f;
@@ -408,10 +412,11 @@ static __global__ void __launch_bounds__(block_size)
 
   // The CPU's penalties, rounded alike (no contraction but its explicit fma).
   const float* scores = raw;
-  if (penalised) {
-    for (int h = history_begin + threadIdx.x; h < history_end; h += block_size) {
+  if (rewritten) {
+    __syncthreads();  // the copy is whole
+    for (int h = history_begin + threadIdx.x; penalised && h < history_end; h += block_size) {
       const int t = params.history_tokens[h];
-      float l = raw[t];
+      float l = copy[t];  // -inf stays -inf
       if (repetition != 1.0f && params.history_seen[h] > 0)
         l = l > 0.0f ? __fdiv_rn(l, repetition) : __fmul_rn(l, repetition);
       if ((frequency != 0.0f || presence != 0.0f) && params.history_generated[h] > 0)

@@ -1,5 +1,6 @@
 #pragma once
 #include <cstddef>
+#include <cstdint>
 
 #include <cuda_runtime.h>
 
@@ -23,6 +24,12 @@ struct sampling_rows {
   const int* history_tokens;
   const int* history_seen;
   const int* history_generated;
+  // Constrained decoding: row r may only take the tokens whose bits are set in mask
+  // allowed[mask_rows[r] * mask_words ..] (bit id % 64 of word id / 64); mask_rows[r] = -1
+  // for no constraint.
+  const int* mask_rows;
+  const uint64_t* allowed;
+  int mask_words;
 };
 
 // Runners-up slots per row in top_ids and top_logprobs.
@@ -33,7 +40,8 @@ inline constexpr int sampling_max_top_logprobs = 20;
 size_t sampling_workspace_bytes(int rows, int vocab);
 
 // One token per row of fp32 logits [rows, vocab], by the rule of sample_with_uniform
-// (model/sampler.hpp), one block per row in one launch, without a host sync:
+// (model/sampler.hpp) with the tokens a row's mask leaves out scored -inf before the
+// penalties, one block per row in one launch, without a host sync:
 //   tokens[r]: the token;
 //   for rows with top_logprobs[r] = n >= 0: logprob[r], the chosen token's log_softmax of
 //   the raw logits, and top_ids / top_logprobs [rows, 20]: the n best by log-prob (ties to

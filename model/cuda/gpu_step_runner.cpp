@@ -143,7 +143,8 @@ result<std::unique_ptr<step_runner>> gpu_step_runner::create(std::shared_ptr<con
   }
   const step_capacity capacity{options.max_num_batched_tokens, options.max_num_seqs,
                                (options.max_model_len + options.block_size - 1) / options.block_size,
-                               options.block_size, options.max_num_seqs * 8192};
+                               options.block_size, options.max_num_seqs * 8192,
+                               (r->weights_->config.vocab_size + 63) / 64};
   r->inputs_ = std::make_unique<step_inputs>(capacity);
   TROUPE_CUDA_CHECK(cudaMallocHost(&r->outputs_host_, r->buf_->outputs_bytes));
   TROUPE_CUDA_CHECK(cudaStreamCreateWithFlags(&r->stream_, cudaStreamNonBlocking));
@@ -229,7 +230,8 @@ status gpu_step_runner::forward(const shape& s) {
                                    in.presence_penalty.device,   in.uniform.device,
                                    in.top_logprobs.device,       in.history_offsets.device,
                                    in.history_tokens.device,     in.history_seen.device,
-                                   in.history_generated.device};
+                                   in.history_generated.device,  in.mask_rows.device,
+                                   in.allowed.device,            in.capacity().mask_words};
   cuda::sample_tokens(b.logits, s.samples, c.vocab_size, params, b.sampling_workspace, b.tokens, b.logprob,
                       b.top_ids, b.top_logprobs, stream_);
   return ok();

@@ -1,5 +1,7 @@
 #include "model/cuda/step_inputs.hpp"
 
+#include <algorithm>
+
 #include "kernels/cuda/check.cuh"
 
 namespace troupe {
@@ -36,6 +38,7 @@ step_inputs::step_inputs(const step_capacity& c) : capacity_(c) {
     top_k = k.take<int>(s);
     top_logprobs = k.take<int>(s);
     history_offsets = k.take<int>(s + 1);
+    mask_rows = k.take<int>(s);
     temperature = k.take<float>(s);
     top_p = k.take<float>(s);
     min_p = k.take<float>(s);
@@ -48,6 +51,7 @@ step_inputs::step_inputs(const step_capacity& c) : capacity_(c) {
     history_tokens = k.take<int>(size_t(c.history_entries));
     history_seen = k.take<int>(size_t(c.history_entries));
     history_generated = k.take<int>(size_t(c.history_entries));
+    allowed = k.take<uint64_t>(s * size_t(c.mask_words));
     if (pass == 0) {
       TROUPE_CUDA_CHECK(cudaMallocHost(&host_, k.offset));
       TROUPE_CUDA_CHECK(cudaMalloc(&device_, k.offset));
@@ -97,6 +101,7 @@ status step_inputs::fill(const forward_batch& batch, const std::vector<sample_re
   TROUPE_CHECK(sampled == int(samples.size()), "one sample request per sampling sequence");
 
   entries_ = 0;
+  masks_ = 0;
   history_offsets.host[0] = 0;
   sampling_params greedy;
   greedy.temperature = 0.0f;
@@ -128,6 +133,15 @@ status step_inputs::fill(const forward_batch& batch, const std::vector<sample_re
       }
     }
     history_offsets.host[r + 1] = entries_;
+    mask_rows.host[r] = -1;
+    if (const std::vector<uint64_t>* mask = real ? samples[size_t(r)].allowed : nullptr) {
+      // Tokens past the mask (the model's vocabulary padded beyond the tokenizer's) are out.
+      uint64_t* words = allowed.host + size_t(masks_) * size_t(c.mask_words);
+      const size_t given = std::min(mask->size(), size_t(c.mask_words));
+      std::copy(mask->begin(), mask->begin() + long(given), words);
+      std::fill(words + given, words + c.mask_words, uint64_t(0));
+      mask_rows.host[r] = masks_++;
+    }
   }
   return ok();
 }
@@ -143,6 +157,7 @@ void step_inputs::upload(cudaStream_t stream) const {
   copy(history_tokens.host, size_t(entries_) * sizeof(int));
   copy(history_seen.host, size_t(entries_) * sizeof(int));
   copy(history_generated.host, size_t(entries_) * sizeof(int));
+  copy(allowed.host, size_t(masks_) * size_t(capacity_.mask_words) * sizeof(uint64_t));
 }
 
 }  // namespace troupe

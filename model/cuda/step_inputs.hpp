@@ -18,6 +18,7 @@ struct step_capacity {
   int max_blocks_per_seq = 0;  // a block table's length
   int block_size = 0;
   int history_entries = 0;     // distinct (sequence, token) pairs the penalties see
+  int mask_words = 0;          // 64-bit words of one allowed-token mask: vocab / 64, rounded up
 };
 
 template <class T>
@@ -50,17 +51,21 @@ class step_inputs {
   mirrored<int> block_tables;
   // Per sampled row [max_seqs]: which token's hidden state it reads, and its parameters.
   mirrored<int> logit_rows, top_k, top_logprobs, history_offsets;
+  // Per sampled row [max_seqs]: its mask's index in `allowed`, or -1 when unconstrained.
+  mirrored<int> mask_rows;
   mirrored<float> temperature, top_p, min_p, repetition_penalty, frequency_penalty, presence_penalty;
   mirrored<double> uniform;
   // Penalty histories, CSR by history_offsets [history_entries].
   mirrored<int> history_tokens, history_seen, history_generated;
+  // The constrained rows' masks, [max_seqs, mask_words], in the order of their first use.
+  mirrored<uint64_t> allowed;
 
  private:
   step_capacity capacity_;
   char* host_ = nullptr;
   char* device_ = nullptr;
   size_t small_bytes_ = 0;  // the per-token and per-sequence arrays come first in memory
-  int rows_ = 0, sequences_ = 0, entries_ = 0;  // what the last fill used
+  int rows_ = 0, sequences_ = 0, entries_ = 0, masks_ = 0;  // what the last fill used
 };
 
 }  // namespace troupe
