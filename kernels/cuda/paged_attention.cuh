@@ -20,11 +20,6 @@ struct paged_kv_batch {
   int max_seq_len;
 };
 
-// Into how many splits (one warp each) a sequence's positions up to max_seq_len are cut:
-// enough that the batch has about 8k warps (a short batch still fills the GPU), each
-// split a multiple of 16 positions.
-int paged_attention_splits(int seqs, int kv_heads, int max_seq_len);
-
 // fp32 values of scratch paged_attention needs for up to `seqs` sequences: the caller owns
 // it so the decode step allocates nothing. Covers every batch of at most `seqs`.
 size_t paged_attention_workspace_floats(int seqs, int heads, int kv_heads, int head_dim, int max_seq_len);
