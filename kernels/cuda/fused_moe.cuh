@@ -24,8 +24,9 @@ size_t fused_moe_workspace_bytes(int max_tokens, int k, int local_experts, int h
 // aligned.
 //
 // With cublas null it never syncs and its grids are fixed by the shape: graph-capturable.
-// It is then deterministic in the strong sense: a token's output bits do not depend on the
-// rest of the batch (every path sums each dot product 16 k at a time in ascending k).
+// It is then deterministic, and a token's output bits do not depend on the rest of a
+// batch of up to moe_inline_pairs pairs (batch 1 to 8 of Qwen3-30B-A3B, as cuda::matmul's
+// gemv rows); larger batches sum each dot product in another order, within bf16 rounding.
 // With a cuBLAS handle (its stream `stream`), a batch of at least 64 pairs per local
 // expert goes through cuBLAS grouped GEMMs instead (moe_grouped): much faster for prefill,
 // but it copies the expert counts to the host and waits for the stream (never pass a

@@ -65,11 +65,12 @@ static __global__ void __launch_bounds__(S::threads)
                           [] { begin_dependent(); });
 
     const int warp = int(threadIdx.x) / 32, lane = int(threadIdx.x) % 32;
+    const bool sums = int(threadIdx.x) < S::group_threads;  // k group 0 holds them
     float* scratch = reinterpret_cast<float*>(shared) + warp * 256;
     const int row0 = warp / S::warps_n * S::frags_m * 16 + lane / 2;
     const int col0 = n0 + warp % S::warps_n * S::frags_n * 16;
 #pragma unroll
-    for (int m = 0; m < S::frags_m; ++m) {
+    for (int m = 0; sums && m < S::frags_m; ++m) {
       const int pair = tile.pairs[row0 + m * 16];
       const float scale = pair < 0 ? 0.0f : weights[pair];
 #pragma unroll
@@ -119,7 +120,7 @@ void moe_down(const __nv_bfloat16* act, int inter, const __nv_bfloat16* w2, int 
                "and an 8-byte aligned out");
   if (plan.max_tiles == 0) return;
   if (inline_plan)
-    launch<moe_tile::decode, true>(act, inter, w2, hidden, weights, plan, y, out, stream);
+    launch<moe_tile::inline_decode, true>(act, inter, w2, hidden, weights, plan, y, out, stream);
   else if (plan.tile_rows == moe_tile::decode::rows)
     launch<moe_tile::decode, false>(act, inter, w2, hidden, weights, plan, y, out, stream);
   else

@@ -42,6 +42,7 @@ static __global__ void __launch_bounds__(S::threads)
   moe_tile::accumulator acc[S::frags_m][S::frags_n];
   moe_tile::multiply<S>(a_row, b_row, hidden, reinterpret_cast<__nv_bfloat16*>(shared), acc,
                         [] {});
+  if (int(threadIdx.x) >= S::group_threads) return;  // k group 0 holds the sums
 
   const int warp = int(threadIdx.x) / 32, lane = int(threadIdx.x) % 32;
   float* scratch = reinterpret_cast<float*>(shared) + warp * 256;
@@ -94,7 +95,7 @@ void moe_gate_up(const __nv_bfloat16* x, int hidden, int k, const __nv_bfloat16*
                "an inline plan takes 16-row tiles, at most moe_inline_pairs pairs and arrivals");
   if (plan.max_tiles == 0) return;
   if (inline_plan)
-    launch<moe_tile::decode, true>(x, hidden, k, w13, inter, plan, act, stream);
+    launch<moe_tile::inline_decode, true>(x, hidden, k, w13, inter, plan, act, stream);
   else if (plan.tile_rows == moe_tile::decode::rows)
     launch<moe_tile::decode, false>(x, hidden, k, w13, inter, plan, act, stream);
   else

@@ -2,9 +2,10 @@
 // The main loop moe_gate_up and moe_down share, and how their blocks find their tiles. A
 // block multiplies `rows` activation rows by `cols` weight rows (Linear weights, [out,
 // in]) over k: bf16 WMMA with fp32 accumulators, both operands streamed through shared
-// memory in a ring of `stages` k-chunks filled by 16-byte cp.async copies. Every output
-// element is one accumulator fed 16 k at a time in ascending k whatever the shape, so
-// both shapes give the same bits.
+// memory in a ring of `stages` k-chunks filled by 16-byte cp.async copies. With warps_k >
+// 1 the block is that many groups of warps, each with its own ring over its share of k
+// (so a small batch still has warps enough to keep memory busy), their sums added in
+// group order. An output element's bits depend on the shape, never on the batch in it.
 #include <cuda_bf16.h>
 #include <mma.h>
 
@@ -13,31 +14,40 @@
 namespace troupe::cuda::moe_tile {
 
 template <int rows_, int warps_m_, int warps_n_, int frags_m_, int frags_n_, int chunk_k_,
-          int stages_>
+          int stages_, int warps_k_>
 struct shape {
   static constexpr int rows = rows_;
-  static constexpr int warps_m = warps_m_, warps_n = warps_n_;
+  static constexpr int warps_m = warps_m_, warps_n = warps_n_, warps_k = warps_k_;
   static constexpr int frags_m = frags_m_, frags_n = frags_n_;  // 16 x 16 outputs per warp
   static constexpr int chunk_k = chunk_k_, stages = stages_;
   static constexpr int cols = warps_n * frags_n * 16;
-  static constexpr int threads = warps_m * warps_n * 32;
+  static constexpr int group_threads = warps_m * warps_n * 32;  // one k group
+  static constexpr int threads = group_threads * warps_k;
   // 16 bytes of padding per row put the 8 rows of an ldmatrix on distinct banks.
   static constexpr int pitch = chunk_k + 8;
   static constexpr int stage_elems = (rows + cols) * pitch;
-  static constexpr size_t shared_bytes = sizeof(__nv_bfloat16) * stages * stage_elems;
+  static constexpr int ring_elems = stages * stage_elems;  // one group's
+  static constexpr size_t shared_bytes = sizeof(__nv_bfloat16) * warps_k * ring_elems;
   static_assert(rows == warps_m * frags_m * 16, "the warps must cover the tile's rows");
   static_assert(chunk_k % 16 == 0 && stages >= 2, "bad k-chunk ring");
-  static_assert(size_t(threads / 32) * 256 * sizeof(float) <= shared_bytes,
-                "the epilogue's scratch must fit in the ring");
+  static_assert(size_t(threads / 32) * 256 * sizeof(float) <= shared_bytes &&
+                    size_t(threads - group_threads) * frags_m * frags_n * 8 * sizeof(float) <= shared_bytes,
+                "the epilogue's and the k groups' scratch must fit in the rings");
 };
 
 // Decode: a few pairs per expert and the weights streamed once. One warp and 32 weight
-// rows per block give batch 1 hundreds of blocks; each keeps 3 k-chunks (12 KB of
-// weights) in flight, and eight fit on an SM: more blocks beat deeper rings (bench_cuda_moe,
-// 128 tokens: 0.357 ms against 0.404 ms with 8 stages and four blocks an SM).
-using decode = shape<16, 1, 1, 1, 2, 64, 4>;
+// rows per block give batch 128 thousands of blocks; each keeps 3 k-chunks (12 KB of
+// weights) in flight, and eight fit on an SM: more blocks beat deeper rings
+// (bench_cuda_moe on the H200, 128 tokens: 0.357 ms against 0.404 ms with 8 stages).
+using decode = shape<16, 1, 1, 1, 2, 64, 4, 1>;
+// Inline plans (batch 1 to 8): the same tiles with two warps, each over half of k, so the
+// few hundred blocks of batch 1 still keep memory busy (0.031 ms against 0.035 ms; at
+// 128 tokens the second warp costs 4%).
+using inline_decode = shape<16, 1, 1, 1, 2, 64, 4, 2>;
+static_assert(inline_decode::rows == decode::rows && inline_decode::cols == decode::cols,
+              "inline plans count their tiles and column blocks as decode tiles");
 // Prefill: 8 warps of 32 x 64 outputs on a 64 x 256 tile, two blocks per SM.
-using prefill = shape<64, 2, 4, 2, 4, 32, 4>;
+using prefill = shape<64, 2, 4, 2, 4, 32, 4, 1>;
 
 using accumulator = nvcuda::wmma::fragment<nvcuda::wmma::accumulator, 16, 16, 16, float>;
 
@@ -55,33 +65,59 @@ __device__ inline void wait() {
   asm volatile("cp.async.wait_group %0;\n" ::"n"(pending) : "memory");
 }
 
+// Waits for the threads of this k group (all of the block when there is one group). The
+// barrier ids are immediates: a register id would reserve all sixteen of the SM's.
+template <class S>
+__device__ inline void group_barrier(int group) {
+  static_assert(S::warps_k <= 2, "one named barrier per k group, two at most");
+  if constexpr (S::warps_k == 1)
+    __syncthreads();
+  else if (group == 0)
+    asm volatile("bar.sync 1, %0;\n" ::"n"(S::group_threads) : "memory");
+  else
+    asm volatile("bar.sync 2, %0;\n" ::"n"(S::group_threads) : "memory");
+}
+
 // acc[m][n] = A[warp's rows m] * B[warp's rows n]^T over k, where a_row(r) and b_row(r)
 // give the start of row r of A (r < rows) and of B (r < cols) in global memory, or null
-// for a row of zeros. Warp w owns A rows (w / warps_n) * frags_m * 16 on and B rows
-// (w % warps_n) * frags_n * 16 on. k % 16 == 0, rows 16-byte aligned. The first chunks of
-// B are requested before before_a() runs and A is only read after it, so it may wait for
-// the kernel that writes A. Leaves `smem` free.
+// for a row of zeros. Warp w of a k group owns A rows (w / warps_n) * frags_m * 16 on and
+// B rows (w % warps_n) * frags_n * 16 on; group g takes the g-th of warps_k near-equal
+// runs of 16-wide k steps. On return the accumulators of k group 0 (the block's first
+// group_threads threads) hold the sums, the other groups' are spent. k % 16 == 0, rows
+// 16-byte aligned. The first chunks of B are requested before before_a() runs and A is
+// only read after it, so it may wait for the kernel that writes A. Every thread of the
+// block calls it; leaves `smem` free.
 template <class S, class A, class B, class W>
 __device__ void multiply(A a_row, B b_row, int k, __nv_bfloat16* smem,
                          accumulator (&acc)[S::frags_m][S::frags_n], W before_a) {
   namespace wmma = nvcuda::wmma;
   constexpr int per_row = S::chunk_k / 8;
-  constexpr int row_step = S::threads / per_row;
-  static_assert(S::threads % per_row == 0 && S::rows % row_step == 0 && S::cols % row_step == 0,
+  constexpr int row_step = S::group_threads / per_row;
+  static_assert(S::group_threads % per_row == 0 && S::rows % row_step == 0 && S::cols % row_step == 0,
                 "the copies must split evenly over the threads");
   constexpr int a_copies = S::rows / row_step, b_copies = S::cols / row_step;
+  const int group = int(threadIdx.x) / S::group_threads, thread = int(threadIdx.x) % S::group_threads;
+  __nv_bfloat16* const ring = smem + group * S::ring_elems;
+  const int k_begin = k / 16 * group / S::warps_k * 16;
+  k = k / 16 * (group + 1) / S::warps_k * 16 - k_begin;
   // A thread copies the same column of a fixed set of rows in every chunk.
-  const int col = int(threadIdx.x) % per_row * 8, row = int(threadIdx.x) / per_row;
+  const int col = thread % per_row * 8, row = thread / per_row;
   const __nv_bfloat16* a_src[a_copies];
   const __nv_bfloat16* b_src[b_copies];
 #pragma unroll
-  for (int i = 0; i < a_copies; ++i) a_src[i] = a_row(row + i * row_step);
+  for (int i = 0; i < a_copies; ++i) {
+    a_src[i] = a_row(row + i * row_step);
+    if (a_src[i] != nullptr) a_src[i] += k_begin;
+  }
 #pragma unroll
-  for (int i = 0; i < b_copies; ++i) b_src[i] = b_row(row + i * row_step);
+  for (int i = 0; i < b_copies; ++i) {
+    b_src[i] = b_row(row + i * row_step);
+    if (b_src[i] != nullptr) b_src[i] += k_begin;
+  }
 
   const int chunks = (k + S::chunk_k - 1) / S::chunk_k;
   auto load_a = [&](int chunk) {
-    __nv_bfloat16* a = smem + chunk % S::stages * S::stage_elems;
+    __nv_bfloat16* a = ring + chunk % S::stages * S::stage_elems;
     const int kc = chunk * S::chunk_k + col;
 #pragma unroll
     for (int i = 0; i < a_copies; ++i)
@@ -89,7 +125,7 @@ __device__ void multiply(A a_row, B b_row, int k, __nv_bfloat16* smem,
               kc < k && a_src[i] != nullptr ? a_src[i] + kc : nullptr);
   };
   auto load_b = [&](int chunk) {
-    __nv_bfloat16* b = smem + chunk % S::stages * S::stage_elems + S::rows * S::pitch;
+    __nv_bfloat16* b = ring + chunk % S::stages * S::stage_elems + S::rows * S::pitch;
     const int kc = chunk * S::chunk_k + col;
 #pragma unroll
     for (int i = 0; i < b_copies; ++i)
@@ -114,18 +150,18 @@ __device__ void multiply(A a_row, B b_row, int k, __nv_bfloat16* smem,
 #pragma unroll
     for (int n = 0; n < S::frags_n; ++n) wmma::fill_fragment(acc[m][n], 0.0f);
 
-  const int warp = int(threadIdx.x) / 32;
+  const int warp = thread / 32;
   const int a_first = warp / S::warps_n * S::frags_m * 16;
   const int b_first = S::rows + warp % S::warps_n * S::frags_n * 16;
   for (int c = 0; c < chunks; ++c) {
     wait<S::stages - 2>();
-    __syncthreads();  // chunk c visible to all; the slot refilled below is read by no one
+    group_barrier<S>(group);  // chunk c visible to all; the slot refilled below is read by no one
     if (c + S::stages - 1 < chunks) {
       load_a(c + S::stages - 1);
       load_b(c + S::stages - 1);
     }
     commit();
-    const __nv_bfloat16* stage = smem + c % S::stages * S::stage_elems;
+    const __nv_bfloat16* stage = ring + c % S::stages * S::stage_elems;
     const int depth = k - c * S::chunk_k;
 #pragma unroll
     for (int kk = 0; kk < S::chunk_k; kk += 16) {
@@ -146,6 +182,34 @@ __device__ void multiply(A a_row, B b_row, int k, __nv_bfloat16* smem,
   }
   wait<0>();
   __syncthreads();
+  if constexpr (S::warps_k > 1) {
+    // Groups 1.. leave their sums in the rings' memory, in lane order (the fragment layout
+    // is the same in every warp); group 0 adds them in group order.
+    constexpr int per_warp = S::frags_m * S::frags_n * accumulator::num_elements * 32;
+    float* scratch = reinterpret_cast<float*>(smem);
+    const int lane = thread % 32;
+    auto at = [&](int g, int m, int n, int i) {
+      return scratch + ((g - 1) * (S::group_threads / 32) + warp) * per_warp +
+             ((m * S::frags_n + n) * accumulator::num_elements + i) * 32 + lane;
+    };
+    if (group > 0)
+#pragma unroll
+      for (int m = 0; m < S::frags_m; ++m)
+#pragma unroll
+        for (int n = 0; n < S::frags_n; ++n)
+#pragma unroll
+          for (int i = 0; i < acc[m][n].num_elements; ++i) *at(group, m, n, i) = acc[m][n].x[i];
+    __syncthreads();
+    if (group == 0)
+      for (int g = 1; g < S::warps_k; ++g)
+#pragma unroll
+        for (int m = 0; m < S::frags_m; ++m)
+#pragma unroll
+          for (int n = 0; n < S::frags_n; ++n)
+#pragma unroll
+            for (int i = 0; i < acc[m][n].num_elements; ++i) acc[m][n].x[i] += *at(g, m, n, i);
+    __syncthreads();  // the scratch is read before an epilogue reuses the memory
+  }
 }
 
 // This lane's 8 values of a 16 x 16 accumulator: row lane / 2, columns (lane % 2) * 8 on,
@@ -221,8 +285,13 @@ __device__ tile find_inline_tile(const moe_plan& plan, int slot, int* tile_pairs
 template <class S, bool inline_plan>
 __device__ tile find_tile(const moe_plan& plan, int slot, int* tile_pairs) {
   if constexpr (inline_plan) {
-    static_assert(S::threads == 32, "one warp finds an inline plan's tile");
-    return find_inline_tile<S::rows>(plan, slot, tile_pairs);
+    __shared__ int expert;  // the first warp finds it for the block
+    if (threadIdx.x < 32) {
+      const tile t = find_inline_tile<S::rows>(plan, slot, tile_pairs);
+      if (threadIdx.x == 0) expert = t.expert;
+    }
+    __syncthreads();
+    return {expert, slot * S::rows, tile_pairs};
   } else {
     if (slot >= *plan.tile_count) return {-1, 0, nullptr};
     const int2 t = plan.tiles[slot];
