@@ -5,6 +5,7 @@
 // num_layers times the layer plus the tail.
 //   bench_gpu_layer_ops CONFIG_DIR
 #include <cstdio>
+#include <random>
 #include <vector>
 
 #include "kernels/cuda/check.cuh"
@@ -117,6 +118,12 @@ int main(int argc, char** argv) {
     bf16 *keys = zeros<bf16>(pool), *values = zeros<bf16>(pool);
     float* attn_workspace = zeros<float>(cuda::paged_attention_workspace_floats(n, c.num_heads, c.num_kv_heads, c.head_dim, 1024));
     float* logits = zeros<float>(size_t(n) * c.vocab_size);
+    // Sampling sees logits like a model's (random, spread): zeros would tie every token.
+    std::vector<float> spread(size_t(n) * c.vocab_size);
+    std::mt19937 gen(5);
+    std::normal_distribution<float> normal(0.0f, 4.0f);
+    for (float& x : spread) x = normal(gen);
+    float* sample_logits = upload(spread);
     std::vector<float> temperature(size_t(n), 0.7f), top_p(size_t(n), 0.9f), ones(size_t(n), 1.0f), nil(size_t(n), 0.0f);
     std::vector<int> top_k(size_t(n), 0), no_logprobs(size_t(n), -1), offsets(size_t(n) + 1, 0);
     const std::vector<int> unmasked(size_t(n), -1);
@@ -153,7 +160,8 @@ int main(int argc, char** argv) {
     }));
     rows[r++].push_back(mean_us([&] { cuda::matmul(cublas, normed, n, h, w.lm_head, c.vocab_size, dtype::f32, logits); }));
     rows[r++].push_back(mean_us([&] {
-      cuda::sample_tokens(logits, n, c.vocab_size, params, sampling_workspace, tokens, logprob, top_ids, top_lp, stream);
+      cuda::sample_tokens(sample_logits, n, c.vocab_size, params, sampling_workspace, tokens, logprob, top_ids, top_lp,
+                          stream);
     }));
   }
   const char* names[] = {"rms_norm (x2 per layer)", "qkv matmul", "qk_norm_rope", "kv_cache_write",
