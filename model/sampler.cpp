@@ -1,8 +1,8 @@
 #include "model/sampler.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
-#include <limits>
 #include <numeric>
 #include <vector>
 
@@ -12,27 +12,26 @@
 namespace troupe {
 namespace {
 
-bool is_allowed(const std::vector<uint64_t>* allowed, int token) {
-  if (!allowed) return true;
-  const size_t word = size_t(token) >> 6;
-  return word < allowed->size() && (((*allowed)[word] >> (token & 63)) & 1);
-}
+// The allowed tokens below vocab, in id order, and their scores: the rule then runs over
+// them alone. Compacting keeps the id order, so "ties to the lower index" stays "ties
+// to the lower id", and a step that allows few tokens samples from few.
+struct candidates {
+  std::vector<int> ids;
+  std::vector<float> scores;
+};
 
-// Scores of -inf take no part in greedy or softmax; penalties leave them -inf.
-// A word at a time: inside a JSON string most words allow all their tokens.
-void mask_out(std::vector<float>& scores, const std::vector<uint64_t>& allowed) {
-  const size_t vocab = scores.size();
-  bool any = false;
-  for (size_t first = 0; first < vocab; first += 64) {
-    const size_t count = std::min<size_t>(64, vocab - first);
-    const uint64_t in_range = count == 64 ? ~uint64_t(0) : (uint64_t(1) << count) - 1;
-    const uint64_t bits = (first / 64 < allowed.size() ? allowed[first / 64] : 0) & in_range;
-    any = any || bits != 0;
-    if (bits == in_range) continue;
-    for (size_t i = 0; i < count; ++i)
-      if (!((bits >> i) & 1)) scores[first + i] = -std::numeric_limits<float>::infinity();
-  }
-  TROUPE_CHECK(any, "a constrained sampling step allows no token");
+candidates allowed_candidates(const float* scores, int vocab, const std::vector<uint64_t>& allowed) {
+  candidates c;
+  const size_t words = std::min(allowed.size(), size_t(vocab + 63) / 64);
+  for (size_t w = 0; w < words; ++w)
+    for (uint64_t bits = allowed[w]; bits != 0; bits &= bits - 1) {
+      const int t = int(w * 64) + std::countr_zero(bits);
+      if (t >= vocab) break;
+      c.ids.push_back(t);
+      c.scores.push_back(scores[t]);
+    }
+  TROUPE_CHECK(!c.ids.empty(), "a constrained sampling step allows no token");
+  return c;
 }
 
 // vLLM's order: repetition penalty on every seen token, then OpenAI's frequency and
@@ -77,7 +76,7 @@ int rank_cut(const std::vector<double>& probs, const sampling_params& p) {
   return order[keep - 1];
 }
 
-int draw(const float* scores, int vocab, const sampling_params& p, double u, const std::vector<uint64_t>* allowed) {
+int draw(const float* scores, int vocab, const sampling_params& p, double u) {
   const float max_logit = *std::max_element(scores, scores + vocab);
   std::vector<double> probs(static_cast<size_t>(vocab));
   double total = 0;
@@ -86,9 +85,7 @@ int draw(const float* scores, int vocab, const sampling_params& p, double u, con
   const int cut = rank_cut(probs, p);
   // min(min_p, 1) keeps the top token whatever min_p says.
   const double floor = p.min_p > 0.0f ? std::min(p.min_p, 1.0f) * *std::max_element(probs.begin(), probs.end()) : 0.0;
-  auto kept = [&](int t) {
-    return is_allowed(allowed, t) && (cut < 0 || !ranks_before(probs, cut, t)) && probs[size_t(t)] >= floor;
-  };
+  auto kept = [&](int t) { return (cut < 0 || !ranks_before(probs, cut, t)) && probs[size_t(t)] >= floor; };
   double mass = 0;
   for (int t = 0; t < vocab; ++t)
     if (kept(t)) mass += probs[size_t(t)];
@@ -114,14 +111,21 @@ sampled_token sample_with_uniform(const float* logits, int vocab, const sampling
                                   const token_history& history, double u, const std::vector<uint64_t>* allowed) {
   const bool penalised = p.repetition_penalty != 1.0f || p.frequency_penalty != 0.0f || p.presence_penalty != 0.0f;
   std::vector<float> adjusted;
-  if (penalised || allowed) {
+  if (penalised) {
     adjusted.assign(logits, logits + vocab);
-    if (allowed) mask_out(adjusted, *allowed);
-    if (penalised) apply_penalties(adjusted, p, history);
+    apply_penalties(adjusted, p, history);
   }
-  const float* scores = adjusted.empty() ? logits : adjusted.data();
-  const int chosen = p.temperature <= 0.0f ? int(std::max_element(scores, scores + vocab) - scores)
-                                           : draw(scores, vocab, p, u, allowed);
+  const float* scores = penalised ? adjusted.data() : logits;
+  auto pick = [&](const float* s, int n) {
+    return p.temperature <= 0.0f ? int(std::max_element(s, s + n) - s) : draw(s, n, p, u);
+  };
+  int chosen;
+  if (allowed) {
+    const candidates c = allowed_candidates(scores, vocab, *allowed);
+    chosen = c.ids[size_t(pick(c.scores.data(), int(c.ids.size())))];
+  } else {
+    chosen = pick(scores, vocab);
+  }
 
   sampled_token out{chosen, 0.0f, {}};
   if (p.top_logprobs < 0) return out;  // a full log-softmax per token costs more than the rest

@@ -37,8 +37,8 @@ sampled_token sample(const float* logits, int vocab, const sampling_params& para
 
 // The same with the draw given: u = sampling_uniform(params.seed, position), in [0, 1).
 // The rule, which cuda::sample_tokens follows too:
-//  - tokens outside `allowed` take no part: their scores are -inf from the start, so
-//    probabilities are renormalised over the allowed ones and no cut can keep another;
+//  - tokens outside `allowed` take no part: what follows runs over the allowed tokens
+//    alone (probabilities renormalised over them), exactly as if the others were absent;
 //  - penalties, then greedy (temperature 0: the highest score, ties to the lower id) or
 //    probs = softmax(scores / temperature), in double;
 //  - tokens rank by probability, ties to the lower id. top_k keeps the k first, top_p the

@@ -262,3 +262,35 @@ BOOST_AUTO_TEST_CASE(words_past_the_end_of_a_mask_allow_nothing) {
   p.temperature = 1;
   for (int pos = 0; pos < 50; ++pos) BOOST_TEST(sample(l.data(), 130, p, {}, pos, &mask).token == 5);
 }
+
+// The rule under a mask is the rule over the allowed tokens alone: on random logits and
+// masks, for every filter, the masked draw is the draw from the allowed logits, mapped
+// back to their ids.
+BOOST_AUTO_TEST_CASE(a_masked_draw_is_the_draw_over_the_allowed_tokens_alone) {
+  std::mt19937 gen(9);
+  std::normal_distribution<float> normal(0.0f, 2.0f);
+  for (int trial = 0; trial < 40; ++trial) {
+    const int vocab = 200 + trial * 7;
+    std::vector<float> l(static_cast<size_t>(vocab));
+    for (float& x : l) x = normal(gen);
+    std::vector<uint64_t> mask(size_t(vocab + 63) / 64, 0);
+    std::vector<int> ids;
+    std::vector<float> allowed_logits;
+    for (int t = 0; t < vocab; ++t)
+      if (gen() % 4 == 0 || t == trial) {
+        mask[size_t(t / 64)] |= uint64_t(1) << (t % 64);
+        ids.push_back(t);
+        allowed_logits.push_back(l[size_t(t)]);
+      }
+    sampling_params p;
+    p.temperature = trial % 5 == 0 ? 0.0f : 0.5f + 0.1f * float(trial % 7);
+    p.top_k = trial % 3 == 0 ? 1 + trial % 17 : 0;
+    p.top_p = trial % 4 == 1 ? 0.7f : 1.0f;
+    p.min_p = trial % 6 == 2 ? 0.05f : 0.0f;
+    for (double u = 0.0; u < 1.0; u += 0.037) {
+      const int masked = sample_with_uniform(l.data(), vocab, p, {}, u, &mask).token;
+      const int alone = sample_with_uniform(allowed_logits.data(), int(ids.size()), p, {}, u).token;
+      BOOST_TEST(masked == ids[size_t(alone)], "trial " << trial << ", u " << u);
+    }
+  }
+}
