@@ -6,6 +6,7 @@
 #include "gateway/chat_request_json.hpp"
 #include "gateway/generation_request_json.hpp"
 #include "gateway/openai_endpoints.hpp"
+#include "gateway/reasoning_grammar.hpp"
 
 namespace troupe {
 namespace {
@@ -157,6 +158,9 @@ void chat_completions(self_ptr self, const http_call_ptr& http) {
   // them unforced, as the model writes them.
   const bool forced_call = parsed->choice == tool_choice::required || parsed->choice == tool_choice::function;
   if (forced_call && parsing.tool_format == tool_call_format::xml) options.output_grammar = {};
+  // A prompt that opened <think> leaves the reasoning free: the answer is what is constrained.
+  if (parsing.starts_in_reasoning && !options.output_grammar.rules.empty())
+    options.output_grammar = after_reasoning(options.output_grammar);
   start_generation(self, http, endpoint, api_kind::chat, options, parsed->top_logprobs, false,
                    {{std::move(*ids), {}}}, parsing);
 }
