@@ -38,7 +38,8 @@ sampled_token sample(const float* logits, int vocab, const sampling_params& para
 // The same with the draw given: u = sampling_uniform(params.seed, position), in [0, 1).
 // The rule, which cuda::sample_tokens follows too:
 //  - tokens outside `allowed` take no part: what follows runs over the allowed tokens
-//    alone (probabilities renormalised over them), exactly as if the others were absent;
+//    alone, as if the others scored -inf (probabilities renormalised over the allowed
+//    ones), except that no rounding at the end of the walk can land on one of them;
 //  - penalties, then greedy (temperature 0: the highest score, ties to the lower id) or
 //    probs = softmax(scores / temperature), in double;
 //  - tokens rank by probability, ties to the lower id. top_k keeps the k first, top_p the
