@@ -6,6 +6,7 @@
 #include "gateway/chat_request_json.hpp"
 #include "gateway/generation_request_json.hpp"
 #include "gateway/openai_endpoints.hpp"
+#include "gateway/reasoning_grammar.hpp"
 
 namespace troupe {
 namespace {
@@ -78,6 +79,13 @@ void start_generation(self_ptr self, const http_call_ptr& http, const std::strin
                                         std::to_string(options.max_tokens) + " in the completion). Please reduce the "
                                         "length of the prompt or the completion."));
   }
+  std::vector<int> stops = options.stop_token_ids;
+  // A constrained output ends where its grammar does: with eos, ignore_eos or not.
+  const bool constrained = !options.output_grammar.rules.empty();
+  if (!options.ignore_eos || constrained)
+    stops.insert(stops.end(), st.options.eos_token_ids.begin(), st.options.eos_token_ids.end());
+  if (constrained && stops.empty())
+    return answer_error(self, http, endpoint, bad_param("response_format", "this model has no end-of-sequence token to end a constrained output"));
   // n choices per prompt, in the order OpenAI numbers them.
   std::vector<generation_call::choice_prompt> choices;
   for (const auto& p : prompts)
@@ -90,8 +98,6 @@ void start_generation(self_ptr self, const http_call_ptr& http, const std::strin
   c.start = clock_type::now();
   c.generation = std::make_unique<generation_call>(kind, (kind == api_kind::chat ? "chatcmpl-" : "cmpl-") + std::to_string(call_id),
                                                    options, logprobs, echo, choices, st.tok, parsing);
-  std::vector<int> stops = options.stop_token_ids;
-  if (!options.ignore_eos) stops.insert(stops.end(), st.options.eos_token_ids.begin(), st.options.eos_token_ids.end());
   http->responder->on_close([self, call_id] { caf::anon_send(caf::actor_cast<gateway_actor>(self), closed_atom::value, call_id); });
   if (options.stream) {
     http->responder->start_stream(200, "text/event-stream", {{"Cache-Control", "no-cache"}});
@@ -107,6 +113,7 @@ void start_generation(self_ptr self, const http_call_ptr& http, const std::strin
     r.sampling.seed = options.has_seed ? options.sampling.seed + i : st.seeds();
     r.max_tokens = options.max_tokens;
     r.stop_token_ids = stops;
+    r.output_grammar = options.output_grammar;
     c.requests.push_back(r.id);
     st.by_request[r.id] = {call_id, int(i)};
     st.metrics->prompt_tokens.inc(double(r.prompt.size()));
@@ -147,6 +154,13 @@ void chat_completions(self_ptr self, const http_call_ptr& http) {
   if (options.max_tokens < 0) options.max_tokens = std::max(1, st.options.max_model_len - int(ids->size()));
   chat_reply_parsing parsing{reasoning_parser::prompt_opens_reasoning(*prompt), std::nullopt, parsed->tool_specs};
   if (parsed->parses_tool_calls()) parsing.tool_format = tool_call_parser::format_of_template(st.chat->tools_source());
+  // Forced calls are written in the hermes markup; a template teaching the xml one gets
+  // them unforced, as the model writes them.
+  const bool forced_call = parsed->choice == tool_choice::required || parsed->choice == tool_choice::function;
+  if (forced_call && parsing.tool_format == tool_call_format::xml) options.output_grammar = {};
+  // A prompt that opened <think> leaves the reasoning free: the answer is what is constrained.
+  if (parsing.starts_in_reasoning && !options.output_grammar.rules.empty())
+    options.output_grammar = after_reasoning(options.output_grammar);
   start_generation(self, http, endpoint, api_kind::chat, options, parsed->top_logprobs, false,
                    {{std::move(*ids), {}}}, parsing);
 }

@@ -60,7 +60,11 @@ result<engine> start_local_engine(caf::actor_system& system, const engine_option
                           return caf::actor_cast<caf::actor>(parent->spawn<caf::detached>(expert_group, opts, attach, health));
                         }});
   }
-  stage_options stage_opts{"stage_0", 0, c.num_layers};
+  // Requests with the same response_format or tools reuse a compiled grammar; each keeps a
+  // bitset of the vocabulary per grammar context it met, so only so many are kept.
+  constexpr size_t cached_grammars = 64;
+  stage_options stage_opts{"stage_0", 0, c.num_layers, options.vocabulary,
+                           std::make_shared<grammar_cache>(cached_grammars)};
   children.push_back({stage_opts.name, [stage_opts, make = backend->make_runner, health = e.health](caf::local_actor* parent) {
                         return caf::actor_cast<caf::actor>(parent->spawn<caf::detached>(stage, stage_opts, make, health));
                       }});

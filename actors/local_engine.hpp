@@ -8,6 +8,7 @@
 #include "actors/supervisor.hpp"
 #include "base/result.hpp"
 #include "model/compute_backend.hpp"
+#include "model/grammar/token_vocabulary.hpp"
 
 namespace troupe {
 
@@ -20,6 +21,8 @@ struct engine_options {
   int expert_groups = 1;
   scheduler_options scheduler;
   restart_policy restarts;
+  // The tokenizer's, for constrained decoding; null: the engine takes no constrained requests.
+  std::shared_ptr<const token_vocabulary> vocabulary;
 };
 
 struct engine {

@@ -5,7 +5,13 @@
 namespace troupe {
 
 void add_message_types(caf::actor_system_config& config) {
-  config.add_message_type<sampling_params>("troupe::sampling_params")
+  config.add_message_type<byte_set>("troupe::byte_set")
+      .add_message_type<grammar_symbol>("troupe::grammar_symbol")
+      .add_message_type<grammar_alternative>("troupe::grammar_alternative")
+      .add_message_type<grammar_rule>("troupe::grammar_rule")
+      .add_message_type<grammar>("troupe::grammar")
+      .add_message_type<output_constraint>("troupe::output_constraint")
+      .add_message_type<sampling_params>("troupe::sampling_params")
       .add_message_type<generation_request>("troupe::generation_request")
       .add_message_type<top_logprob>("troupe::top_logprob")
       .add_message_type<sampled_token>("troupe::sampled_token")

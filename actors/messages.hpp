@@ -6,20 +6,33 @@
 #include <vector>
 
 #include "base/fields.hpp"
+#include "model/grammar/grammar.hpp"
 #include "model/sampling.hpp"
 
 namespace troupe {
 
 using request_id = uint64_t;
 
-// gateway -> scheduler: generate for one prompt.
+// gateway -> scheduler: generate for one prompt. Under constrained decoding (an
+// output_grammar with rules) the output is a sentence of the grammar, and one of
+// stop_token_ids (never empty then) may end it only where the sentence is whole.
 struct generation_request {
   request_id id = 0;
   std::vector<int> prompt;
   sampling_params sampling;
   int max_tokens = 16;
   std::vector<int> stop_token_ids;  // eos ids (unless ignore_eos) and the client's stop ids
-  TROUPE_FIELDS(generation_request, id, prompt, sampling, max_tokens, stop_token_ids)
+  grammar output_grammar;
+  TROUPE_FIELDS(generation_request, id, prompt, sampling, max_tokens, stop_token_ids, output_grammar)
+};
+
+// What the last stage needs to constrain a sequence's sampling: the grammar of its output
+// and the tokens that may end it. No rules: unconstrained.
+struct output_constraint {
+  grammar language;
+  std::vector<int> end_token_ids;
+  bool constrains() const { return !language.rules.empty(); }
+  TROUPE_FIELDS(output_constraint, language, end_token_ids)
 };
 
 enum class finish_reason : uint8_t { none, stop, length, cancelled, error };
@@ -49,11 +62,13 @@ struct step_sequence {
   bool sample = false;
   sampling_params sampling;
   // The first step after (re)admission sets restart and carries the tokens before `start`
-  // (a prefix-cache hit), so the last stage can rebuild what the penalties count.
+  // (a prefix-cache hit) and the output's constraint, so the last stage can rebuild what
+  // the penalties count and where the output stands in its grammar.
   bool restart = false;
   std::vector<int> prefix;
+  output_constraint constraint;
   TROUPE_FIELDS(step_sequence, id, first_token, count, start, prompt_length, block_table, sample,
-                sampling, restart, prefix)
+                sampling, restart, prefix, constraint)
 };
 
 // scheduler -> first stage: one iteration of continuous batching.

@@ -115,8 +115,12 @@ void on_kv_reply(self_ptr self, const kv_step_request& asked, const kv_step_repl
   auto add_span = [&](request_id id, int count) {
     sequence& s = st.sequences[id];
     step_sequence span{id, int(plan.token_ids.size()), count, s.computed, int(s.request.prompt.size()),
-                       s.blocks, s.computed + count == int(s.tokens.size()), s.request.sampling, s.restart, {}};
-    if (s.restart) span.prefix.assign(s.tokens.begin(), s.tokens.begin() + s.computed);
+                       s.blocks, s.computed + count == int(s.tokens.size()), s.request.sampling, s.restart, {}, {}};
+    if (s.restart) {
+      span.prefix.assign(s.tokens.begin(), s.tokens.begin() + s.computed);
+      if (!s.request.output_grammar.rules.empty())
+        span.constraint = {s.request.output_grammar, s.request.stop_token_ids};
+    }
     s.restart = false;
     plan.token_ids.insert(plan.token_ids.end(), s.tokens.begin() + s.computed, s.tokens.begin() + s.computed + count);
     plan.sequences.push_back(std::move(span));

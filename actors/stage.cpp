@@ -1,16 +1,42 @@
 #include "actors/stage.hpp"
 
+#include "base/check.hpp"
+
 namespace troupe {
 namespace {
 
-// The plan's part of a sequence as the model sees it, updating its token history.
+// A restarted sequence's grammar state, from scratch: the constraint's compiled grammar,
+// advanced over the output generated before this step (the prefix past the prompt).
+void restart_constraint(stage_state& st, const step_sequence& s) {
+  st.constraints.erase(s.id);
+  if (!s.constraint.constrains()) return;
+  TROUPE_CHECK(st.options.vocabulary && st.options.grammars, "a constrained sequence at a stage without a vocabulary");
+  auto compiled = st.options.grammars->get(s.constraint.language);
+  TROUPE_CHECK(compiled.ok(), "the gateway's grammar does not compile");
+  auto& c = st.constraints
+                .try_emplace(s.id, std::move(compiled).value(), s.constraint.end_token_ids, st.options.vocabulary)
+                .first->second;
+  for (size_t i = size_t(std::max(0, s.prompt_length)); i < s.prefix.size(); ++i)
+    TROUPE_CHECK(c.advance(s.prefix[i]), "a generated token outside its grammar");
+}
+
+// The plan's part of a sequence as the model sees it, updating its token history and,
+// when constrained, its grammar state.
 sequence_span to_span(stage_state& st, const step_plan& plan, const step_sequence& s) {
   if (s.restart) {  // first step after (re)admission: rebuild the history from scratch
     token_history& h = st.histories[s.id] = {};
     for (size_t i = 0; i < s.prefix.size(); ++i) h.add(s.prefix[i], int(i) >= s.prompt_length);
+    restart_constraint(st, s);
   }
   token_history& h = st.histories[s.id];
-  for (int i = 0; i < s.count; ++i) h.add(plan.token_ids[size_t(s.first_token + i)], s.start + i >= s.prompt_length);
+  auto constraint = st.constraints.find(s.id);
+  for (int i = 0; i < s.count; ++i) {
+    const int token = plan.token_ids[size_t(s.first_token + i)];
+    const bool generated = s.start + i >= s.prompt_length;
+    h.add(token, generated);
+    if (generated && constraint != st.constraints.end())
+      TROUPE_CHECK(constraint->second.advance(token), "a generated token outside its grammar");
+  }
   return {s.first_token, s.count, s.start, s.block_table, s.sample ? logits_rows::last : logits_rows::none};
 }
 
@@ -31,12 +57,18 @@ stage_actor::behavior_type stage(stage_actor::stateful_pointer<stage_state> self
   return {
       [=](step_atom, const step_plan& plan) -> caf::result<step_result> {
         auto& st = self->state;
-        for (request_id id : plan.finished) st.histories.erase(id);
+        for (request_id id : plan.finished) {
+          st.histories.erase(id);
+          st.constraints.erase(id);
+        }
         forward_batch batch{plan.token_ids, {}};
         std::vector<sample_request> samples;
         for (const auto& s : plan.sequences) {
           batch.sequences.push_back(to_span(st, plan, s));
-          if (s.sample) samples.push_back({s.sampling, &st.histories[s.id], s.start + s.count});
+          if (!s.sample) continue;
+          auto constraint = st.constraints.find(s.id);
+          samples.push_back({s.sampling, &st.histories[s.id], s.start + s.count,
+                             constraint == st.constraints.end() ? nullptr : &constraint->second.allowed()});
         }
         // A peer that failed (an expert group restarting) fails the step, not the stage:
         // the scheduler re-runs its sequences once the peer is back.

@@ -4,6 +4,8 @@
 #include <unordered_map>
 
 #include "actors/actors.hpp"
+#include "model/grammar/constrained_output.hpp"
+#include "model/grammar/grammar_cache.hpp"
 #include "model/step_runner.hpp"
 
 namespace troupe {
@@ -12,6 +14,10 @@ struct stage_options {
   std::string name;
   int first_layer = 0;
   int last_layer = 0;  // exclusive; the stage holding the last layer computes logits and samples
+  // Constrained decoding, at the stage that samples: the tokenizer's vocabulary (needed
+  // once a constrained sequence comes) and the engine's compiled grammars.
+  std::shared_ptr<const token_vocabulary> vocabulary;
+  std::shared_ptr<grammar_cache> grammars;
 };
 
 struct stage_state {
@@ -19,11 +25,13 @@ struct stage_state {
   stage_options options;
   std::unique_ptr<step_runner> runner;
   std::unordered_map<request_id, token_history> histories;  // for the penalties
+  std::unordered_map<request_id, constrained_output> constraints;  // constrained sequences only
   health_monitor_actor health;
 };
 
 // Runs its layers of each step plan. Its KV pool starts empty at every (re)start: the
-// scheduler re-prefills the sequences it had.
+// scheduler re-prefills the sequences it had, and the last stage rebuilds their token
+// histories and grammar states from the tokens of that re-prefill.
 stage_actor::behavior_type stage(stage_actor::stateful_pointer<stage_state> self, stage_options options,
                                  step_runner_factory make_runner, health_monitor_actor health);
 

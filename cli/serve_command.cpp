@@ -108,6 +108,7 @@ int serve_command(int argc, char** argv) {
   // variable.
   config.set("scheduler.policy", caf::atom("sharing"));
   caf::actor_system system{config};
+  flags->engine.vocabulary = vocabulary_of(*tok);
   auto engine = start_local_engine(system, flags->engine);
   if (!engine) {
     std::fprintf(stderr, "troupe serve: %s\n", engine.err().message.c_str());

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <optional>
 
+#include "gateway/output_grammar_json.hpp"
 #include "gateway/template_value.hpp"
 
 namespace troupe {
@@ -111,7 +112,7 @@ result<chat_request, api_error> parse_chat_request(std::string_view text) {
   json body = json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (body.is_discarded()) return api_error{400, "the request body is not valid JSON", "invalid_request_error", {}, {}};
   if (!body.is_object()) return api_error{400, "the request body must be a JSON object", "invalid_request_error", {}, {}};
-  auto options = parse_generation_options(nlohmann::json(body));
+  auto options = parse_generation_options(body);
   if (!options) return options.err();
   chat_request r{std::move(*options), {}, {}, {}, tool_choice::automatic, {}, true, true, {}, -1};
   if (!body.contains("messages") || !body["messages"].is_array() || body["messages"].empty())
@@ -137,6 +138,13 @@ result<chat_request, api_error> parse_chat_request(std::string_view text) {
   if (body.contains("parallel_tool_calls") && !body["parallel_tool_calls"].is_null()) {
     if (!body["parallel_tool_calls"].is_boolean()) return bad_param("parallel_tool_calls", "parallel_tool_calls must be true or false");
     r.parallel_tool_calls = body["parallel_tool_calls"].get<bool>();
+  }
+  // A forced call is the whole answer: it takes the place of any response_format.
+  if (r.choice == tool_choice::required || r.choice == tool_choice::function) {
+    auto calls = forced_tool_call_grammar(body["tools"], r.choice_name,
+                                          r.choice == tool_choice::required && r.parallel_tool_calls);
+    if (!calls) return calls.err();
+    r.options.output_grammar = std::move(*calls);
   }
   if (body.contains("logprobs") && !body["logprobs"].is_null()) {
     if (!body["logprobs"].is_boolean()) return bad_param("logprobs", "logprobs must be true or false");

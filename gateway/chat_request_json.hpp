@@ -14,8 +14,8 @@
 
 namespace troupe {
 
-// tool_choice: required and function are accepted but not yet enforced (that needs
-// constrained decoding); the answer is searched for calls unless it is none.
+// tool_choice: required and function force the output to be tool calls (options'
+// output_grammar); the answer is searched for calls unless it is none.
 enum class tool_choice { automatic, none, required, function };
 
 struct chat_request {
@@ -25,7 +25,7 @@ struct chat_request {
   std::shared_ptr<const std::vector<tool_spec>> tool_specs;  // the same tools, for parsing calls
   tool_choice choice = tool_choice::automatic;
   std::string choice_name;           // the tool named by tool_choice function
-  bool parallel_tool_calls = true;  // accepted; the model decides how many calls it makes
+  bool parallel_tool_calls = true;  // tool_choice required: several calls may follow one another
   bool add_generation_prompt = true;
   jinja::object template_kwargs;  // chat_template_kwargs, e.g. enable_thinking
   int top_logprobs = -1;          // -1: no log-probs

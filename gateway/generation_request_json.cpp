@@ -4,10 +4,12 @@
 
 #include <nlohmann/json.hpp>
 
+#include "gateway/output_grammar_json.hpp"
+
 namespace troupe {
 namespace {
 
-using json = nlohmann::json;
+using json = nlohmann::ordered_json;
 
 // Reads optional fields with OpenAI's ranges; remembers the first bad one. null means absent.
 class fields {
@@ -104,6 +106,9 @@ result<generation_options, api_error> parse_generation_options(const json& body)
   f.boolean("return_tokens_as_token_ids", o.return_tokens_as_token_ids);
   if (!o.stream && o.include_usage) o.include_usage = false;
   if (f.failed()) return f.failure();
+  auto output = response_grammar(body);
+  if (!output) return output.err();
+  o.output_grammar = std::move(*output);
   return o;
 }
 

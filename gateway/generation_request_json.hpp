@@ -9,6 +9,7 @@
 
 #include "base/result.hpp"
 #include "gateway/api_error.hpp"
+#include "model/grammar/grammar.hpp"
 #include "model/sampling.hpp"
 
 namespace troupe {
@@ -26,6 +27,7 @@ struct generation_options {
   bool ignore_eos = false;
   bool skip_special_tokens = true;
   bool return_tokens_as_token_ids = false;  // vLLM: "token_id:N" instead of token text
+  grammar output_grammar;  // response_format, guided_choice or a forced tool call; no rules: free
 };
 
 struct prompt_input {
@@ -41,8 +43,9 @@ struct completion_request {
   bool echo = false;
 };
 
-// The options every generation endpoint takes; `body` must be a JSON object.
-result<generation_options, api_error> parse_generation_options(const nlohmann::json& body);
+// The options every generation endpoint takes; `body` must be a JSON object (ordered: a
+// json_schema's properties are written in the order the client gave them).
+result<generation_options, api_error> parse_generation_options(const nlohmann::ordered_json& body);
 
 result<completion_request, api_error> parse_completion_request(std::string_view body);
 

@@ -8,7 +8,7 @@
 
 namespace troupe {
 
-using json = nlohmann::json;
+using json = nlohmann::ordered_json;
 
 namespace {
 
@@ -31,22 +31,38 @@ class json_rules {
   grammar_sequence colon() { return join({b_.literal(":"), optional_space()}); }
 
   grammar_sequence string() {
-    if (!string_.empty()) return string_;
+    if (string_.empty()) string_ = string(0, -1);
+    return string_;
+  }
+
+  // A string of at least min_length characters (an escape counts as one) and, unless
+  // max_length < 0, at most max_length.
+  grammar_sequence string(int min_length, int max_length) {
+    grammar_sequence characters;
+    for (int i = 0; i < min_length; ++i) characters = join({characters, character()});
+    grammar_sequence more;
+    if (max_length < 0) more = b_.repeated(character());
+    for (int i = min_length; i < max_length; ++i) more = b_.optional(join({character(), more}));
+    return b_.rule({join({b_.literal("\""), characters, more, b_.literal("\"")})});
+  }
+
+  // One character of a JSON string, raw or escaped.
+  grammar_sequence character() {
+    if (!character_.empty()) return character_;
     auto hex = b_.bytes({{'0', '9'}, {'a', 'f'}, {'A', 'F'}});
     // \uXXXX outside the surrogates: a lone one is not valid JSON text.
     auto unicode_escape = b_.rule({
         join({b_.bytes({{'0', '9'}, {'a', 'c'}, {'A', 'C'}, {'e', 'f'}, {'E', 'F'}}), hex, hex, hex}),
         join({b_.bytes({{'d', 'd'}, {'D', 'D'}}), b_.bytes({{'0', '7'}}), hex, hex}),
     });
-    auto character = b_.rule({
+    character_ = b_.rule({
         b_.bytes({{0x20, 0x21}, {0x23, 0x5b}, {0x5d, 0x7f}}),
         b_.multibyte_utf8(),
         join({b_.literal("\\"), b_.bytes({{'"', '"'}, {'\\', '\\'}, {'/', '/'}, {'b', 'b'}, {'f', 'f'},
                                           {'n', 'n'}, {'r', 'r'}, {'t', 't'}})}),
         join({b_.literal("\\u"), unicode_escape}),
     });
-    string_ = b_.rule({join({b_.literal("\""), b_.repeated(character), b_.literal("\"")})});
-    return string_;
+    return character_;
   }
 
   grammar_sequence integer() {
@@ -115,7 +131,7 @@ class json_rules {
   }
 
   grammar_builder& b_;
-  grammar_sequence space_, string_, integer_, number_, value_;
+  grammar_sequence space_, character_, string_, integer_, number_, value_;
 };
 
 struct schema_error {
@@ -130,7 +146,8 @@ const std::set<std::string> annotations = {"title", "description", "default", "e
                                            "$comment", "$defs", "definitions", "deprecated", "readOnly",
                                            "writeOnly"};
 const std::set<std::string> supported = {"type", "properties", "required", "additionalProperties", "items",
-                                         "minItems", "maxItems", "enum", "const", "anyOf", "$ref"};
+                                         "minItems", "maxItems", "minLength", "maxLength", "enum", "const",
+                                         "anyOf", "$ref"};
 
 // One schema document (its $defs are resolved against it) into rules of `rules`' builder.
 class schema_translator {
@@ -179,7 +196,7 @@ class schema_translator {
 
  private:
   grammar_sequence typed(const json& schema, const std::string& type, const std::string& where) {
-    if (type == "string") return rules_.string();
+    if (type == "string") return string(schema, where);
     if (type == "integer") return rules_.integer();
     if (type == "number") return rules_.number();
     if (type == "boolean") return b_.rule({b_.literal("true"), b_.literal("false")});
@@ -228,13 +245,26 @@ class schema_translator {
     return b_.rule({join({b_.literal("{"), first_from, b_.literal("}")})});
   }
 
+  // The count schema[key] (minItems, maxLength, ...), or fallback when absent. Each unit
+  // of a bound is a grammar rule: a larger one than max_grammar_repetition is refused.
+  static int count(const json& schema, const char* key, int fallback, const std::string& where) {
+    if (!schema.contains(key)) return fallback;
+    const json& v = schema[key];
+    if (!v.is_number_integer() || v.get<int64_t>() < 0) fail(where + "/" + key, std::string(key) + " that is not a count");
+    if (v.get<int64_t>() > max_grammar_repetition)
+      fail(where + "/" + key, std::string(key) + " above " + std::to_string(max_grammar_repetition));
+    return v.get<int>();
+  }
+
+  grammar_sequence string(const json& schema, const std::string& where) {
+    if (!schema.contains("minLength") && !schema.contains("maxLength")) return rules_.string();
+    const int min_length = count(schema, "minLength", 0, where), max_length = count(schema, "maxLength", -1, where);
+    if (max_length >= 0 && max_length < min_length) fail(where, "maxLength below minLength");
+    return rules_.string(min_length, max_length);
+  }
+
   grammar_sequence array(const json& schema, const std::string& where) {
-    auto count = [&](const char* key, int fallback) {
-      if (!schema.contains(key)) return fallback;
-      if (!schema[key].is_number_integer() || schema[key].get<int64_t>() < 0) fail(where + "/" + key, std::string(key) + " that is not a count");
-      return schema[key].get<int>();
-    };
-    int min_items = count("minItems", 0), max_items = count("maxItems", -1);
+    int min_items = count(schema, "minItems", 0, where), max_items = count(schema, "maxItems", -1, where);
     if (max_items >= 0 && max_items < min_items) fail(where, "maxItems below minItems");
     auto item = schema.contains("items") ? b_.rule({value(schema["items"], where + "/items")}) : rules_.value();
     return rules_.array(item, min_items, max_items);
@@ -278,7 +308,7 @@ result<grammar> json_schema_grammar(const json& schema) {
   }
 }
 
-result<grammar> tool_call_grammar(const std::vector<tool_schema>& tools) {
+result<grammar> tool_call_grammar(const std::vector<tool_schema>& tools, bool several) {
   if (tools.empty()) return error{"no tools to call"};
   grammar_builder b;
   json_rules rules(b);
@@ -293,7 +323,9 @@ result<grammar> tool_call_grammar(const std::vector<tool_schema>& tools) {
       return error{"tool '" + tool.name + "': " + e.message};
     }
   }
-  return b.finish(join({b.literal("<tool_call>\n{\"name\": "), b.rule(std::move(calls)), b.literal("}\n</tool_call>")}));
+  auto call = b.rule({join({b.literal("<tool_call>\n{\"name\": "), b.rule(std::move(calls)), b.literal("}\n</tool_call>")})});
+  if (!several) return b.finish(call);
+  return b.finish(join({call, b.repeated(join({b.literal("\n"), call}))}));
 }
 
 }  // namespace troupe

@@ -11,7 +11,7 @@ result<std::vector<sampled_token>> cpu_step_runner::run(const forward_batch& bat
   std::vector<sampled_token> tokens;
   for (size_t i = 0; i < samples.size(); ++i)
     tokens.push_back(sample(logits.data() + i * size_t(vocab), vocab, samples[i].params, *samples[i].history,
-                            samples[i].position));
+                            samples[i].position, samples[i].allowed));
   return tokens;
 }
 

@@ -1,14 +1,38 @@
 #include "model/sampler.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <numeric>
 #include <vector>
 
+#include "base/check.hpp"
 #include "kernels/cpu/log_softmax.hpp"
 
 namespace troupe {
 namespace {
+
+// The allowed tokens below vocab, in id order, and their scores: the rule then runs over
+// them alone. Compacting keeps the id order, so "ties to the lower index" stays "ties
+// to the lower id", and a step that allows few tokens samples from few.
+struct candidates {
+  std::vector<int> ids;
+  std::vector<float> scores;
+};
+
+candidates allowed_candidates(const float* scores, int vocab, const std::vector<uint64_t>& allowed) {
+  candidates c;
+  const size_t words = std::min(allowed.size(), size_t(vocab + 63) / 64);
+  for (size_t w = 0; w < words; ++w)
+    for (uint64_t bits = allowed[w]; bits != 0; bits &= bits - 1) {
+      const int t = int(w * 64) + std::countr_zero(bits);
+      if (t >= vocab) break;
+      c.ids.push_back(t);
+      c.scores.push_back(scores[t]);
+    }
+  TROUPE_CHECK(!c.ids.empty(), "a constrained sampling step allows no token");
+  return c;
+}
 
 // vLLM's order: repetition penalty on every seen token, then OpenAI's frequency and
 // presence penalties on generated ones. The explicit fma rounds as the GPU sampler does.
@@ -79,12 +103,12 @@ int draw(const float* scores, int vocab, const sampling_params& p, double u) {
 }  // namespace
 
 sampled_token sample(const float* logits, int vocab, const sampling_params& p,
-                     const token_history& history, int position) {
-  return sample_with_uniform(logits, vocab, p, history, sampling_uniform(p.seed, position));
+                     const token_history& history, int position, const std::vector<uint64_t>* allowed) {
+  return sample_with_uniform(logits, vocab, p, history, sampling_uniform(p.seed, position), allowed);
 }
 
 sampled_token sample_with_uniform(const float* logits, int vocab, const sampling_params& p,
-                                  const token_history& history, double u) {
+                                  const token_history& history, double u, const std::vector<uint64_t>* allowed) {
   const bool penalised = p.repetition_penalty != 1.0f || p.frequency_penalty != 0.0f || p.presence_penalty != 0.0f;
   std::vector<float> adjusted;
   if (penalised) {
@@ -92,8 +116,16 @@ sampled_token sample_with_uniform(const float* logits, int vocab, const sampling
     apply_penalties(adjusted, p, history);
   }
   const float* scores = penalised ? adjusted.data() : logits;
-  const int chosen = p.temperature <= 0.0f ? int(std::max_element(scores, scores + vocab) - scores)
-                                           : draw(scores, vocab, p, u);
+  auto pick = [&](const float* s, int n) {
+    return p.temperature <= 0.0f ? int(std::max_element(s, s + n) - s) : draw(s, n, p, u);
+  };
+  int chosen;
+  if (allowed) {
+    const candidates c = allowed_candidates(scores, vocab, *allowed);
+    chosen = c.ids[size_t(pick(c.scores.data(), int(c.ids.size())))];
+  } else {
+    chosen = pick(scores, vocab);
+  }
 
   sampled_token out{chosen, 0.0f, {}};
   if (p.top_logprobs < 0) return out;  // a full log-softmax per token costs more than the rest

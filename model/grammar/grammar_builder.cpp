@@ -53,6 +53,20 @@ void grammar_builder::define(int32_t rule_index, std::vector<grammar_sequence> a
   for (auto& a : alternatives) rule.alternatives.push_back(grammar_alternative{std::move(a)});
 }
 
+grammar_sequence grammar_builder::include(const grammar& other) {
+  const int32_t first_rule = int32_t(grammar_.rules.size());
+  std::vector<int32_t> set_index;
+  for (const byte_set& set : other.byte_sets) set_index.push_back(byte_set_index(set));
+  for (const grammar_rule& rule : other.rules) {
+    grammar_rule copy = rule;
+    for (auto& alternative : copy.alternatives)
+      for (auto& symbol : alternative.symbols)
+        symbol.index = symbol.is_rule ? symbol.index + first_rule : set_index.at(size_t(symbol.index));
+    grammar_.rules.push_back(std::move(copy));
+  }
+  return reference(first_rule + other.root);
+}
+
 grammar grammar_builder::finish(grammar_sequence root) {
   if (root.size() == 1 && root[0].is_rule) {
     grammar_.root = root[0].index;

@@ -34,6 +34,9 @@ class grammar_builder {
   void define(int32_t rule_index, std::vector<grammar_sequence> alternatives);
   static grammar_sequence reference(int32_t rule_index) { return {grammar_symbol{true, rule_index}}; }
 
+  // The rules of another grammar, added to this one: a reference to its root.
+  grammar_sequence include(const grammar& other);
+
   // The grammar of `root` (which must be one rule reference, or is wrapped into one).
   grammar finish(grammar_sequence root);
 

@@ -1,7 +1,8 @@
 // JSON Schema to grammar: random walks over allowed tokens (of a small byte vocabulary and
 // of the real Qwen3 one) end in JSON that parses and that a small validator accepts for
 // the schema; the mask agrees with advance on every token, and the fast mask with the whole
-// trie walk on the Qwen3 vocabulary; unsupported keywords are named.
+// trie walk on the Qwen3 vocabulary; string lengths and property order are kept, several
+// tool calls come only when asked; unsupported keywords and oversized bounds are named.
 #define BOOST_TEST_MODULE json_schema_grammar
 #include <boost/test/unit_test.hpp>
 
@@ -87,7 +88,13 @@ bool valid(const json& v, const json& s, const json& document) {
     else types = s["type"].get<std::vector<std::string>>();
   }
   auto has = [&](const std::string& t) { return types.empty() || std::find(types.begin(), types.end(), t) != types.end(); };
-  if (v.is_string()) return has("string");
+  if (v.is_string()) {
+    size_t characters = 0;  // code points: UTF-8 bytes that do not continue one
+    for (unsigned char c : v.get<std::string>()) characters += (c & 0xc0) != 0x80;
+    if (s.contains("minLength") && characters < s["minLength"].get<size_t>()) return false;
+    if (s.contains("maxLength") && characters > s["maxLength"].get<size_t>()) return false;
+    return has("string");
+  }
   if (v.is_boolean()) return has("boolean");
   if (v.is_null()) return has("null");
   if (v.is_number_integer() || v.is_number_unsigned()) return has("integer") || has("number");
@@ -201,6 +208,49 @@ BOOST_AUTO_TEST_CASE(random_walks_give_numbers_integers_and_scalars) {
   check_walks(json{{"type", "number"}}, 100);
   check_walks(json{{"type", "array"}, {"items", {{"type", "boolean"}}}, {"maxItems", 4}}, 50);
   check_walks(json{{"type", "string"}, {"enum", {"a", "b\"c", "é"}}}, 30);
+}
+
+BOOST_AUTO_TEST_CASE(string_lengths_are_bounded_in_characters) {
+  check_walks(json::parse(R"({"type": "string", "minLength": 2, "maxLength": 5})"), 100);
+  check_walks(json::parse(R"({"type": "string", "minLength": 3})"), 50);
+  check_walks(json::parse(R"({"type": "array", "items": {"type": "string", "maxLength": 1}, "maxItems": 3})"), 50);
+  auto m = matcher_of(schema_grammar(json::parse(R"({"type": "string", "maxLength": 2})")));
+  BOOST_TEST(m.advance("\"\\n\xc3\xa9"));  // an escape and a two-byte character: two characters
+  BOOST_TEST(!m.advance("a"));
+  BOOST_TEST(m.advance("\""));
+}
+
+BOOST_AUTO_TEST_CASE(bounds_past_the_repetition_limit_are_refused) {
+  auto g = json_schema_grammar(json::parse(R"({"type": "array", "maxItems": 100000})"));
+  BOOST_REQUIRE(!g.ok());
+  BOOST_TEST(g.err().message == "maxItems above 1024 at #/maxItems");
+  auto s = json_schema_grammar(json::parse(R"({"properties": {"s": {"type": "string", "minLength": 5000}}})"));
+  BOOST_REQUIRE(!s.ok());
+  BOOST_TEST(s.err().message == "minLength above 1024 at #/properties/s/minLength");
+}
+
+BOOST_AUTO_TEST_CASE(properties_are_written_in_the_order_the_schema_gives) {
+  auto ordered = nlohmann::ordered_json::parse(R"({"type": "object", "properties": {"zeta": {"type": "integer"},
+      "alpha": {"type": "integer"}}, "required": ["zeta", "alpha"]})");
+  auto m = matcher_of(json_schema_grammar(ordered).value());
+  auto reversed = m;
+  BOOST_TEST(m.advance(R"({"zeta": 1, "alpha": 2})"));
+  BOOST_TEST(m.accepts_end());
+  BOOST_TEST(!reversed.advance(R"({"alpha")"));
+}
+
+BOOST_AUTO_TEST_CASE(several_tool_calls_follow_one_another_only_when_asked) {
+  const std::string call = "<tool_call>\n{\"name\": \"f\", \"arguments\": {}}\n</tool_call>";
+  auto one = matcher_of(tool_call_grammar({{"f", nullptr}}).value());
+  auto several = matcher_of(tool_call_grammar({{"f", nullptr}}, true).value());
+  BOOST_TEST(one.advance(call));
+  BOOST_TEST(one.accepts_end());
+  BOOST_TEST(!one.can_continue());
+  for (int i = 0; i < 3; ++i) {
+    BOOST_TEST(several.advance(i == 0 ? call : "\n" + call));
+    BOOST_TEST(several.accepts_end());
+  }
+  BOOST_TEST(!several.advance("\n\n"));
 }
 
 BOOST_AUTO_TEST_CASE(the_mask_is_what_advance_takes_along_walks) { check_walks(person, 3, true); }

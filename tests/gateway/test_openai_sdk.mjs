@@ -93,8 +93,9 @@ test('chat: create, stream, and the SDK stream helper agree', async () => {
   assert.equal(final.choices[0].message.content, whole.choices[0].message.content);
 });
 
-// The random-weight model calls no tools: the parsing itself is covered by the C++ tests
-// (test_generation_call); here the API accepts the tool fields and checks their shape.
+// Unforced, the random-weight model calls no tools: the parsing itself is covered by the
+// C++ tests (test_generation_call), forced calls by test_structured_outputs.mjs; here the
+// API accepts the tool fields and checks their shape.
 test('chat with tools: tool_choice and parallel_tool_calls accepted, malformed ones 400', async () => {
   const tools = [{ type: 'function', function: { name: 'get_weather', description: 'Weather of a city',
     parameters: { type: 'object', properties: { city: { type: 'string' }, days: { type: 'integer' } }, required: ['city'] } } }];

@@ -1,6 +1,7 @@
 // The grammar matcher on hand-written grammars: which bytes it takes, when it may end, that
 // a rejected token changes nothing, that its token mask is exactly the tokens advance
-// takes, that bad grammars are refused, and that grammars survive msgpack.
+// takes, that bad grammars are refused, that grammars survive msgpack and keep their
+// language inside others.
 #define BOOST_TEST_MODULE grammar_matcher
 #include <boost/test/unit_test.hpp>
 
@@ -126,4 +127,14 @@ BOOST_AUTO_TEST_CASE(a_grammar_survives_msgpack) {
   auto m = matcher_of(back);
   BOOST_TEST(m.advance("acc!"));
   BOOST_TEST(m.accepts_end());
+}
+
+BOOST_AUTO_TEST_CASE(an_included_grammar_keeps_its_language_inside_another) {
+  grammar_builder b;
+  auto inner = b.include(ab_or_acs());
+  auto m = matcher_of(b.finish(join({b.literal("("), inner, b.literal(")"), b.include(ab_or_acs())})));
+  auto copy = m;
+  BOOST_TEST(m.advance("(acc!)ab"));
+  BOOST_TEST(m.accepts_end());
+  BOOST_TEST(!copy.advance("(b"));
 }

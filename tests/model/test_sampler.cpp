@@ -171,3 +171,126 @@ BOOST_AUTO_TEST_CASE(top_k_beyond_the_sorted_head_keeps_exactly_k) {
   BOOST_TEST(outside == 0);
   BOOST_TEST(backwards == 0);
 }
+
+namespace {
+
+std::vector<uint64_t> mask_of(std::initializer_list<int> tokens) {
+  std::vector<uint64_t> mask;
+  for (int t : tokens) {
+    mask.resize(std::max(mask.size(), size_t(t / 64 + 1)), 0);
+    mask[size_t(t / 64)] |= uint64_t(1) << (t % 64);
+  }
+  return mask;
+}
+
+std::map<int, int> draw_masked(const sampling_params& p, const std::vector<uint64_t>& mask, int count) {
+  std::map<int, int> seen;
+  for (int pos = 0; pos < count; ++pos) ++seen[sample(logits.data(), 5, p, {}, pos, &mask).token];
+  return seen;
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(a_mask_leaves_greedy_the_best_allowed_token_with_its_raw_logprob) {
+  sampling_params p;
+  p.temperature = 0;
+  p.top_logprobs = 1;
+  const auto mask = mask_of({1, 3});
+  sampled_token t = sample(logits.data(), 5, p, {}, 0, &mask);
+  BOOST_TEST(t.token == 1);
+  BOOST_TEST(t.logprob == std::log(0.3f), boost::test_tools::tolerance(1e-5f));
+  BOOST_REQUIRE(t.top.size() == 1u);
+  BOOST_TEST(t.top[0].token == 0);  // the runners-up are the model's, masked or not
+}
+
+BOOST_AUTO_TEST_CASE(a_mask_renormalises_the_draw_over_the_allowed_tokens) {
+  sampling_params p;
+  p.seed = 3;
+  auto seen = draw_masked(p, mask_of({1, 3, 4}), 20000);
+  BOOST_TEST(seen.size() == 3u);
+  const std::map<int, double> expected = {{1, 0.3 / 0.45}, {3, 0.1 / 0.45}, {4, 0.05 / 0.45}};
+  for (auto [t, q] : expected) BOOST_TEST(std::abs(seen[t] / 20000.0 - q) < 0.015);
+}
+
+BOOST_AUTO_TEST_CASE(cuts_rank_only_the_allowed_tokens) {
+  sampling_params p;
+  p.top_k = 1;  // the best allowed token, though 0 and 1 rank above it overall
+  auto seen = draw_masked(p, mask_of({2, 4}), 500);
+  BOOST_TEST((seen == std::map<int, int>{{2, 500}}));
+
+  p = {};
+  p.top_p = 0.6f;  // over {1, 2, 3}: 0.545, then 0.818 reaches 0.6 at token 2
+  seen = draw_masked(p, mask_of({1, 2, 3}), 4000);
+  BOOST_TEST(seen.size() == 2u);
+  BOOST_TEST(!seen.count(3));
+
+  p = {};
+  p.min_p = 0.5f;  // 0.5 times the best allowed (0.15): token 3's 0.1 stays, 4's 0.05 goes
+  seen = draw_masked(p, mask_of({2, 3, 4}), 4000);
+  BOOST_TEST(seen.size() == 2u);
+  BOOST_TEST(!seen.count(4));
+}
+
+BOOST_AUTO_TEST_CASE(the_masked_draw_walks_the_allowed_tokens_in_id_order) {
+  sampling_params p;
+  const auto mask = mask_of({1, 3});  // mass 0.7: cumulative 0.4, 0.7
+  BOOST_TEST(sample_with_uniform(shuffled.data(), 5, p, {}, 0.5, &mask).token == 1);  // target 0.35
+  BOOST_TEST(sample_with_uniform(shuffled.data(), 5, p, {}, 0.6, &mask).token == 3);  // target 0.42
+  BOOST_TEST(sample_with_uniform(shuffled.data(), 5, p, {}, 0.9999, &mask).token == 3);
+}
+
+BOOST_AUTO_TEST_CASE(penalties_apply_among_the_allowed_tokens) {
+  sampling_params p;
+  p.temperature = 0;
+  p.frequency_penalty = 0.5f;
+  token_history h;
+  h.add(0, true);
+  const auto mask = mask_of({0, 3});  // log 0.4 - 0.5 = -1.42 stays above log 0.1 = -2.30
+  BOOST_TEST(sample(logits.data(), 5, p, h, 0, &mask).token == 0);
+  p.frequency_penalty = 1.5f;  // -2.42: now below token 3
+  BOOST_TEST(sample(logits.data(), 5, p, h, 0, &mask).token == 3);
+}
+
+BOOST_AUTO_TEST_CASE(words_past_the_end_of_a_mask_allow_nothing) {
+  std::vector<float> l(130, 0.0f);
+  l[129] = 5.0f;  // the model's favourite lies past the mask's one word
+  l[70] = 4.0f;
+  sampling_params p;
+  p.temperature = 0;
+  const auto mask = mask_of({5});
+  BOOST_TEST(sample(l.data(), 130, p, {}, 0, &mask).token == 5);
+  p.temperature = 1;
+  for (int pos = 0; pos < 50; ++pos) BOOST_TEST(sample(l.data(), 130, p, {}, pos, &mask).token == 5);
+}
+
+// The rule under a mask is the rule over the allowed tokens alone: on random logits and
+// masks, for every filter, the masked draw is the draw from the allowed logits, mapped
+// back to their ids.
+BOOST_AUTO_TEST_CASE(a_masked_draw_is_the_draw_over_the_allowed_tokens_alone) {
+  std::mt19937 gen(9);
+  std::normal_distribution<float> normal(0.0f, 2.0f);
+  for (int trial = 0; trial < 40; ++trial) {
+    const int vocab = 200 + trial * 7;
+    std::vector<float> l(static_cast<size_t>(vocab));
+    for (float& x : l) x = normal(gen);
+    std::vector<uint64_t> mask(size_t(vocab + 63) / 64, 0);
+    std::vector<int> ids;
+    std::vector<float> allowed_logits;
+    for (int t = 0; t < vocab; ++t)
+      if (gen() % 4 == 0 || t == trial) {
+        mask[size_t(t / 64)] |= uint64_t(1) << (t % 64);
+        ids.push_back(t);
+        allowed_logits.push_back(l[size_t(t)]);
+      }
+    sampling_params p;
+    p.temperature = trial % 5 == 0 ? 0.0f : 0.5f + 0.1f * float(trial % 7);
+    p.top_k = trial % 3 == 0 ? 1 + trial % 17 : 0;
+    p.top_p = trial % 4 == 1 ? 0.7f : 1.0f;
+    p.min_p = trial % 6 == 2 ? 0.05f : 0.0f;
+    for (double u = 0.0; u < 1.0; u += 0.037) {
+      const int masked = sample_with_uniform(l.data(), vocab, p, {}, u, &mask).token;
+      const int alone = sample_with_uniform(allowed_logits.data(), int(ids.size()), p, {}, u).token;
+      BOOST_TEST(masked == ids[size_t(alone)], "trial " << trial << ", u " << u);
+    }
+  }
+}

@@ -1,0 +1,37 @@
+#pragma once
+// Compiled grammars by grammar, the `capacity` most recently used kept: requests with the
+// same response_format or tools share one compiled grammar and the token classes it has
+// gathered, which are most of the cost of a mask. Shared by an engine's stages, across
+// their restarts; thread-safe.
+#include <cstddef>
+#include <list>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <utility>
+
+#include "base/result.hpp"
+#include "model/grammar/compiled_grammar.hpp"
+
+namespace troupe {
+
+class grammar_cache {
+ public:
+  explicit grammar_cache(size_t capacity) : capacity_(capacity) {}
+
+  // The compiled form of `g`, compiled on first use; an error as compile gives it.
+  result<std::shared_ptr<const compiled_grammar>> get(const grammar& g);
+
+  size_t size() const;
+
+ private:
+  using entry = std::pair<std::string, std::shared_ptr<const compiled_grammar>>;
+
+  size_t capacity_;
+  mutable std::mutex mutex_;
+  std::list<entry> recent_;  // most recently used first
+  std::unordered_map<std::string, std::list<entry>::iterator> by_key_;
+};
+
+}  // namespace troupe

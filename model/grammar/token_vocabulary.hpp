@@ -1,0 +1,28 @@
+#pragma once
+// What constrained decoding needs of a tokenizer: the bytes of every token, to follow the
+// sampled ones through a grammar, and their trie, to mask the others. Built once per
+// engine and shared read-only by its stages.
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "model/grammar/token_trie.hpp"
+
+namespace troupe {
+
+class tokenizer;
+
+struct token_vocabulary {
+  // token_bytes[id]: the bytes token `id` stands for; empty: never allowed by a grammar.
+  explicit token_vocabulary(std::vector<std::string> token_bytes)
+      : bytes(std::move(token_bytes)), trie(bytes) {}
+
+  std::vector<std::string> bytes;
+  token_trie trie;
+};
+
+// Special tokens (<|im_end|>, ...) get no bytes: a grammar's text is never made of them,
+// they only end it (the end tokens of a constrained request).
+std::shared_ptr<const token_vocabulary> vocabulary_of(const tokenizer& tok);
+
+}  // namespace troupe
