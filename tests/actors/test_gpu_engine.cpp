@@ -1,7 +1,8 @@
 // The one-node engine as actors on the CUDA backend: the scheduler, kv_manager and stage
 // drive the GPU step unchanged, and a crashed stage or expert group comes back on the
 // memory its predecessor had. Checked against transformers' greedy tokens on a golden
-// fixture drawn so that its first 12 tokens route without near-ties.
+// fixture drawn so that its first 12 tokens route without near-ties, and constrained
+// requests give valid outputs through the GPU sampler's masks, crashes or not.
 #define BOOST_TEST_MODULE gpu_engine
 #include <boost/test/unit_test.hpp>
 
@@ -9,7 +10,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "gateway/json_schema_grammar.hpp"
 #include "tests/actors/engine_harness.hpp"
+#include "tests/actors/status_object.hpp"
 
 using namespace troupe;
 
@@ -94,4 +97,50 @@ BOOST_AUTO_TEST_CASE(crashed_stage_and_expert_group_come_back_with_the_same_toke
     }
     e->stop(system);
   }
+}
+
+// Sampled requests under a JSON Schema beside greedy free ones, then again with the stage
+// killed under them: outputs are the fault-free run's, valid objects of the schema, and
+// the free ones still transformers' tokens.
+BOOST_AUTO_TEST_CASE(constrained_requests_give_valid_outputs_and_survive_stage_crashes) {
+  caf::actor_system system{test::engine_config()};
+  auto options = gpu_options();
+  const int eos = 511;  // the fixture's generation_config
+  options.vocabulary = test::json_vocabulary(512, 510);
+  auto e = start_local_engine(system, options);
+  BOOST_REQUIRE(e);
+  caf::scoped_actor self{system};
+  auto requests = golden_requests(9, 1);
+  for (auto& r : requests) {
+    if (r.id % 3 == 0) continue;
+    r.output_grammar = json_schema_grammar(test::status_schema()).value();
+    r.stop_token_ids = {eos};
+    r.max_tokens = 80;
+    r.sampling.temperature = 0.8f;
+    r.sampling.seed = r.id * 31;
+  }
+  const auto fault_free = test::run_requests(self, *e, requests);
+  for (auto& r : requests) r.id += 100;
+  int kills = 0;
+  const auto faulty = test::run_requests(self, *e, requests, [&](int seen) {
+    if (seen % 20 == 0 && kills < 3) {
+      self->send(e->supervisor, crash_atom::value, std::string("stage_0"));
+      ++kills;
+    }
+  });
+  BOOST_TEST(kills == 3);
+  for (const auto& r : requests) {
+    BOOST_TEST_CONTEXT("request " << r.id) {
+      const auto& got = faulty.at(r.id);
+      BOOST_TEST(got.events_after_finish == 0);
+      BOOST_TEST(got.tokens == fault_free.at(r.id - 100).tokens);
+      if (r.output_grammar.rules.empty()) {
+        BOOST_TEST(got.tokens == golden_tokens());
+        continue;
+      }
+      BOOST_TEST(int(got.finish) == int(finish_reason::stop));
+      test::expect_status_object(got.tokens, *options.vocabulary, eos);
+    }
+  }
+  e->stop(system);
 }

@@ -10,6 +10,7 @@
 
 #include "gateway/json_schema_grammar.hpp"
 #include "tests/actors/engine_harness.hpp"
+#include "tests/actors/status_object.hpp"
 
 using namespace troupe;
 
@@ -177,42 +178,6 @@ BOOST_AUTO_TEST_CASE(too_long_prompts_and_cancellations_end_exactly_once) {
   e->stop(system);
 }
 
-namespace {
-
-// The fixture's 384 ids as text: 0-255 the bytes, then JSON fragments and digit pairs;
-// 382 and 383 (eos) are special and have none.
-std::shared_ptr<const token_vocabulary> fixture_vocabulary() {
-  std::vector<std::string> bytes;
-  for (int c = 0; c < 256; ++c) bytes.push_back(std::string(1, char(c)));
-  for (const char* f : {"{\"", "\":", "\": ", ", \"", "\",", "true", "false", "ok", "kind", "\"a\"", "}", "\"}"})
-    bytes.push_back(f);
-  while (bytes.size() < 382) bytes.push_back(std::to_string(bytes.size() % 100));
-  bytes.resize(384);
-  return std::make_shared<const token_vocabulary>(std::move(bytes));
-}
-
-// Bounded: every output ends well within 80 tokens.
-const nlohmann::json status_schema = nlohmann::json::parse(R"({"type": "object", "properties": {
-    "ok": {"type": "boolean"}, "n": {"type": "integer"}, "kind": {"enum": ["a", "b", "c"]}},
-    "required": ["ok", "n", "kind"], "additionalProperties": false})");
-
-// Valid: the text of every token but the closing eos is a JSON object of status_schema.
-void expect_status_object(const std::vector<int>& tokens, const token_vocabulary& v, int eos) {
-  BOOST_REQUIRE(!tokens.empty());
-  BOOST_TEST(tokens.back() == eos);
-  std::string text;
-  for (size_t i = 0; i + 1 < tokens.size(); ++i) text += v.bytes[size_t(tokens[i])];
-  BOOST_TEST_CONTEXT(text) {
-    auto j = nlohmann::json::parse(text, nullptr, false);
-    BOOST_REQUIRE(j.is_object());
-    BOOST_TEST(j.size() == 3u);
-    BOOST_TEST(j["ok"].is_boolean());
-    BOOST_TEST(j["n"].is_number_integer());
-    BOOST_TEST((j["kind"] == "a" || j["kind"] == "b" || j["kind"] == "c"));
-  }
-}
-
-}  // namespace
 
 // Constrained streams beside free ones, then the same with the stage killed under them:
 // each restarted stage rebuilds every grammar state from the re-prefilled tokens, so the
@@ -220,7 +185,7 @@ void expect_status_object(const std::vector<int>& tokens, const token_vocabulary
 BOOST_AUTO_TEST_CASE(constrained_streams_survive_stage_crashes_with_the_same_valid_output) {
   caf::actor_system system{test::engine_config()};
   auto options = fixture_options();
-  options.vocabulary = fixture_vocabulary();
+  options.vocabulary = test::json_vocabulary(384, 382);
   auto e = start_local_engine(system, options);
   BOOST_REQUIRE(e);
   const int eos = e->config.eos_token_ids.at(0);
@@ -233,7 +198,7 @@ BOOST_AUTO_TEST_CASE(constrained_streams_survive_stage_crashes_with_the_same_val
       free.push_back(r);
       continue;
     }
-    r.output_grammar = json_schema_grammar(status_schema).value();
+    r.output_grammar = json_schema_grammar(test::status_schema()).value();
     r.stop_token_ids = {eos};
     r.sampling.temperature = 0.8f;
     r.sampling.seed = r.id * 31;
@@ -256,7 +221,7 @@ BOOST_AUTO_TEST_CASE(constrained_streams_survive_stage_crashes_with_the_same_val
       BOOST_TEST(got.tokens == fault_free.at(r.id - 100).tokens);
       if (r.output_grammar.rules.empty()) continue;
       BOOST_TEST(int(got.finish) == int(finish_reason::stop));
-      expect_status_object(got.tokens, *options.vocabulary, eos);
+      test::expect_status_object(got.tokens, *options.vocabulary, eos);
     }
   }
   BOOST_TEST(stats_of(self, *e).recoveries > 0u);
