@@ -100,8 +100,11 @@ BOOST_AUTO_TEST_CASE(crashed_stage_and_expert_group_come_back_with_the_same_toke
 }
 
 // Sampled requests under a JSON Schema beside greedy free ones, then again with the stage
-// killed under them: outputs are the fault-free run's, valid objects of the schema, and
-// the free ones still transformers' tokens.
+// killed under them: every output ends once, the constrained ones as valid objects of the
+// schema, the free ones as transformers' tokens. Unlike on the CPU, a constrained output
+// may differ from the fault-free run's after a crash: the re-prefill's logits come from
+// other kernels than the decode steps' (not bit-identical), so a draw near a boundary of
+// the sampled distribution can go the other way.
 BOOST_AUTO_TEST_CASE(constrained_requests_give_valid_outputs_and_survive_stage_crashes) {
   caf::actor_system system{test::engine_config()};
   auto options = gpu_options();
@@ -120,6 +123,8 @@ BOOST_AUTO_TEST_CASE(constrained_requests_give_valid_outputs_and_survive_stage_c
     r.sampling.seed = r.id * 31;
   }
   const auto fault_free = test::run_requests(self, *e, requests);
+  for (const auto& r : requests)
+    if (!r.output_grammar.rules.empty()) test::expect_status_object(fault_free.at(r.id).tokens, *options.vocabulary, eos);
   for (auto& r : requests) r.id += 100;
   int kills = 0;
   const auto faulty = test::run_requests(self, *e, requests, [&](int seen) {
@@ -133,7 +138,6 @@ BOOST_AUTO_TEST_CASE(constrained_requests_give_valid_outputs_and_survive_stage_c
     BOOST_TEST_CONTEXT("request " << r.id) {
       const auto& got = faulty.at(r.id);
       BOOST_TEST(got.events_after_finish == 0);
-      BOOST_TEST(got.tokens == fault_free.at(r.id - 100).tokens);
       if (r.output_grammar.rules.empty()) {
         BOOST_TEST(got.tokens == golden_tokens());
         continue;
