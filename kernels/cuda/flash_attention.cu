@@ -6,6 +6,7 @@
 #include <cstdint>
 
 #include "base/check.hpp"
+#include "kernels/cuda/async_copy.cuh"
 #include "kernels/cuda/check.cuh"
 
 namespace troupe::cuda {
@@ -45,21 +46,6 @@ struct smem_layout {
                 "the row-index tile fits a warp's probabilities");
 };
 
-// cp.async of 16 bytes; a masked copy reads nothing and writes zeros, so keys past the
-// causal limit hold 0 rather than whatever the pool has there (0 * NaN would reach O).
-static __device__ void copy_16(void* dst, const void* src, bool valid) {
-  const unsigned to = unsigned(__cvta_generic_to_shared(dst));
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(to), "l"(src),
-               "r"(valid ? 16 : 0));
-}
-
-static __device__ void commit_copies() { asm volatile("cp.async.commit_group;\n" ::); }
-
-template <int pending>
-static __device__ void wait_copies() {
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(pending) : "memory");
-}
-
 // Keys and values of positions first_key..first_key + tile_keys - 1 through the block
 // table, zeros past last_key: 16 bytes a copy, a row's copies on consecutive threads.
 template <int head_dim>
@@ -75,8 +61,8 @@ static __device__ void load_kv_tile(const flash_attention_batch& batch, const in
     size_t at = size_t(kvh) * head_dim + c * 8;
     if (valid)
       at += (size_t(table[p / batch.block_size]) * batch.block_size + p % batch.block_size) * row;
-    copy_16(k_s + j * ld + c * 8, batch.keys + at, valid);
-    copy_16(v_s + j * ld + c * 8, batch.values + at, valid);
+    copy_16(k_s + j * ld + c * 8, valid ? batch.keys + at : nullptr);
+    copy_16(v_s + j * ld + c * 8, valid ? batch.values + at : nullptr);
   }
 }
 
@@ -121,7 +107,7 @@ static __global__ void __launch_bounds__(threads)
       const int j = threadIdx.x / chunks + pass * (threads / chunks);
       const bool valid = t0 + j < n;
       const size_t at = valid ? (size_t(first + t0 + j) * heads + h) * head_dim + c * 8 : 0;
-      copy_16(q_s + j * layout::kv_ld + c * 8, q + at, valid);
+      copy_16(q_s + j * layout::kv_ld + c * 8, valid ? q + at : nullptr);
     }
   }
   commit_copies();

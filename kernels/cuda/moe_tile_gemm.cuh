@@ -9,6 +9,7 @@
 #include <cuda_bf16.h>
 #include <mma.h>
 
+#include "kernels/cuda/async_copy.cuh"
 #include "kernels/cuda/moe_align.cuh"
 
 namespace troupe::cuda::moe_tile {
@@ -52,20 +53,6 @@ static_assert(inline_decode::rows == decode::rows && inline_decode::cols == deco
 using prefill = shape<64, 2, 4, 2, 4, 64, 2, 1>;
 
 using accumulator = nvcuda::wmma::fragment<nvcuda::wmma::accumulator, 16, 16, 16, float>;
-
-// A null src fills the 16 bytes with zeros (source size 0: nothing is read).
-__device__ inline void copy_16(void* dst, const void* src) {
-  const unsigned d = static_cast<unsigned>(__cvta_generic_to_shared(dst));
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(d), "l"(src),
-               "r"(src != nullptr ? 16 : 0));
-}
-
-__device__ inline void commit() { asm volatile("cp.async.commit_group;\n" ::); }
-
-template <int pending>
-__device__ inline void wait() {
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(pending) : "memory");
-}
 
 // Waits for the threads of this k group (all of the block when there is one group). The
 // barrier ids are immediates: a register id would reserve all sixteen of the SM's.
@@ -137,15 +124,15 @@ __device__ void multiply(A a_row, B b_row, int k, __nv_bfloat16* smem,
 
   // One commit group per chunk of B, then one per chunk of A, for the first stages - 1
   // chunks; after that one group per chunk with both, empty past the end. So
-  // wait<stages - 2> always means "chunk c has landed".
+  // wait_copies<stages - 2> always means "chunk c has landed".
   for (int s = 0; s < S::stages - 1; ++s) {
     if (s < chunks) load_b(s);
-    commit();
+    commit_copies();
   }
   before_a();
   for (int s = 0; s < S::stages - 1; ++s) {
     if (s < chunks) load_a(s);
-    commit();
+    commit_copies();
   }
 #pragma unroll
   for (int m = 0; m < S::frags_m; ++m)
@@ -156,13 +143,13 @@ __device__ void multiply(A a_row, B b_row, int k, __nv_bfloat16* smem,
   const int a_first = warp / S::warps_n * S::frags_m * 16;
   const int b_first = S::rows + warp % S::warps_n * S::frags_n * 16;
   for (int c = 0; c < chunks; ++c) {
-    wait<S::stages - 2>();
+    wait_copies<S::stages - 2>();
     group_barrier<S>(group);  // chunk c visible to all; the slot refilled below is read by no one
     if (c + S::stages - 1 < chunks) {
       load_a(c + S::stages - 1);
       load_b(c + S::stages - 1);
     }
-    commit();
+    commit_copies();
     const __nv_bfloat16* stage = ring + c % S::stages * S::stage_elems;
     const int depth = k - c * S::chunk_k;
 #pragma unroll
@@ -182,7 +169,7 @@ __device__ void multiply(A a_row, B b_row, int k, __nv_bfloat16* smem,
         for (int n = 0; n < S::frags_n; ++n) wmma::mma_sync(acc[m][n], a[m], b[n], acc[m][n]);
     }
   }
-  wait<0>();
+  wait_copies<0>();
   __syncthreads();
   if constexpr (S::warps_k > 1) {
     // Groups 1.. leave their sums in the rings' memory, in lane order (the fragment layout
