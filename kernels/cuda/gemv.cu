@@ -5,6 +5,7 @@
 #include "base/check.hpp"
 #include "kernels/cuda/check.cuh"
 #include "kernels/cuda/dependent_launch.cuh"
+#include "kernels/cuda/rms_norm_row.cuh"
 
 namespace troupe::cuda {
 
@@ -67,13 +68,32 @@ static __device__ __forceinline__ void store(__nv_bfloat16* y, float v) {
   *y = __float2bfloat16(v);
 }
 
+// x's rows into shared memory, normalised from `in` on the way (see gemv_norm).
+template <int M>
+static __device__ void stage_normed(const gemv_norm& in, int k, __nv_bfloat16* xs) {
+  static_assert(threads == rms_norm_block, "the norm's sums must be rms_norm's");
+  __shared__ float warp_sums[warps];
+  const bool first = blockIdx.x == 0;
+  for (int b = 0; b < M; ++b) {
+    const size_t at = size_t(b) * k;
+    rms_norm_row<threads>(in.add == nullptr ? nullptr : in.add + at, in.residual + at, in.weight, in.eps, k,
+                          warp_sums, [&](int i, float v, __nv_bfloat16 x) {
+                            xs[at + i] = x;
+                            if (!first) return;
+                            in.residual_out[at + i] = v;
+                            if (in.normed_out != nullptr) in.normed_out[at + i] = x;
+                          });
+  }
+}
+
 // Warp `warp` of a block takes k part `warp % parts` (chunks part * 32 + lane + s * parts * 32
 // for s = 0, 1, ...) of rows_per_warp consecutive rows; the `parts` warps of a row group
 // meet in shared memory, where their sums are added in part order. The registers allow
-// three blocks per SM up to M = 3; more rows of x would spill there, so two.
-template <int M, class Out>
+// three blocks per SM up to M = 3; more rows of x would spill there, so two. With Normed
+// x comes from `norm` instead.
+template <int M, class Out, bool Normed>
 static __global__ void __launch_bounds__(threads, M <= 3 ? 3 : 2)
-    gemv_kernel(const uint4* x, int chunks, const uint4* w, int n, int parts, Out* y) {
+    gemv_kernel(const uint4* x, int chunks, const uint4* w, int n, int parts, Out* y, gemv_norm norm) {
   extern __shared__ uint4 xs[];  // [M][chunks]: the input rows
   __shared__ float partial[warps][M * rows_per_warp];
   const int lane = int(threadIdx.x) % 32, warp = int(threadIdx.x) / 32;
@@ -89,7 +109,10 @@ static __global__ void __launch_bounds__(threads, M <= 3 ? 3 : 2)
   // The first weights are in flight while the kernel before finishes and x is staged.
   load_weights(rows, c, stride, chunks, v);
   begin_dependent();
-  for (int i = int(threadIdx.x); i < M * chunks; i += threads) xs[i] = __ldg(x + i);
+  if constexpr (Normed)
+    stage_normed<M>(norm, chunks * 8, reinterpret_cast<__nv_bfloat16*>(xs));
+  else
+    for (int i = int(threadIdx.x); i < M * chunks; i += threads) xs[i] = __ldg(x + i);
   __syncthreads();
   float acc[rows_per_warp][M] = {};
   for (;;) {
@@ -129,47 +152,68 @@ static int k_parts(int n) {
   return parts;
 }
 
+// norm null: x as it is; otherwise x from *norm (gemv_normed).
 template <int M, class Out>
-static void launch(const __nv_bfloat16* x, int k, const __nv_bfloat16* w, int n, Out* y,
+static void launch(const __nv_bfloat16* x, const gemv_norm* norm, int k, const __nv_bfloat16* w, int n, Out* y,
                    cudaStream_t stream) {
   const int parts = k_parts(n);
   const int rows_per_block = warps / parts * rows_per_warp;
-  auto* kernel = gemv_kernel<M, Out>;
+  auto* kernel = norm != nullptr ? gemv_kernel<M, Out, true> : gemv_kernel<M, Out, false>;
   // Always the largest size: the attribute is per kernel, so a smaller k must not shrink it
   // under another thread's launch.
   TROUPE_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                          int(gemv_max_x_elements * sizeof(__nv_bfloat16))));
   const size_t shared = size_t(M) * k * sizeof(__nv_bfloat16);
   launch_dependent(kernel, (n + rows_per_block - 1) / rows_per_block, threads, shared, stream,
-                   reinterpret_cast<const uint4*>(x), k / 8, reinterpret_cast<const uint4*>(w), n, parts, y);
+                   reinterpret_cast<const uint4*>(x), k / 8, reinterpret_cast<const uint4*>(w), n, parts, y,
+                   norm != nullptr ? *norm : gemv_norm{});
 }
 
 template <int M, class Out>
-static void launch_rows(const __nv_bfloat16* x, int m, int k, const __nv_bfloat16* w, int n,
+static void launch_rows(const __nv_bfloat16* x, const gemv_norm* norm, int m, int k, const __nv_bfloat16* w, int n,
                         Out* y, cudaStream_t stream) {
   if (m == M)
-    launch<M>(x, k, w, n, y, stream);
+    launch<M>(x, norm, k, w, n, y, stream);
   else if constexpr (M < gemv_max_rows)
-    launch_rows<M + 1>(x, m, k, w, n, y, stream);
+    launch_rows<M + 1>(x, norm, m, k, w, n, y, stream);
+}
+
+static void launch_any(const __nv_bfloat16* x, const gemv_norm* norm, int m, int k, const __nv_bfloat16* w, int n,
+                       dtype y_type, void* y, cudaStream_t stream) {
+  TROUPE_CHECK(y_type == dtype::f32 || y_type == dtype::bf16, "output must be fp32 or bf16");
+  if (y_type == dtype::f32)
+    launch_rows<1>(x, norm, m, k, w, n, static_cast<float*>(y), stream);
+  else
+    launch_rows<1>(x, norm, m, k, w, n, static_cast<__nv_bfloat16*>(y), stream);
 }
 
 bool gemv_fits(int m, int k, const __nv_bfloat16* x, const __nv_bfloat16* w) {
+  return gemv_normed_fits(m, k, w) && uintptr_t(x) % 16 == 0;
+}
+
+bool gemv_normed_fits(int m, int k, const __nv_bfloat16* w) {
   return m >= 1 && m <= gemv_max_rows && k > 0 && k % 8 == 0 &&
-         size_t(m) * size_t(k) <= gemv_max_x_elements && uintptr_t(x) % 16 == 0 &&
-         uintptr_t(w) % 16 == 0;
+         size_t(m) * size_t(k) <= gemv_max_x_elements && uintptr_t(w) % 16 == 0;
 }
 
 void gemv(const __nv_bfloat16* x, int m, int k, const __nv_bfloat16* w, int n, dtype y_type,
           void* y, cudaStream_t stream) {
   TROUPE_CHECK(m >= 0 && n > 0, "bad shape");
-  TROUPE_CHECK(y_type == dtype::f32 || y_type == dtype::bf16, "output must be fp32 or bf16");
   if (m == 0) return;
   TROUPE_CHECK(gemv_fits(m, k, x, w),
                "gemv takes m <= 8, k a multiple of 8, m * k <= 65536, 16-byte aligned x and w");
-  if (y_type == dtype::f32)
-    launch_rows<1>(x, m, k, w, n, static_cast<float*>(y), stream);
-  else
-    launch_rows<1>(x, m, k, w, n, static_cast<__nv_bfloat16*>(y), stream);
+  launch_any(x, nullptr, m, k, w, n, y_type, y, stream);
+}
+
+void gemv_normed(const gemv_norm& in, int m, int k, const __nv_bfloat16* w, int n, dtype y_type, void* y,
+                 cudaStream_t stream) {
+  TROUPE_CHECK(m >= 0 && n > 0, "bad shape");
+  if (m == 0) return;
+  TROUPE_CHECK(gemv_normed_fits(m, k, w), "gemv takes m <= 8, k a multiple of 8, m * k <= 65536, 16-byte aligned w");
+  TROUPE_CHECK(in.residual != nullptr && in.weight != nullptr && in.residual_out != nullptr &&
+                   in.residual_out != in.residual,
+               "a normalising gemv needs the residual, the weight and another residual to write");
+  launch_any(nullptr, &in, m, k, w, n, y_type, y, stream);
 }
 
 }  // namespace troupe::cuda

@@ -25,4 +25,25 @@ bool gemv_fits(int m, int k, const __nv_bfloat16* x, const __nv_bfloat16* w);
 void gemv(const __nv_bfloat16* x, int m, int k, const __nv_bfloat16* w, int n, dtype y_type,
           void* y, cudaStream_t stream);
 
+// An input that the gemv normalises on the way in: x[r] is what cuda::rms_norm(add,
+// residual, weight, eps) writes to out[r], to the bit, so the norm before a decode step's
+// matmul costs no launch of its own. The first block also stores residual + add in
+// residual_out (another buffer: the other blocks still read residual) and, when
+// normed_out is set, x.
+struct gemv_norm {
+  const __nv_bfloat16* add;  // null: the residual alone
+  const float* residual;
+  const float* weight;
+  float eps;
+  float* residual_out;
+  __nv_bfloat16* normed_out;  // null: x is not kept
+};
+
+// Whether gemv_normed takes m rows of k: as gemv_fits, x being internal.
+bool gemv_normed_fits(int m, int k, const __nv_bfloat16* w);
+
+// y[m, n] = x[m, k] * w[n, k]^T with x from `in`, otherwise as gemv.
+void gemv_normed(const gemv_norm& in, int m, int k, const __nv_bfloat16* w, int n, dtype y_type, void* y,
+                 cudaStream_t stream);
+
 }  // namespace troupe::cuda

@@ -3,39 +3,25 @@
 #include "base/check.hpp"
 #include "kernels/cuda/check.cuh"
 #include "kernels/cuda/dependent_launch.cuh"
+#include "kernels/cuda/rms_norm_row.cuh"
 
 namespace troupe::cuda {
 
-static constexpr int block_size = 256;
+static constexpr int block_size = rms_norm_block;
 
-// One block per row: add into the residual while summing squares, reduce across warps in
-// shared memory, then a second pass over the (now cached) residual row writes the output.
+// One block per row.
 static __global__ void rms_norm_kernel(const __nv_bfloat16* add, float* residual,
                                        const float* weight, float eps, int dim,
                                        __nv_bfloat16* out) {
   begin_dependent();
+  __shared__ float warp_sums[block_size / 32];
   float* rr = residual + size_t(blockIdx.x) * dim;
   __nv_bfloat16* yr = out + size_t(blockIdx.x) * dim;
-  float sum = 0.0f;
-  if (add != nullptr) {
-    const __nv_bfloat16* ar = add + size_t(blockIdx.x) * dim;
-    for (int i = threadIdx.x; i < dim; i += block_size) {
-      const float v = rr[i] + __bfloat162float(ar[i]);
-      rr[i] = v;
-      sum += v * v;
-    }
-  } else {
-    for (int i = threadIdx.x; i < dim; i += block_size) sum += rr[i] * rr[i];
-  }
-  for (int offset = 16; offset > 0; offset /= 2) sum += __shfl_xor_sync(0xffffffffu, sum, offset);
-  __shared__ float warp_sums[block_size / 32];
-  if (threadIdx.x % 32 == 0) warp_sums[threadIdx.x / 32] = sum;
-  __syncthreads();
-  float total = 0.0f;
-  for (int w = 0; w < block_size / 32; ++w) total += warp_sums[w];
-  const float scale = rsqrtf(total / float(dim) + eps);
-  for (int i = threadIdx.x; i < dim; i += block_size)
-    yr[i] = __float2bfloat16(weight[i] * (rr[i] * scale));
+  rms_norm_row<block_size>(add == nullptr ? nullptr : add + size_t(blockIdx.x) * dim, rr, weight, eps, dim,
+                           warp_sums, [&](int i, float v, __nv_bfloat16 x) {
+                             rr[i] = v;
+                             yr[i] = x;
+                           });
 }
 
 static void launch(const __nv_bfloat16* add, float* residual, const float* weight, float eps,

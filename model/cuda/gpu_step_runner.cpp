@@ -10,6 +10,7 @@
 #include "kernels/cuda/kv_cache_write.cuh"
 #include "kernels/cuda/matmul.cuh"
 #include "kernels/cuda/moe_routing.cuh"
+#include "kernels/cuda/gemv.cuh"
 #include "kernels/cuda/paged_attention.cuh"
 #include "kernels/cuda/qk_norm_rope.cuh"
 #include "kernels/cuda/rms_norm.cuh"
@@ -44,7 +45,9 @@ int context_bucket(int longest, int max_model_len) {
 
 // Device memory of one runner: activations for the largest step, then the KV pool.
 struct gpu_step_runner::buffers {
-  float* residual;
+  // The residual stream: [0] for any step; a normalising gemv (decode sizes) writes the
+  // updated stream to the other buffer, so [1] holds gemv rows.
+  float* residual[2];
   bf16 *normed, *qkv, *q, *attn, *block_out;
   float* router_logits;
   int* chosen;
@@ -69,7 +72,8 @@ struct gpu_step_runner::buffers {
     const size_t t = size_t(o.max_num_batched_tokens), s = size_t(o.max_num_seqs), h = size_t(c.hidden_size);
     const size_t q_dim = size_t(c.num_heads) * size_t(c.head_dim), kv_dim = size_t(c.num_kv_heads) * size_t(c.head_dim);
     const size_t k = size_t(c.num_experts_per_tok);
-    residual = a.take<float>(t * h);
+    residual[0] = a.take<float>(t * h);
+    residual[1] = a.take<float>(size_t(cuda::gemv_max_rows) * h);
     normed = a.take<bf16>(t * h);
     qkv = a.take<bf16>(t * (q_dim + 2 * kv_dim));
     q = a.take<bf16>(t * q_dim);
@@ -173,11 +177,27 @@ status gpu_step_runner::forward(const shape& s) {
   const float eps = float(c.rms_norm_eps);
   const int max_blocks = in.capacity().max_blocks_per_seq;
 
-  cuda::embedding(w.embed, c.vocab_size, h, in.token_ids.device, n, b.residual, stream_);
+  // RMSNorm of the residual stream plus `add` into b.normed, then b.normed x `matrix`: at
+  // decode sizes one gemv that normalises its input (no launch of its own; the stream
+  // moves to the other residual buffer, and b.normed is written only when kept),
+  // otherwise rms_norm in place and a matmul.
+  int stream_at = 0;
+  auto norm_matmul = [&](const bf16* add, const float* norm, const bf16* matrix, int out_dim, dtype y_type, void* y,
+                         bool keep_normed) {
+    if (cuda::gemv_normed_fits(n, h, matrix)) {
+      cuda::gemv_normed({add, b.residual[stream_at], norm, eps, b.residual[1 - stream_at], keep_normed ? b.normed : nullptr},
+                        n, h, matrix, out_dim, y_type, y, stream_);
+      stream_at = 1 - stream_at;
+    } else {
+      cuda::rms_norm(add, b.residual[stream_at], norm, eps, n, h, b.normed, stream_);
+      cuda::matmul(cublas_, b.normed, n, h, matrix, out_dim, y_type, y);
+    }
+  };
+
+  cuda::embedding(w.embed, c.vocab_size, h, in.token_ids.device, n, b.residual[0], stream_);
   for (int i = 0; i < c.num_layers; ++i) {
     const gpu_layer_weights& l = w.layers[size_t(i)];
-    cuda::rms_norm(i == 0 ? nullptr : b.block_out, b.residual, l.input_norm, eps, n, h, b.normed, stream_);
-    cuda::matmul(cublas_, b.normed, n, h, l.qkv, qkv_dim, dtype::bf16, b.qkv);
+    norm_matmul(i == 0 ? nullptr : b.block_out, l.input_norm, l.qkv, qkv_dim, dtype::bf16, b.qkv, false);
     if (l.qkv_bias != nullptr) cuda::add_bias(b.qkv, n, qkv_dim, qkv_dim, l.qkv_bias, stream_);
     bf16* k = b.qkv + q_dim;
     bf16* v = k + kv_dim;
@@ -199,9 +219,8 @@ status gpu_step_runner::forward(const shape& s) {
     }
     cuda::matmul(cublas_, b.attn, n, q_dim, l.o, h, dtype::bf16, b.block_out);
     if (l.o_bias != nullptr) cuda::add_bias(b.block_out, n, h, h, l.o_bias, stream_);
-    cuda::rms_norm(b.block_out, b.residual, l.post_attention_norm, eps, n, h, b.normed, stream_);
     if (l.moe) {
-      cuda::matmul(cublas_, b.normed, n, h, l.router, c.num_experts, dtype::f32, b.router_logits);
+      norm_matmul(b.block_out, l.post_attention_norm, l.router, c.num_experts, dtype::f32, b.router_logits, true);
       cuda::route_top_k(b.router_logits, n, c.num_experts, c.num_experts_per_tok, c.norm_topk_prob, b.chosen,
                         b.route_weights, stream_);
       // A decode step is being captured: no handle, so fused_moe never waits for the stream.
@@ -211,19 +230,19 @@ status gpu_step_runner::forward(const shape& s) {
           !r)
         return r;
     } else {
-      cuda::matmul(cublas_, b.normed, n, h, l.gate, c.intermediate_size, dtype::bf16, b.gate);
+      norm_matmul(b.block_out, l.post_attention_norm, l.gate, c.intermediate_size, dtype::bf16, b.gate, true);
       cuda::matmul(cublas_, b.normed, n, h, l.up, c.intermediate_size, dtype::bf16, b.up);
       cuda::swiglu(b.gate, b.up, int64_t(n) * c.intermediate_size, b.gate, stream_);
       cuda::matmul(cublas_, b.gate, n, c.intermediate_size, l.down, h, dtype::bf16, b.block_out);
     }
   }
-  cuda::rms_norm(b.block_out, b.residual, w.final_norm, eps, n, h, b.normed, stream_);
-  const bf16* rows = b.normed;
-  if (!s.decode) {
+  if (s.decode) {  // every token samples
+    norm_matmul(b.block_out, w.final_norm, w.lm_head, c.vocab_size, dtype::f32, b.logits, false);
+  } else {
+    cuda::rms_norm(b.block_out, b.residual[stream_at], w.final_norm, eps, n, h, b.normed, stream_);
     cuda::gather_rows(b.normed, h, in.logit_rows.device, s.samples, b.rows, stream_);
-    rows = b.rows;
+    cuda::matmul(cublas_, b.rows, s.samples, h, w.lm_head, c.vocab_size, dtype::f32, b.logits);
   }
-  cuda::matmul(cublas_, rows, s.samples, h, w.lm_head, c.vocab_size, dtype::f32, b.logits);
   const cuda::sampling_rows params{in.temperature.device,        in.top_p.device,
                                    in.top_k.device,              in.min_p.device,
                                    in.repetition_penalty.device, in.frequency_penalty.device,

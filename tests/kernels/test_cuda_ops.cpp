@@ -298,6 +298,37 @@ BOOST_AUTO_TEST_CASE(gemv_matches_cpu) {
   TROUPE_CUDA_CHECK(cublasDestroy(handle));
 }
 
+// The norm a decode step fuses into its matmuls: the same bits as rms_norm then gemv, in
+// y, in the residual it leaves and in the normed rows it keeps.
+BOOST_AUTO_TEST_CASE(gemv_normed_is_rms_norm_then_gemv_to_the_bit) {
+  struct shape {
+    int m, k, n;
+  };
+  uint32_t seed = 380;
+  for (auto [m, k, n] : {shape{1, 2048, 5120}, shape{3, 64, 33}, shape{8, 4104, 100}, shape{5, 2048, 128}})
+    for (bool with_add : {true, false}) {
+      const size_t count = size_t(m) * k;
+      auto residual = test::random_floats(count, seed++, 2.0f);
+      auto add = random_bf16(count, seed++);
+      auto weight = test::random_floats(size_t(k), seed++);
+      auto w = random_bf16(size_t(n) * k, seed++);
+      device_buffer<float> d_residual(residual), d_weight(weight), d_residual_out(count, NAN);
+      device_buffer<uint16_t> d_add(add.bits), d_w(w.bits), d_normed(count, bf16_nan), d_kept(count, bf16_nan);
+      device_buffer<float> d_y(size_t(m) * n, NAN), d_y_fused(size_t(m) * n, NAN);
+      const __nv_bfloat16* add_or_null = with_add ? d_add.bf16() : nullptr;
+      const cuda::gemv_norm in{add_or_null, d_residual.get(), d_weight.get(), 1e-6f, d_residual_out.get(),
+                               d_kept.bf16()};
+      cuda::gemv_normed(in, m, k, d_w.bf16(), n, dtype::f32, d_y_fused.get(), nullptr);
+      cuda::rms_norm(add_or_null, d_residual.get(), d_weight.get(), 1e-6f, m, k, d_normed.bf16(), nullptr);
+      cuda::gemv(d_normed.bf16(), m, k, d_w.bf16(), n, dtype::f32, d_y.get(), nullptr);
+      BOOST_TEST_CONTEXT("m " << m << " k " << k << " n " << n << (with_add ? " +add" : "")) {
+        BOOST_TEST((d_y_fused.to_host() == d_y.to_host()), "y");
+        BOOST_TEST((d_residual_out.to_host() == d_residual.to_host()), "residual");
+        BOOST_TEST((d_kept.to_host() == d_normed.to_host()), "normed rows");
+      }
+    }
+}
+
 BOOST_AUTO_TEST_CASE(route_top_k_matches_cpu) {
   struct shape {
     int tokens, experts, k;
