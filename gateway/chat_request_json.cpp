@@ -5,6 +5,7 @@
 
 #include "gateway/output_grammar_json.hpp"
 #include "gateway/template_value.hpp"
+#include "gateway/tool_parameter_type.hpp"
 
 namespace troupe {
 namespace {
@@ -53,18 +54,6 @@ result<json, api_error> normalise_message(const json& m, size_t i) {
   return out;
 }
 
-// The declared JSON type of a parameter schema: "type" as a string, or the first that
-// is not "null" of a list of types.
-std::string declared_type(const json& schema) {
-  if (!schema.is_object() || !schema.contains("type")) return {};
-  const json& type = schema["type"];
-  if (type.is_string()) return type.get<std::string>();
-  if (type.is_array())
-    for (const json& t : type)
-      if (t.is_string() && t.get<std::string>() != "null") return t.get<std::string>();
-  return {};
-}
-
 result<std::vector<tool_spec>, api_error> parse_tools(const json& tools) {
   if (!tools.is_array()) return bad_param("tools", "tools must be a list");
   std::vector<tool_spec> specs;
@@ -77,7 +66,7 @@ result<std::vector<tool_spec>, api_error> parse_tools(const json& tools) {
     tool_spec spec{t["function"]["name"].get<std::string>(), {}};
     const json params = t["function"].value("parameters", json::object());
     if (params.is_object() && params.contains("properties") && params["properties"].is_object())
-      for (const auto& [name, schema] : params["properties"].items()) spec.parameter_types[name] = declared_type(schema);
+      for (const auto& [name, schema] : params["properties"].items()) spec.parameter_types[name] = declared_parameter_type(schema);
     specs.push_back(std::move(spec));
   }
   return specs;
