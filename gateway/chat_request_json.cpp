@@ -97,7 +97,7 @@ std::optional<api_error> parse_tool_choice(const json& body, const std::vector<t
 
 }  // namespace
 
-result<chat_request, api_error> parse_chat_request(std::string_view text) {
+result<chat_request, api_error> parse_chat_request(std::string_view text, tool_call_format calls_format) {
   json body = json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (body.is_discarded()) return api_error{400, "the request body is not valid JSON", "invalid_request_error", {}, {}};
   if (!body.is_object()) return api_error{400, "the request body must be a JSON object", "invalid_request_error", {}, {}};
@@ -131,7 +131,7 @@ result<chat_request, api_error> parse_chat_request(std::string_view text) {
   // A forced call is the whole answer: it takes the place of any response_format.
   if (r.choice == tool_choice::required || r.choice == tool_choice::function) {
     auto calls = forced_tool_call_grammar(body["tools"], r.choice_name,
-                                          r.choice == tool_choice::required && r.parallel_tool_calls);
+                                          r.choice == tool_choice::required && r.parallel_tool_calls, calls_format);
     if (!calls) return calls.err();
     r.options.output_grammar = std::move(*calls);
   }

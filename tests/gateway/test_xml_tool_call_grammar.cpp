@@ -3,7 +3,8 @@
 // offered tools, with arguments that a schema check accepts; the mask agrees with advance;
 // calls as Qwen3.5's template renders them are in the grammar; malformed calls (unknown
 // tool, missing required parameter, a string holding a closing tag or reading as null)
-// are refused; what the markup cannot carry is an error naming it.
+// are refused; what the markup cannot carry is an error naming it; the request's
+// forced tool_choice picks this grammar for the xml format.
 #define BOOST_TEST_MODULE xml_tool_call_grammar
 #include <boost/test/unit_test.hpp>
 
@@ -14,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "gateway/output_grammar_json.hpp"
 #include "gateway/template_value.hpp"
 #include "gateway/tool_call_parser.hpp"
 #include "gateway/tool_parameter_type.hpp"
@@ -302,4 +304,26 @@ BOOST_AUTO_TEST_CASE(what_the_markup_cannot_carry_is_an_error_naming_it) {
              "tool 'f': an enum or const with no integer to write at #/properties/x");
   BOOST_TEST(error_of(" f", "{}").starts_with("tool ' f': a name that the xml markup cannot carry"));
   BOOST_TEST(xml_tool_call_grammar({}).err().message == "no tools to call");
+}
+
+BOOST_AUTO_TEST_CASE(a_forced_tool_choice_takes_the_markup_of_the_template) {
+  const ordered_json offered = ordered_json::parse(R"([{"type": "function", "function": {"name": "search",
+      "parameters": {"type": "object", "properties": {"query": {"type": "string"}}, "required": ["query"]}}}])");
+  const std::string xml_call =
+      "<tool_call>\n<function=search>\n<parameter=query>\nrain\n</parameter>\n</function>\n</tool_call>";
+  const std::string hermes_call = "<tool_call>\n{\"name\": \"search\", \"arguments\": {\"query\": \"rain\"}}\n</tool_call>";
+  auto xml = forced_tool_call_grammar(offered, "search", false, tool_call_format::xml);
+  auto hermes = forced_tool_call_grammar(offered, "search", false, tool_call_format::hermes);
+  BOOST_REQUIRE(xml.ok());
+  BOOST_REQUIRE(hermes.ok());
+  BOOST_TEST(takes(*xml, xml_call));
+  BOOST_TEST(!takes(*xml, hermes_call));
+  BOOST_TEST(takes(*hermes, hermes_call));
+  const ordered_json unsupported = ordered_json::parse(R"([{"type": "function", "function": {"name": "f",
+      "parameters": {"type": "object", "properties": {"x": {"type": "integer", "minimum": 1}}}}}])");
+  auto refused = forced_tool_call_grammar(unsupported, "", true, tool_call_format::xml);
+  BOOST_REQUIRE(!refused.ok());
+  BOOST_TEST(refused.err().status == 400);
+  BOOST_TEST(refused.err().param == "tools");
+  BOOST_TEST(refused.err().message.find("tool 'f': unsupported JSON Schema keyword 'minimum'") != std::string::npos);
 }
