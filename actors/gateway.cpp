@@ -142,7 +142,7 @@ void completions(self_ptr self, const http_call_ptr& http) {
 void chat_completions(self_ptr self, const http_call_ptr& http) {
   const std::string endpoint = "/v1/chat/completions";
   auto& st = self->state;
-  auto parsed = parse_chat_request(http->request.body);
+  auto parsed = parse_chat_request(http->request.body, st.tool_format);
   if (!parsed) return answer_error(self, http, endpoint, parsed.err());
   if (!st.chat) return answer_error(self, http, endpoint, {400, "this model has no chat template; use /v1/completions", "invalid_request_error", {}, {}});
   auto prompt = st.chat->render(parsed->messages, parsed->tools, parsed->add_generation_prompt, parsed->template_kwargs);
@@ -153,11 +153,7 @@ void chat_completions(self_ptr self, const http_call_ptr& http) {
   // Without max_tokens a chat reply may run to the end of the context, as in OpenAI's API.
   if (options.max_tokens < 0) options.max_tokens = std::max(1, st.options.max_model_len - int(ids->size()));
   chat_reply_parsing parsing{reasoning_parser::prompt_opens_reasoning(*prompt), std::nullopt, parsed->tool_specs};
-  if (parsed->parses_tool_calls()) parsing.tool_format = tool_call_parser::format_of_template(st.chat->tools_source());
-  // Forced calls are written in the hermes markup; a template teaching the xml one gets
-  // them unforced, as the model writes them.
-  const bool forced_call = parsed->choice == tool_choice::required || parsed->choice == tool_choice::function;
-  if (forced_call && parsing.tool_format == tool_call_format::xml) options.output_grammar = {};
+  if (parsed->parses_tool_calls()) parsing.tool_format = st.tool_format;
   // A prompt that opened <think> leaves the reasoning free: the answer is what is constrained.
   if (parsing.starts_in_reasoning && !options.output_grammar.rules.empty())
     options.output_grammar = after_reasoning(options.output_grammar);
@@ -168,7 +164,7 @@ void chat_completions(self_ptr self, const http_call_ptr& http) {
 // The chat form of /tokenize: the prompt the chat template makes of the messages.
 void tokenize_messages(self_ptr self, const http_call_ptr& http) {
   auto& st = self->state;
-  auto r = parse_chat_request(http->request.body);
+  auto r = parse_chat_request(http->request.body, st.tool_format);
   if (!r) return answer_error(self, http, "/tokenize", r.err());
   if (r->options.model != st.options.served_model_name) return answer_error(self, http, "/tokenize", unknown_model(r->options.model));
   if (!st.chat) return answer_error(self, http, "/tokenize", {400, "this model has no chat template", "invalid_request_error", {}, {}});
@@ -314,6 +310,7 @@ gateway_actor::behavior_type gateway(gateway_actor::stateful_pointer<gateway_sta
   st.options = std::move(options);
   st.tok = std::move(tok);
   st.chat = std::move(chat);
+  if (st.chat) st.tool_format = tool_call_parser::format_of_template(st.chat->tools_source());
   st.scheduler = scheduler;
   st.health = health;
   st.registry = std::make_shared<metrics::registry>();

@@ -55,6 +55,7 @@ struct gateway_state {
   gateway_options options;
   std::shared_ptr<const tokenizer> tok;
   std::shared_ptr<const chat_template> chat;  // null when the model ships none
+  tool_call_format tool_format = tool_call_format::hermes;  // the markup the chat template teaches
   scheduler_actor scheduler;
   health_monitor_actor health;
   std::shared_ptr<metrics::registry> registry;

@@ -5,6 +5,7 @@
 
 #include "gateway/output_grammar_json.hpp"
 #include "gateway/template_value.hpp"
+#include "gateway/tool_parameter_type.hpp"
 
 namespace troupe {
 namespace {
@@ -53,18 +54,6 @@ result<json, api_error> normalise_message(const json& m, size_t i) {
   return out;
 }
 
-// The declared JSON type of a parameter schema: "type" as a string, or the first that
-// is not "null" of a list of types.
-std::string declared_type(const json& schema) {
-  if (!schema.is_object() || !schema.contains("type")) return {};
-  const json& type = schema["type"];
-  if (type.is_string()) return type.get<std::string>();
-  if (type.is_array())
-    for (const json& t : type)
-      if (t.is_string() && t.get<std::string>() != "null") return t.get<std::string>();
-  return {};
-}
-
 result<std::vector<tool_spec>, api_error> parse_tools(const json& tools) {
   if (!tools.is_array()) return bad_param("tools", "tools must be a list");
   std::vector<tool_spec> specs;
@@ -77,7 +66,7 @@ result<std::vector<tool_spec>, api_error> parse_tools(const json& tools) {
     tool_spec spec{t["function"]["name"].get<std::string>(), {}};
     const json params = t["function"].value("parameters", json::object());
     if (params.is_object() && params.contains("properties") && params["properties"].is_object())
-      for (const auto& [name, schema] : params["properties"].items()) spec.parameter_types[name] = declared_type(schema);
+      for (const auto& [name, schema] : params["properties"].items()) spec.parameter_types[name] = declared_parameter_type(schema);
     specs.push_back(std::move(spec));
   }
   return specs;
@@ -108,7 +97,7 @@ std::optional<api_error> parse_tool_choice(const json& body, const std::vector<t
 
 }  // namespace
 
-result<chat_request, api_error> parse_chat_request(std::string_view text) {
+result<chat_request, api_error> parse_chat_request(std::string_view text, tool_call_format calls_format) {
   json body = json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (body.is_discarded()) return api_error{400, "the request body is not valid JSON", "invalid_request_error", {}, {}};
   if (!body.is_object()) return api_error{400, "the request body must be a JSON object", "invalid_request_error", {}, {}};
@@ -142,7 +131,7 @@ result<chat_request, api_error> parse_chat_request(std::string_view text) {
   // A forced call is the whole answer: it takes the place of any response_format.
   if (r.choice == tool_choice::required || r.choice == tool_choice::function) {
     auto calls = forced_tool_call_grammar(body["tools"], r.choice_name,
-                                          r.choice == tool_choice::required && r.parallel_tool_calls);
+                                          r.choice == tool_choice::required && r.parallel_tool_calls, calls_format);
     if (!calls) return calls.err();
     r.options.output_grammar = std::move(*calls);
   }

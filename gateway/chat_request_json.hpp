@@ -33,6 +33,7 @@ struct chat_request {
   bool parses_tool_calls() const { return !tool_specs->empty() && choice != tool_choice::none; }
 };
 
-result<chat_request, api_error> parse_chat_request(std::string_view body);
+// calls_format: the markup the chat template teaches, which a forced tool call is held to.
+result<chat_request, api_error> parse_chat_request(std::string_view body, tool_call_format calls_format);
 
 }  // namespace troupe

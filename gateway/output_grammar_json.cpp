@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "gateway/json_schema_grammar.hpp"
+#include "gateway/xml_tool_call_grammar.hpp"
 #include "model/grammar/compiled_grammar.hpp"
 #include "model/grammar/grammar_builder.hpp"
 
@@ -58,17 +59,20 @@ result<grammar, api_error> response_grammar(const json& body) {
   return guided_choice_grammar(body["guided_choice"]);
 }
 
-result<grammar, api_error> forced_tool_call_grammar(const json& tools, const std::string& name, bool several) {
+result<grammar, api_error> forced_tool_call_grammar(const json& tools, const std::string& name, bool several,
+                                                    tool_call_format format) {
   std::vector<tool_schema> callable;
   for (const json& t : tools) {
     const json& function = t["function"];
     if (!name.empty() && function["name"] != name) continue;
-    // Arguments are an object: without parameters, or with the empty schema, any object.
+    // Without parameters, or with the empty schema: any object (hermes), no parameters (xml).
     json parameters = function.value("parameters", json(nullptr));
     if (parameters == json::object()) parameters = nullptr;
     callable.push_back({function["name"].get<std::string>(), std::move(parameters)});
   }
-  return compilable(tool_call_grammar(callable, several), "tools", "the tools' parameters");
+  auto calls = format == tool_call_format::xml ? xml_tool_call_grammar(callable, several)
+                                               : tool_call_grammar(callable, several);
+  return compilable(std::move(calls), "tools", "the tools' parameters");
 }
 
 }  // namespace troupe

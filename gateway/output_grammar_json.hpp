@@ -9,6 +9,7 @@
 
 #include "base/result.hpp"
 #include "gateway/api_error.hpp"
+#include "gateway/tool_call_parser.hpp"
 #include "model/grammar/grammar.hpp"
 
 namespace troupe {
@@ -18,9 +19,10 @@ namespace troupe {
 result<grammar, api_error> response_grammar(const nlohmann::ordered_json& body);
 
 // A forced tool call (tool_choice "required", or the function `name`; empty: any of the
-// tools), its arguments matching the tool's parameters schema; `several`: one or more
-// calls. `tools` is the request's list, already checked to be well formed.
+// tools) in the markup of `format`, its arguments matching the tool's parameters schema;
+// `several`: one or more calls. `tools` is the request's list, already checked to be well
+// formed.
 result<grammar, api_error> forced_tool_call_grammar(const nlohmann::ordered_json& tools, const std::string& name,
-                                                    bool several);
+                                                    bool several, tool_call_format format);
 
 }  // namespace troupe

@@ -43,6 +43,15 @@ grammar_sequence grammar_builder::repeated(grammar_sequence s) {
   return reference(index);
 }
 
+grammar_sequence grammar_builder::repeated(const grammar_sequence& s, int min_count, int max_count) {
+  grammar_sequence required;
+  for (int i = 0; i < min_count; ++i) required = join({required, s});
+  grammar_sequence more;
+  if (max_count < 0) more = repeated(s);
+  for (int i = min_count; i < max_count; ++i) more = optional(join({s, more}));
+  return join({required, more});
+}
+
 int32_t grammar_builder::declare() {
   grammar_.rules.emplace_back();
   return int32_t(grammar_.rules.size() - 1);

@@ -15,18 +15,18 @@
 
 #include "gateway/json_schema_grammar.hpp"
 #include "model/grammar/grammar_matcher.hpp"
+#include "tests/support/grammar_walk.hpp"
+#include "tests/support/json_schema_check.hpp"
 #include "tests/support/qwen3_tokenizer.hpp"
 
 using namespace troupe;
+using test::matcher_of;
+using test::qwen3_vocabulary;
+using test::random_walk;
+using test::valid;
 using json = nlohmann::json;
 
 namespace {
-
-grammar_matcher matcher_of(const grammar& g) {
-  auto compiled = compiled_grammar::compile(g);
-  BOOST_REQUIRE_MESSAGE(compiled.ok(), (compiled.ok() ? "" : compiled.err().message));
-  return grammar_matcher(std::make_shared<const compiled_grammar>(std::move(compiled).value()));
-}
 
 grammar schema_grammar(const json& schema) {
   auto g = json_schema_grammar(schema);
@@ -43,76 +43,6 @@ std::vector<std::string> byte_vocabulary() {
     v.push_back(t);
   }
   return v;
-}
-
-// Random allowed tokens until the grammar may end (then a coin decides) or nothing is
-// allowed; the text, or nothing if the walk ran out of steps.
-std::optional<std::string> random_walk(grammar_matcher m, const token_trie& trie, const std::vector<std::string>& vocabulary,
-                                       uint32_t seed, int max_steps = 20000, bool check_mask = false) {
-  std::mt19937 gen(seed);
-  std::string text;
-  std::vector<uint64_t> mask;
-  for (int step = 0; step < max_steps; ++step) {
-    m.allowed_tokens(trie, mask);
-    std::vector<int> allowed;
-    for (int id = 0; id < trie.vocab_size(); ++id) {
-      bool in_mask = (mask[size_t(id) / 64] >> (id % 64)) & 1;
-      if (in_mask) allowed.push_back(id);
-      if (check_mask) {
-        auto copy = m;
-        bool takes = !vocabulary[size_t(id)].empty() && copy.advance(vocabulary[size_t(id)]);
-        BOOST_REQUIRE_MESSAGE(in_mask == takes, "after '" << text << "', token '" << vocabulary[size_t(id)] << "'");
-      }
-    }
-    if (m.accepts_end() && (allowed.empty() || gen() % 2)) return text;
-    BOOST_REQUIRE_MESSAGE(!allowed.empty(), "a dead end after '" << text << "'");
-    int id = allowed[gen() % allowed.size()];
-    BOOST_REQUIRE(m.advance(vocabulary[size_t(id)]));
-    text += vocabulary[size_t(id)];
-  }
-  return std::nullopt;
-}
-
-// The part of JSON Schema the grammars support, checked directly.
-bool valid(const json& v, const json& s, const json& document) {
-  if (s.contains("$ref")) return valid(v, document.at(json::json_pointer(s["$ref"].get<std::string>().substr(1))), document);
-  if (s.contains("const")) return v == s["const"];
-  if (s.contains("enum")) return std::find(s["enum"].begin(), s["enum"].end(), v) != s["enum"].end();
-  if (s.contains("anyOf")) {
-    for (auto& alternative : s["anyOf"]) if (valid(v, alternative, document)) return true;
-    return false;
-  }
-  std::vector<std::string> types;
-  if (s.contains("type")) {
-    if (s["type"].is_string()) types = {s["type"]};
-    else types = s["type"].get<std::vector<std::string>>();
-  }
-  auto has = [&](const std::string& t) { return types.empty() || std::find(types.begin(), types.end(), t) != types.end(); };
-  if (v.is_string()) {
-    size_t characters = 0;  // code points: UTF-8 bytes that do not continue one
-    for (unsigned char c : v.get<std::string>()) characters += (c & 0xc0) != 0x80;
-    if (s.contains("minLength") && characters < s["minLength"].get<size_t>()) return false;
-    if (s.contains("maxLength") && characters > s["maxLength"].get<size_t>()) return false;
-    return has("string");
-  }
-  if (v.is_boolean()) return has("boolean");
-  if (v.is_null()) return has("null");
-  if (v.is_number_integer() || v.is_number_unsigned()) return has("integer") || has("number");
-  if (v.is_number()) return has("number");
-  if (v.is_array()) {
-    if (!has("array")) return false;
-    if (s.contains("minItems") && v.size() < s["minItems"].get<size_t>()) return false;
-    if (s.contains("maxItems") && v.size() > s["maxItems"].get<size_t>()) return false;
-    for (auto& item : v) if (s.contains("items") && !valid(item, s["items"], document)) return false;
-    return true;
-  }
-  if (!has("object")) return false;
-  if (!s.contains("properties")) return true;
-  for (auto& name : s.value("required", json::array())) if (!v.contains(name)) return false;
-  for (auto& [name, member] : v.items()) {
-    if (!s["properties"].contains(name) || !valid(member, s["properties"][name], document)) return false;
-  }
-  return true;
 }
 
 const json person = json::parse(R"({
@@ -141,15 +71,6 @@ const json tree = json::parse(R"({
             "children": {"type": "array", "items": {"$ref": "#/$defs/node"}, "maxItems": 2}},
             "required": ["value"], "additionalProperties": false}}
 })");
-
-std::vector<std::string> qwen3_vocabulary() {
-  const auto& tokenizer = test::qwen3_tokenizer();
-  std::vector<std::string> vocabulary;
-  for (int id = 0; id < tokenizer.vocab_size(); ++id) {
-    vocabulary.emplace_back(tokenizer.is_special(id) ? "" : tokenizer.token_bytes(id, false));
-  }
-  return vocabulary;
-}
 
 // Along random walks, the mask of a fresh matcher (no mask of its own kept, the grammar's
 // token classes filling as it goes) is the whole trie walk's.
