@@ -72,10 +72,10 @@ stage_actor::behavior_type stage(stage_actor::stateful_pointer<stage_state> self
         }
         // A peer that failed (an expert group restarting) fails the step, not the stage:
         // the scheduler re-runs its sequences once the peer is back.
-        auto tokens = st.runner->run(batch, samples);
-        if (!tokens) return caf::make_error(caf::sec::runtime_error, st.options.name + ": " + tokens.err().message);
+        auto out = st.runner->run(batch, {}, samples);
+        if (!out) return caf::make_error(caf::sec::runtime_error, st.options.name + ": " + out.err().message);
         self->send(st.health, progress_atom::value, st.options.name);
-        return step_result{plan.step, std::move(*tokens)};
+        return step_result{plan.step, std::move(out->tokens)};
       },
       [=](crash_atom) { self->quit(caf::make_error(caf::sec::runtime_error, "crash drill")); },
   };

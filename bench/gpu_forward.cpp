@@ -85,7 +85,7 @@ sequences prefill(step_runner& runner, int count, int context, int chunk, int vo
       for (int t = 0; t < context; ++t) batch.token_ids.push_back(int(gen() % uint32_t(vocab)));
       samples.push_back({greedy, &s.histories[size_t(i)], context});
     }
-    if (auto r = runner.run(batch, samples); !r) {
+    if (auto r = runner.run(batch, {}, samples); !r) {
       std::fprintf(stderr, "prefill failed: %s\n", r.err().message.c_str());
       std::exit(1);
     }
@@ -108,12 +108,12 @@ double decode_rate(step_runner& runner, sequences& s, int steps) {
       batch.token_ids.push_back(last[size_t(i)]);
       samples.push_back({greedy, &s.histories[size_t(i)], ++s.lengths[size_t(i)]});
     }
-    auto r = runner.run(batch, samples);
+    auto r = runner.run(batch, {}, samples);
     if (!r) {
       std::fprintf(stderr, "decode failed: %s\n", r.err().message.c_str());
       std::exit(1);
     }
-    for (int i = 0; i < count; ++i) last[size_t(i)] = (*r)[size_t(i)].token;
+    for (int i = 0; i < count; ++i) last[size_t(i)] = r->tokens[size_t(i)].token;
   };
   for (int i = 0; i < 3; ++i) step();  // captures the graph
   const double t = now_s();

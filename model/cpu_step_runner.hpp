@@ -1,6 +1,6 @@
 #pragma once
-// A stage's step on the CPU: embed, layers [first, last) over a KV pool of its own, then
-// logits and sampling.
+// A stage's step on the CPU: embed (first stage), layers [first, last) over a KV pool of
+// its own, then logits and sampling (last stage).
 #include <memory>
 
 #include "model/kv_pool.hpp"
@@ -16,8 +16,8 @@ class cpu_step_runner final : public step_runner {
       : model_(std::move(model)), experts_(std::move(experts)), first_(first_layer), last_(last_layer),
         kv_(model_->config(), first_layer, last_layer - first_layer, num_blocks, block_size) {}
 
-  result<std::vector<sampled_token>> run(const forward_batch& batch,
-                                         const std::vector<sample_request>& samples) override;
+  result<stage_output> run(const forward_batch& batch, std::vector<float> hidden,
+                           const std::vector<sample_request>& samples) override;
 
  private:
   std::shared_ptr<const qwen3_moe> model_;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "base/check.hpp"
 #include "kernels/cuda/add_bias.cuh"
 #include "kernels/cuda/check.cuh"
 #include "kernels/cuda/embedding.cuh"
@@ -285,8 +286,9 @@ status gpu_step_runner::run_decode_graph(int seqs) {
   return ok();
 }
 
-result<std::vector<sampled_token>> gpu_step_runner::run(const forward_batch& batch,
-                                                        const std::vector<sample_request>& samples) {
+result<stage_output> gpu_step_runner::run(const forward_batch& batch, std::vector<float> hidden,
+                                          const std::vector<sample_request>& samples) {
+  TROUPE_CHECK(hidden.empty(), "a GPU stage holds every layer: it takes no hidden rows");
   const int seqs = int(batch.sequences.size()), tokens = int(batch.token_ids.size());
   const bool decode = options_.graphs && tokens == seqs && int(samples.size()) == seqs && batch_bucket(seqs) != 0 &&
                       batch_bucket(seqs) <= options_.max_num_seqs && batch_bucket(seqs) <= options_.max_num_batched_tokens;
@@ -306,7 +308,7 @@ result<std::vector<sampled_token>> gpu_step_runner::run(const forward_batch& bat
   const float* logprob = reinterpret_cast<const float*>(at(buf_->logprob));
   const int* top_ids = reinterpret_cast<const int*>(at(buf_->top_ids));
   const float* top_lp = reinterpret_cast<const float*>(at(buf_->top_logprobs));
-  std::vector<sampled_token> out;
+  stage_output out;
   for (size_t r = 0; r < samples.size(); ++r) {
     sampled_token t{ids[r], 0.0f, {}};
     const int want = samples[r].params.top_logprobs;
@@ -315,7 +317,7 @@ result<std::vector<sampled_token>> gpu_step_runner::run(const forward_batch& bat
       for (int j = 0; j < std::min(want, max_top_logprobs); ++j)
         t.top.push_back({top_ids[r * max_top_logprobs + j], top_lp[r * max_top_logprobs + j]});
     }
-    out.push_back(std::move(t));
+    out.tokens.push_back(std::move(t));
   }
   return out;
 }

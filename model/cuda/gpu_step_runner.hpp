@@ -44,8 +44,9 @@ class gpu_step_runner final : public step_runner {
                              const gpu_runner_options& options);
   ~gpu_step_runner() override;
 
-  result<std::vector<sampled_token>> run(const forward_batch& batch,
-                                         const std::vector<sample_request>& samples) override;
+  // Every layer is here (one stage), so `hidden` is always empty.
+  result<stage_output> run(const forward_batch& batch, std::vector<float> hidden,
+                           const std::vector<sample_request>& samples) override;
 
  private:
   struct buffers;

@@ -68,10 +68,10 @@ class sequence_driver {
     greedy.temperature = 0.0f;
     greedy.top_logprobs = 5;
     position_ += int(tokens.size());
-    auto out = runner_.run(batch, {{greedy, &history_, position_}});
+    auto out = runner_.run(batch, {}, {{greedy, &history_, position_}});
     BOOST_REQUIRE_MESSAGE(out, (out ? std::string() : out.err().message));
-    BOOST_REQUIRE_EQUAL(out->size(), 1u);
-    return out->front();
+    BOOST_REQUIRE_EQUAL(out->tokens.size(), 1u);
+    return out->tokens.front();
   }
 
  private:
@@ -197,18 +197,18 @@ BOOST_AUTO_TEST_CASE(a_batch_of_copies_decodes_like_one_sequence) {
     prefill.token_ids.insert(prefill.token_ids.end(), prompt.begin(), prompt.end());
     samples.push_back({greedy, &histories[size_t(s)], n});
   }
-  auto out = runner.run(prefill, samples);
+  auto out = runner.run(prefill, {}, samples);
   BOOST_REQUIRE(out);
   std::vector<std::vector<int>> produced(copies);
   for (int step = 0; step < steps; ++step) {
     forward_batch decode;
     for (int s = 0; s < copies; ++s) {
-      produced[size_t(s)].push_back((*out)[size_t(s)].token);
-      decode.token_ids.push_back((*out)[size_t(s)].token);
+      produced[size_t(s)].push_back(out->tokens[size_t(s)].token);
+      decode.token_ids.push_back(out->tokens[size_t(s)].token);
       decode.sequences.push_back({s, 1, n + step, tables[size_t(s)], logits_rows::last});
       samples[size_t(s)].position = n + step + 1;
     }
-    out = runner.run(decode, samples);
+    out = runner.run(decode, {}, samples);
     BOOST_REQUIRE(out);
   }
   for (int s = 1; s < copies; ++s) BOOST_TEST(produced[size_t(s)] == produced[0]);
