@@ -43,13 +43,24 @@ using expect_atom = caf::atom_constant<caf::atom("expect")>;
 using tick_atom = caf::atom_constant<caf::atom("tick")>;
 using http_atom = caf::atom_constant<caf::atom("http")>;
 using closed_atom = caf::atom_constant<caf::atom("closed")>;
+using next_stage_atom = caf::atom_constant<caf::atom("nextstage")>;
 
-// A pipeline stage: a contiguous range of layers on one device, with their KV pool.
+// A pipeline stage: a contiguous range of layers on one device, with their KV pool. A step
+// enters at the first stage and each stage hands it on with its activations; the last
+// answers the scheduler's request (the others delegate it) with the sampled tokens.
 using stage_actor = caf::typed_actor<
-    // Runs one step; the last stage answers with the sampled tokens.
+    // The first stage runs one step from the plan's tokens.
     caf::replies_to<step_atom, step_plan>::with<step_result>,
+    // A later stage runs one step from the previous stage's activations.
+    caf::replies_to<step_atom, step_plan, stage_activations>::with<step_result>,
+    // Where a stage other than the last hands its steps on, from now on (the scheduler
+    // sends it whenever either end (re)starts).
+    caf::reacts_to<next_stage_atom, caf::actor>,
     // Fails the way a crash would (chaos drills and tests).
     caf::reacts_to<crash_atom>>;
+
+// Pipeline stage k's name: what supervisors, health reports and crash drills call it.
+inline std::string stage_name(int k) { return "stage_" + std::to_string(k); }
 
 // The experts of a set of layers on one device; stages reach them through transport/.
 using expert_group_actor = caf::typed_actor<
@@ -73,7 +84,8 @@ using scheduler_actor = caf::typed_actor<
     caf::reacts_to<cancel_atom, request_id>,
     // Queue and batch figures.
     caf::replies_to<stats_atom>::with<engine_stats>,
-    // A supervised child (re)started; a stage's handle is where steps go from now on.
+    // A supervised child (re)started; a stage's handle replaces its predecessor's (whose KV
+    // memory is gone) in the pipeline.
     caf::reacts_to<child_up_atom, std::string, caf::actor>,
     // Tries to run a step (after a failed step's back-off).
     caf::reacts_to<tick_atom>>;

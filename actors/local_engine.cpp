@@ -23,6 +23,8 @@ result<compute_backend> make_backend(const engine_options& options) {
 #ifdef TROUPE_WITH_CUDA
   if (options.expert_groups != 1)
     return error{"--device cuda serves its experts as one group per GPU; expert groups across GPUs come with a cluster"};
+  if (options.pipeline_stages != 1 || options.pipeline_layers.size() > 1)
+    return error{"--device cuda runs every layer in one stage; pipeline stages across GPUs come with a cluster"};
   return make_gpu_backend(b);
 #else
   return error{"--device cuda: this build has no CUDA (nvcc was not found when it was configured)"};
@@ -37,6 +39,8 @@ result<engine> start_local_engine(caf::actor_system& system, const engine_option
   engine e;
   e.config = backend->config;
   const model_config& c = e.config;
+  auto layout = pipeline_layout(options.pipeline_stages, options.pipeline_layers, c.num_layers);
+  if (!layout) return layout.err();
   e.num_blocks = backend->num_blocks;
   const int block_size = options.backend.block_size;
   const int model_len = options.max_model_len > 0 ? options.max_model_len : c.max_position_embeddings;
@@ -50,6 +54,7 @@ result<engine> start_local_engine(caf::actor_system& system, const engine_option
   e.kv = system.spawn(kv_manager, e.num_blocks, block_size);
   scheduler_options sched = options.scheduler;
   sched.max_model_len = e.max_model_len;
+  sched.pipeline_stages = int(layout->size());
   e.scheduler = system.spawn(scheduler, sched, e.kv);
 
   std::vector<child_spec> children;
@@ -63,11 +68,15 @@ result<engine> start_local_engine(caf::actor_system& system, const engine_option
   // Requests with the same response_format or tools reuse a compiled grammar; each keeps a
   // bitset of the vocabulary per grammar context it met, so only so many are kept.
   constexpr size_t cached_grammars = 64;
-  stage_options stage_opts{"stage_0", 0, c.num_layers, options.vocabulary,
-                           std::make_shared<grammar_cache>(cached_grammars)};
-  children.push_back({stage_opts.name, [stage_opts, make = backend->make_runner, health = e.health](caf::local_actor* parent) {
-                        return caf::actor_cast<caf::actor>(parent->spawn<caf::detached>(stage, stage_opts, make, health));
-                      }});
+  const auto grammars = std::make_shared<grammar_cache>(cached_grammars);
+  for (size_t k = 0; k < layout->size(); ++k) {
+    const layer_range layers = (*layout)[k];
+    stage_options opts{stage_name(int(k)), layers.first, layers.last, layers.last == c.num_layers, options.vocabulary,
+                       grammars};
+    children.push_back({opts.name, [opts, make = backend->make_runner, health = e.health](caf::local_actor* parent) {
+                          return caf::actor_cast<caf::actor>(parent->spawn<caf::detached>(stage, opts, make, health));
+                        }});
+  }
   e.supervisor = system.spawn(supervisor, std::move(children), options.restarts, e.health,
                               caf::actor_cast<caf::actor>(e.scheduler));
   return e;

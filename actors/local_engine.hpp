@@ -1,9 +1,10 @@
 #pragma once
 // Spawns the actors of a one-node engine: health_monitor, kv_manager, scheduler, and a
-// supervisor over one stage (every layer) and the expert groups, which reach each other
-// through the in-process transport of the chosen device. The multi-node node_agent builds
-// on the same pieces.
+// supervisor over the pipeline stages (stage_0 .. stage_{n-1}, each a layer range with its
+// own KV pool) and the expert groups, which reach each other through the in-process
+// transport of the chosen device. The multi-node node_agent builds on the same pieces.
 #include "actors/actors.hpp"
+#include "actors/pipeline_layout.hpp"
 #include "actors/scheduler.hpp"
 #include "actors/supervisor.hpp"
 #include "base/result.hpp"
@@ -19,6 +20,10 @@ struct engine_options {
   device_kind device = device_kind::cpu;
   int max_model_len = 0;  // 0: the model's max_position_embeddings
   int expert_groups = 1;
+  // Pipeline stages: `pipeline_stages` of about equal layer counts, unless
+  // `pipeline_layers` gives each stage's layers. The CPU only, for now.
+  int pipeline_stages = 1;
+  std::vector<layer_range> pipeline_layers;
   scheduler_options scheduler;
   restart_policy restarts;
   // The tokenizer's, for constrained decoding; null: the engine takes no constrained requests.

@@ -1,6 +1,9 @@
 #include "actors/scheduler.hpp"
 
 #include <algorithm>
+#include <utility>
+
+#include "base/check.hpp"
 
 namespace troupe {
 namespace {
@@ -35,15 +38,26 @@ void requeue(scheduler_state& st, request_id id) {
   st.waiting.push_front(id);
 }
 
-// A step failed: the stage's KV memory can no longer be trusted, so every running
-// sequence is re-queued (oldest first) and the block map starts empty.
+bool pipeline_up(const scheduler_state& st) {
+  return std::all_of(st.stages.begin(), st.stages.end(), [](const stage_actor& s) { return bool(s); });
+}
+
+// Ticks until the pipeline works again (or stage_timeout gives up on its requests).
+void tick_soon(self_ptr self) {
+  if (std::exchange(self->state.tick_pending, true)) return;
+  self->delayed_send(self, std::chrono::milliseconds(100), tick_atom::value);
+}
+
+// A step failed or a stage went down: some stage's KV memory can no longer be trusted, so
+// every running sequence is re-queued (oldest first), the block map starts empty, and
+// whatever answers requests sent before now is ignored.
 void recover(self_ptr self) {
   auto& st = self->state;
   st.busy = false;
+  ++st.epoch;
   if (st.stage_lost == std::chrono::steady_clock::time_point{}) st.stage_lost = std::chrono::steady_clock::now();
   self->send(st.kv, reset_atom::value);
   st.pending_kv = {};
-  st.finished.clear();
   std::vector<request_id> running = std::move(st.running);
   st.running.clear();
   for (auto it = running.rbegin(); it != running.rend(); ++it) {
@@ -51,12 +65,14 @@ void recover(self_ptr self) {
     if (s.cancelled || ++s.recoveries > st.options.max_recoveries) {
       if (!s.cancelled) send_event(s, {}, finish_reason::error, "the engine failed repeatedly while running this request");
       st.sequences.erase(*it);
+      st.finished.push_back(*it);
       continue;
     }
     ++st.stats.recoveries;
     requeue(st, *it);
   }
   for (request_id id : st.waiting) st.sequences[id].blocks.clear();
+  tick_soon(self);
 }
 
 void on_step_result(self_ptr self, const step_plan& plan, const step_result& result) {
@@ -93,17 +109,21 @@ void on_step_result(self_ptr self, const step_plan& plan, const step_result& res
 
 void run_step(self_ptr self, step_plan plan) {
   auto& st = self->state;
-  if (!st.stage) {  // the stage went down while the KV request was in flight
-    recover(self);
-    self->delayed_send(self, std::chrono::milliseconds(100), tick_atom::value);
-    return;
-  }
-  self->request(st.stage, caf::infinite, step_atom::value, plan)
-      .then([=](const step_result& r) { on_step_result(self, plan, r); },
-            [=](const caf::error&) {
-              recover(self);
-              self->delayed_send(self, std::chrono::milliseconds(100), tick_atom::value);
-            });
+  // Every stage was up when the KV request went out, and one going down since would have
+  // made its reply stale.
+  TROUPE_CHECK(pipeline_up(st), "a step planned without every stage");
+  self->request(st.stages.front(), caf::infinite, step_atom::value, plan)
+      .then(
+          [=, epoch = st.epoch](const step_result& r) {
+            if (epoch == self->state.epoch) on_step_result(self, plan, r);
+          },
+          [=, epoch = st.epoch](const caf::error&) {
+            if (epoch != self->state.epoch) return;
+            // The last stage may not have seen the plan: it hears of these again.
+            auto& finished = self->state.finished;
+            finished.insert(finished.end(), plan.finished.begin(), plan.finished.end());
+            recover(self);
+          });
 }
 
 void on_kv_reply(self_ptr self, const kv_step_request& asked, const kv_step_reply& reply, int budget) {
@@ -176,7 +196,7 @@ void schedule(self_ptr self) {
   for (const auto& [id, s] : st.sequences)
     if (s.cancelled) cancelled.push_back(id);
   for (request_id id : cancelled) retire(self, id);
-  if (!st.stage) return;
+  if (!pipeline_up(st)) return tick_soon(self);
   if (st.waiting.empty() && st.running.empty()) {
     // Idle: hand back the blocks of the last finished sequences now, not at the next step.
     if (st.pending_kv.releases.empty()) return;
@@ -202,8 +222,13 @@ void schedule(self_ptr self) {
     req.admits.push_back({id, st.sequences[id].tokens});
   }
   self->request(st.kv, caf::infinite, kv_step_atom::value, req)
-      .then([=](const kv_step_reply& reply) { on_kv_reply(self, req, reply, budget); },
-            [=](const caf::error&) { recover(self); });
+      .then(
+          [=, epoch = st.epoch](const kv_step_reply& reply) {
+            if (epoch == self->state.epoch) on_kv_reply(self, req, reply, budget);
+          },
+          [=, epoch = st.epoch](const caf::error&) {
+            if (epoch == self->state.epoch) recover(self);
+          });
 }
 
 }  // namespace
@@ -212,8 +237,13 @@ scheduler_actor::behavior_type scheduler(scheduler_actor::stateful_pointer<sched
                                          scheduler_options options, kv_manager_actor kv) {
   self->state.options = options;
   self->state.kv = kv;
+  self->state.stages.resize(size_t(options.pipeline_stages));
   self->set_down_handler([=](caf::down_msg& msg) {
-    if (self->state.stage && msg.source == self->state.stage.address()) self->state.stage = nullptr;
+    for (auto& stage : self->state.stages)
+      if (stage && msg.source == stage.address()) {
+        stage = nullptr;
+        recover(self);
+      }
   });
   return {
       [=](submit_atom, generation_request& r, caf::actor& sink) {
@@ -254,29 +284,41 @@ scheduler_actor::behavior_type scheduler(scheduler_actor::stateful_pointer<sched
         return promise;
       },
       [=](child_up_atom, const std::string& name, const caf::actor& child) {
-        if (name.rfind("stage", 0) != 0) return;
-        self->state.stage = caf::actor_cast<stage_actor>(child);
+        auto& st = self->state;
+        int k = 0;
+        while (k < int(st.stages.size()) && name != stage_name(k)) ++k;
+        if (k == int(st.stages.size())) return;
+        // A restart whose down message has not come yet: its KV memory is gone all the same.
+        if (st.stages[size_t(k)]) recover(self);
+        auto stage = caf::actor_cast<stage_actor>(child);
+        st.stages[size_t(k)] = stage;
         self->monitor(child);
+        if (k > 0 && st.stages[size_t(k - 1)]) self->send(st.stages[size_t(k - 1)], next_stage_atom::value, child);
+        if (k + 1 < int(st.stages.size()) && st.stages[size_t(k + 1)])
+          self->send(stage, next_stage_atom::value, caf::actor_cast<caf::actor>(st.stages[size_t(k + 1)]));
         schedule(self);
       },
-      // After a failed step: retry, or give up on every request once no stage has
-      // worked for stage_timeout.
+      // After a recovery: retry once every stage is up, or give up on every request once
+      // the engine has not worked for stage_timeout.
       [=](tick_atom) {
         auto& st = self->state;
-        if (st.stage_lost != std::chrono::steady_clock::time_point{} &&
-            std::chrono::steady_clock::now() - st.stage_lost > st.options.stage_timeout) {
-          for (auto& [id, s] : st.sequences)
+        st.tick_pending = false;
+        const auto now = std::chrono::steady_clock::now();
+        const bool up = pipeline_up(st);
+        // The clock runs only while requests wait on an engine that does not work.
+        if (st.sequences.empty()) st.stage_lost = {};
+        else if (!up && st.stage_lost == std::chrono::steady_clock::time_point{}) st.stage_lost = now;
+        if (st.stage_lost != std::chrono::steady_clock::time_point{} && now - st.stage_lost > st.options.stage_timeout) {
+          for (auto& [id, s] : st.sequences) {
             if (!s.cancelled) send_event(s, {}, finish_reason::error, "no stage of the engine is available");
+            st.finished.push_back(id);
+          }
           st.sequences.clear();
           st.waiting.clear();
           st.running.clear();
           st.stage_lost = {};
-          return;
         }
-        if (!st.stage) {
-          self->delayed_send(self, std::chrono::milliseconds(100), tick_atom::value);
-          return;
-        }
+        if (!up) return tick_soon(self);
         schedule(self);
       },
   };

@@ -13,7 +13,8 @@ struct scheduler_options {
   int max_num_batched_tokens = 2048;  // prefill is chunked to fit beside the decode tokens
   int max_model_len = 4096;
   int max_recoveries = 10;            // re-prefills after failures before a request errors
-  std::chrono::seconds stage_timeout{30};  // without a live stage this long, requests error
+  std::chrono::seconds stage_timeout{30};  // without a working pipeline this long, requests error
+  int pipeline_stages = 1;            // stage_0 .. stage_{n-1}: steps go through all of them
 };
 
 struct scheduler_state {
@@ -34,10 +35,13 @@ struct scheduler_state {
   std::unordered_map<request_id, sequence> sequences;
   std::deque<request_id> waiting;
   std::vector<request_id> running;  // admission order: the oldest gets blocks first
-  stage_actor stage;
+  std::vector<stage_actor> stages;  // in pipeline order; null while one is down
   kv_manager_actor kv;
   bool busy = false;                // a step (or its KV request) is in flight
-  std::chrono::steady_clock::time_point stage_lost;  // when the last step failed
+  // Bumped by every recovery: what answers a request sent before it is stale.
+  uint64_t epoch = 0;
+  bool tick_pending = false;
+  std::chrono::steady_clock::time_point stage_lost;  // since when requests wait on a failed engine
   uint64_t next_step = 1;
   kv_step_request pending_kv;       // releases and commits for the next KV request
   std::vector<request_id> finished; // for the stages, with the next plan
@@ -45,7 +49,8 @@ struct scheduler_state {
 };
 
 // Iteration-level continuous batching: each step admits what fits (FCFS), runs one plan
-// through the stages, and streams the sampled tokens to each request's sink.
+// through the stages, and streams the sampled tokens to each request's sink. A failed step
+// or a stage that goes down (its KV memory with it) re-queues every running sequence.
 scheduler_actor::behavior_type scheduler(scheduler_actor::stateful_pointer<scheduler_state> self,
                                          scheduler_options options, kv_manager_actor kv);
 

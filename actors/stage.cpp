@@ -5,6 +5,8 @@
 namespace troupe {
 namespace {
 
+using self_ptr = stage_actor::stateful_pointer<stage_state>;
+
 // A restarted sequence's grammar state, from scratch: the constraint's compiled grammar,
 // advanced over the output generated before this step (the prefix past the prompt).
 void restart_constraint(stage_state& st, const step_sequence& s) {
@@ -20,9 +22,9 @@ void restart_constraint(stage_state& st, const step_sequence& s) {
     TROUPE_CHECK(c.advance(s.prefix[i]), "a generated token outside its grammar");
 }
 
-// The plan's part of a sequence as the model sees it, updating its token history and,
+// The last stage's bookkeeping of a sequence's part of the plan: its token history and,
 // when constrained, its grammar state.
-sequence_span to_span(stage_state& st, const step_plan& plan, const step_sequence& s) {
+void track(stage_state& st, const step_plan& plan, const step_sequence& s) {
   if (s.restart) {  // first step after (re)admission: rebuild the history from scratch
     token_history& h = st.histories[s.id] = {};
     for (size_t i = 0; i < s.prefix.size(); ++i) h.add(s.prefix[i], int(i) >= s.prompt_length);
@@ -37,13 +39,53 @@ sequence_span to_span(stage_state& st, const step_plan& plan, const step_sequenc
     if (generated && constraint != st.constraints.end())
       TROUPE_CHECK(constraint->second.advance(token), "a generated token outside its grammar");
   }
-  return {s.first_token, s.count, s.start, s.block_table, s.sample ? logits_rows::last : logits_rows::none};
+}
+
+// The last stage's sampling requests, one per sequence that samples, in plan order.
+std::vector<sample_request> sample_requests(stage_state& st, const step_plan& plan) {
+  for (request_id id : plan.finished) {
+    st.histories.erase(id);
+    st.constraints.erase(id);
+  }
+  std::vector<sample_request> samples;
+  for (const auto& s : plan.sequences) {
+    track(st, plan, s);
+    if (!s.sample) continue;
+    auto constraint = st.constraints.find(s.id);
+    samples.push_back({s.sampling, &st.histories[s.id], s.start + s.count,
+                       constraint == st.constraints.end() ? nullptr : &constraint->second.allowed()});
+  }
+  return samples;
+}
+
+// This stage's layers over the plan, from `hidden` (empty at the first stage); the last
+// stage answers with the sampled tokens, the others hand the step on.
+caf::result<step_result> run_step(self_ptr self, const step_plan& plan, std::vector<float> hidden) {
+  auto& st = self->state;
+  forward_batch batch{plan.token_ids, {}};
+  for (const auto& s : plan.sequences) {
+    const logits_rows logits = s.sample ? logits_rows::last : logits_rows::none;
+    batch.sequences.push_back({s.first_token, s.count, s.start, s.block_table, logits});
+  }
+  const auto samples = st.options.last_stage ? sample_requests(st, plan) : std::vector<sample_request>{};
+  // A peer that failed (an expert group restarting) fails the step, not the stage: the
+  // scheduler re-runs its sequences once the peer is back.
+  auto out = st.runner->run(batch, std::move(hidden), samples);
+  if (!out) return caf::make_error(caf::sec::runtime_error, st.options.name + ": " + out.err().message);
+  self->send(st.health, progress_atom::value, st.options.name);
+  if (st.options.last_stage) return step_result{plan.step, std::move(out->tokens)};
+  // The scheduler plans steps only once every stage is up, and links a stage to the next
+  // before it sends the stage anything else.
+  TROUPE_CHECK(st.next, "a step at a stage that has no next stage");
+  const int hidden_size = int(out->hidden.size() / plan.token_ids.size());
+  return self->delegate(st.next, step_atom::value, plan,
+                        stage_activations{plan.step, hidden_size, std::move(out->hidden)});
 }
 
 }  // namespace
 
-stage_actor::behavior_type stage(stage_actor::stateful_pointer<stage_state> self, stage_options options,
-                                 step_runner_factory make_runner, health_monitor_actor health) {
+stage_actor::behavior_type stage(self_ptr self, stage_options options, step_runner_factory make_runner,
+                                 health_monitor_actor health) {
   auto& st = self->state;
   auto runner = make_runner(options.first_layer, options.last_layer);
   st.options = std::move(options);
@@ -55,28 +97,13 @@ stage_actor::behavior_type stage(stage_actor::stateful_pointer<stage_state> self
     self->quit(caf::make_error(caf::sec::runtime_error, st.options.name + ": " + runner.err().message));
   }
   return {
-      [=](step_atom, const step_plan& plan) -> caf::result<step_result> {
-        auto& st = self->state;
-        for (request_id id : plan.finished) {
-          st.histories.erase(id);
-          st.constraints.erase(id);
-        }
-        forward_batch batch{plan.token_ids, {}};
-        std::vector<sample_request> samples;
-        for (const auto& s : plan.sequences) {
-          batch.sequences.push_back(to_span(st, plan, s));
-          if (!s.sample) continue;
-          auto constraint = st.constraints.find(s.id);
-          samples.push_back({s.sampling, &st.histories[s.id], s.start + s.count,
-                             constraint == st.constraints.end() ? nullptr : &constraint->second.allowed()});
-        }
-        // A peer that failed (an expert group restarting) fails the step, not the stage:
-        // the scheduler re-runs its sequences once the peer is back.
-        auto out = st.runner->run(batch, {}, samples);
-        if (!out) return caf::make_error(caf::sec::runtime_error, st.options.name + ": " + out.err().message);
-        self->send(st.health, progress_atom::value, st.options.name);
-        return step_result{plan.step, std::move(out->tokens)};
+      [=](step_atom, const step_plan& plan) { return run_step(self, plan, {}); },
+      [=](step_atom, const step_plan& plan, stage_activations& in) {
+        TROUPE_CHECK(in.step == plan.step && in.rows.size() == plan.token_ids.size() * size_t(in.hidden_size),
+                     "activations that are not the plan's");
+        return run_step(self, plan, std::move(in.rows));
       },
+      [=](next_stage_atom, const caf::actor& next) { self->state.next = caf::actor_cast<stage_actor>(next); },
       [=](crash_atom) { self->quit(caf::make_error(caf::sec::runtime_error, "crash drill")); },
   };
 }

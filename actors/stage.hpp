@@ -13,7 +13,8 @@ namespace troupe {
 struct stage_options {
   std::string name;
   int first_layer = 0;
-  int last_layer = 0;  // exclusive; the stage holding the last layer computes logits and samples
+  int last_layer = 0;  // exclusive
+  bool last_stage = true;  // holds the model's last layer: computes logits and samples
   // Constrained decoding, at the stage that samples: the tokenizer's vocabulary (needed
   // once a constrained sequence comes) and the engine's compiled grammars.
   std::shared_ptr<const token_vocabulary> vocabulary;
@@ -24,8 +25,11 @@ struct stage_state {
   static inline const char* name = "stage";
   stage_options options;
   std::unique_ptr<step_runner> runner;
-  std::unordered_map<request_id, token_history> histories;  // for the penalties
-  std::unordered_map<request_id, constrained_output> constraints;  // constrained sequences only
+  stage_actor next;  // where steps go on (all but the last stage)
+  // The last stage's only: what the penalties count and, for constrained sequences, where
+  // the output stands in its grammar.
+  std::unordered_map<request_id, token_history> histories;
+  std::unordered_map<request_id, constrained_output> constraints;
   health_monitor_actor health;
 };
 
