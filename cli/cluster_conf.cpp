@@ -19,7 +19,8 @@ const std::map<std::string, std::map<std::string, std::string>> flags_by_key = {
     {"model", {{"path", "--model"}, {"served_model_name", "--served-model-name"}, {"load_format", "--load-format"}}},
     {"gateway", {{"host", "--host"}, {"port", "--port"}, {"api_key", "--api-key"}, {"max_pending", "--max-pending"}}},
     {"engine", {{"max_num_seqs", "--max-num-seqs"}, {"max_num_batched_tokens", "--max-num-batched-tokens"},
-                {"max_model_len", "--max-model-len"}, {"kv_cache_mb", "--kv-cache-mb"}, {"block_size", "--block-size"}}},
+                {"max_model_len", "--max-model-len"}, {"kv_cache_mb", "--kv-cache-mb"}, {"block_size", "--block-size"},
+                {"pipeline_stages", "--pipeline-stages"}}},
     {"node.*", {{"address", ""}, {"devices", "--device"}, {"expert_groups", "--expert-groups"}}},
 };
 

@@ -15,7 +15,7 @@ constexpr const char* usage =
     "      write a random-weight qwen3_moe checkpoint in Hugging Face format\n"
     "  serve --model DIR | --config cluster.conf [--host H --port N --served-model-name NAME --api-key KEY\n"
     "        --max-num-seqs N --max-num-batched-tokens N --max-model-len N --kv-cache-mb N\n"
-    "        --block-size N --expert-groups N --load-format dummy --device cpu|cuda\n"
+    "        --block-size N --expert-groups N --pipeline-stages N --load-format dummy --device cpu|cuda\n"
     "        --gpu-memory-percent N --enforce-eager]\n"
     "      serve the OpenAI HTTP API (binds 127.0.0.1:8000 unless told)\n"
     "  bench [--base-url URL | --host H --port N] [--model NAME --endpoint /v1/completions|/v1/chat/completions\n"
