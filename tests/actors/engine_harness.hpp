@@ -2,6 +2,7 @@
 // Drives a one-node engine from a test: submits requests, collects every token event, and
 // computes what a lone greedy run gives for comparison.
 #include <map>
+#include <random>
 #include <vector>
 
 #include <boost/test/unit_test.hpp>
@@ -12,6 +13,25 @@
 #include "tests/support/source_dir.hpp"
 
 namespace troupe::test {
+
+// The golden fixture the engine tests serve: 3 layers, 8 experts (in 2 groups), a tiny KV
+// cache of blocks of 4 tokens.
+inline std::filesystem::path fixture() { return source_dir() / "tests/golden/fixtures/gqa_sharded"; }
+
+inline engine_options fixture_options() {
+  engine_options o;
+  o.backend.model_dir = fixture();
+  o.backend.block_size = 4;
+  o.backend.kv_cache_bytes = size_t(4) << 20;
+  o.expert_groups = 2;
+  return o;
+}
+
+// The reference: the same checkpoint run one sequence at a time, outside the actors.
+inline const qwen3_moe& model_alone() {
+  static const qwen3_moe model = qwen3_moe::load(fixture()).value();
+  return model;
+}
 
 inline caf::actor_system_config& engine_config() {
   static caf::actor_system_config cfg = [] {
@@ -24,6 +44,7 @@ inline caf::actor_system_config& engine_config() {
 
 struct outcome {
   std::vector<int> tokens;
+  std::vector<float> logprobs;  // of each token, when the request asked for log-probs
   finish_reason finish = finish_reason::none;
   int events_after_finish = 0;
   int cached_prompt_tokens = 0;
@@ -43,7 +64,10 @@ inline std::map<request_id, outcome> run_requests(caf::scoped_actor& self, const
         [&](const token_event& ev) {
           outcome& o = out[ev.id];
           if (o.finish != finish_reason::none) ++o.events_after_finish;
-          for (const auto& t : ev.tokens) o.tokens.push_back(t.token);
+          for (const auto& t : ev.tokens) {
+            o.tokens.push_back(t.token);
+            o.logprobs.push_back(t.logprob);
+          }
           o.cached_prompt_tokens = ev.cached_prompt_tokens;
           if (ev.finish != uint8_t(finish_reason::none)) {
             o.finish = finish_reason(ev.finish);
@@ -54,6 +78,30 @@ inline std::map<request_id, outcome> run_requests(caf::scoped_actor& self, const
           if (on_token) on_token(seen);
         },
         caf::after(std::chrono::seconds(60)) >> [&] { BOOST_FAIL("no token event for 60 s: the engine hangs"); });
+  }
+  return out;
+}
+
+// The engine's figures, from its scheduler.
+inline engine_stats stats_of(caf::scoped_actor& self, const engine& e) {
+  engine_stats stats;
+  self->request(e.scheduler, caf::infinite, stats_atom::value)
+      .receive([&](engine_stats s) { stats = s; }, [](caf::error&) { BOOST_FAIL("the scheduler does not answer"); });
+  return stats;
+}
+
+// `count` greedy requests with ids 1.., random prompts of 1 to 40 tokens.
+inline std::vector<generation_request> greedy_requests(int count, uint32_t seed, int max_tokens, int vocab) {
+  std::mt19937 gen(seed);
+  std::vector<generation_request> out;
+  for (int i = 0; i < count; ++i) {
+    generation_request r;
+    r.id = request_id(i + 1);
+    r.prompt.resize(size_t(1 + gen() % 40));
+    for (int& t : r.prompt) t = int(gen() % uint32_t(vocab - 2));
+    r.max_tokens = max_tokens;
+    r.sampling.temperature = 0.0f;
+    out.push_back(r);
   }
   return out;
 }
@@ -72,6 +120,19 @@ inline std::vector<int> greedy_alone(const qwen3_moe& model, const std::vector<i
     logits = s.forward(std::vector<int>{next});
   }
   return out;
+}
+
+// Every request ended once, by length, with the tokens of its prompt run alone (greedy).
+inline void expect_same_as_alone(const std::vector<generation_request>& requests,
+                                 const std::map<request_id, outcome>& got) {
+  for (const auto& r : requests) {
+    const auto& o = got.at(r.id);
+    BOOST_TEST_CONTEXT("request " << r.id) {
+      BOOST_TEST(o.events_after_finish == 0);
+      BOOST_TEST(int(o.finish) == int(finish_reason::length));
+      BOOST_TEST(o.tokens == greedy_alone(model_alone(), r.prompt, r.max_tokens));
+    }
+  }
 }
 
 }  // namespace troupe::test

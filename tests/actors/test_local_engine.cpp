@@ -4,8 +4,6 @@
 #define BOOST_TEST_MODULE local_engine
 #include <boost/test/unit_test.hpp>
 
-#include <random>
-
 #include <nlohmann/json.hpp>
 
 #include "gateway/json_schema_grammar.hpp"
@@ -14,85 +12,30 @@
 
 using namespace troupe;
 
-namespace {
-
-const std::filesystem::path fixture = test::source_dir() / "tests/golden/fixtures/gqa_sharded";
-
-engine_options fixture_options() {
-  engine_options o;
-  o.backend.model_dir = fixture;
-  o.backend.block_size = 4;
-  o.backend.kv_cache_bytes = size_t(4) << 20;
-  o.expert_groups = 2;
-  return o;
-}
-
-std::vector<generation_request> greedy_requests(int count, uint32_t seed, int max_tokens, int vocab) {
-  std::mt19937 gen(seed);
-  std::vector<generation_request> out;
-  for (int i = 0; i < count; ++i) {
-    generation_request r;
-    r.id = request_id(i + 1);
-    r.prompt.resize(size_t(1 + gen() % 40));
-    for (int& t : r.prompt) t = int(gen() % uint32_t(vocab - 2));
-    r.max_tokens = max_tokens;
-    r.sampling.temperature = 0.0f;
-    out.push_back(r);
-  }
-  return out;
-}
-
-// The reference: the same checkpoint run one sequence at a time, outside the actors.
-const qwen3_moe& model_alone() {
-  static const qwen3_moe model = qwen3_moe::load(fixture).value();
-  return model;
-}
-
-void expect_same_as_alone(const std::vector<generation_request>& requests,
-                          const std::map<request_id, test::outcome>& got) {
-  for (const auto& r : requests) {
-    const auto& o = got.at(r.id);
-    BOOST_TEST_CONTEXT("request " << r.id) {
-      BOOST_TEST(o.events_after_finish == 0);
-      BOOST_TEST(int(o.finish) == int(finish_reason::length));
-      BOOST_TEST(o.tokens == test::greedy_alone(model_alone(), r.prompt, r.max_tokens));
-    }
-  }
-}
-
-engine_stats stats_of(caf::scoped_actor& self, const engine& e) {
-  engine_stats stats;
-  self->request(e.scheduler, caf::infinite, stats_atom::value)
-      .receive([&](engine_stats s) { stats = s; }, [](caf::error&) { BOOST_FAIL("the scheduler does not answer"); });
-  return stats;
-}
-
-}  // namespace
-
 BOOST_AUTO_TEST_CASE(concurrent_greedy_requests_match_runs_alone) {
   caf::actor_system system{test::engine_config()};
-  auto e = start_local_engine(system, fixture_options());
+  auto e = start_local_engine(system, test::fixture_options());
   BOOST_REQUIRE(e);
   caf::scoped_actor self{system};
-  auto requests = greedy_requests(16, 1, 12, e->config.vocab_size);
+  auto requests = test::greedy_requests(16, 1, 12, e->config.vocab_size);
   auto got = test::run_requests(self, *e, requests);
-  expect_same_as_alone(requests, got);
+  test::expect_same_as_alone(requests, got);
   e->stop(system);
 }
 
 BOOST_AUTO_TEST_CASE(a_small_kv_cache_preempts_and_still_gives_the_same_tokens) {
   caf::actor_system system{test::engine_config()};
-  auto options = fixture_options();
+  auto options = test::fixture_options();
   // Two layers' worth of blocks for about 90 tokens: 12 sequences of up to 60 cannot all fit.
   options.backend.kv_cache_bytes = size_t(4) * 2 * 2 * 32 * 4 * 2 * 3 * 12;
   options.max_model_len = 80;
   auto e = start_local_engine(system, options);
   BOOST_REQUIRE(e);
   caf::scoped_actor self{system};
-  auto requests = greedy_requests(12, 2, 20, e->config.vocab_size);
+  auto requests = test::greedy_requests(12, 2, 20, e->config.vocab_size);
   auto got = test::run_requests(self, *e, requests);
-  expect_same_as_alone(requests, got);
-  const engine_stats stats = stats_of(self, *e);
+  test::expect_same_as_alone(requests, got);
+  const engine_stats stats = test::stats_of(self, *e);
   BOOST_TEST(stats.preemptions > 0u);
   BOOST_TEST(stats.kv.used_blocks == 0);
   e->stop(system);
@@ -100,10 +43,10 @@ BOOST_AUTO_TEST_CASE(a_small_kv_cache_preempts_and_still_gives_the_same_tokens) 
 
 BOOST_AUTO_TEST_CASE(a_repeated_prompt_prefix_is_served_from_the_cache) {
   caf::actor_system system{test::engine_config()};
-  auto e = start_local_engine(system, fixture_options());
+  auto e = start_local_engine(system, test::fixture_options());
   BOOST_REQUIRE(e);
   caf::scoped_actor self{system};
-  auto requests = greedy_requests(1, 3, 6, e->config.vocab_size);
+  auto requests = test::greedy_requests(1, 3, 6, e->config.vocab_size);
   requests[0].prompt.resize(30, 7);
   auto first = test::run_requests(self, *e, requests);
   requests[0].id = 2;
@@ -119,10 +62,10 @@ BOOST_AUTO_TEST_CASE(a_repeated_prompt_prefix_is_served_from_the_cache) {
 BOOST_AUTO_TEST_CASE(crashed_stages_and_expert_groups_are_restarted_without_gaps_or_duplicates) {
   for (std::string victim : {"stage_0", "expert_group_1"}) {
     caf::actor_system system{test::engine_config()};
-    auto e = start_local_engine(system, fixture_options());
+    auto e = start_local_engine(system, test::fixture_options());
     BOOST_REQUIRE(e);
     caf::scoped_actor self{system};
-    auto requests = greedy_requests(16, 4, 24, e->config.vocab_size);
+    auto requests = test::greedy_requests(16, 4, 24, e->config.vocab_size);
     for (auto& r : requests) {  // seeded sampling must replay exactly too
       r.sampling.temperature = 0.8f;
       r.sampling.top_p = 0.9f;
@@ -144,7 +87,7 @@ BOOST_AUTO_TEST_CASE(crashed_stages_and_expert_groups_are_restarted_without_gaps
         BOOST_TEST(faulty.at(r.id).tokens == fault_free.at(r.id - 100).tokens);
         BOOST_TEST(int(faulty.at(r.id).finish) == int(finish_reason::length));
       }
-      const engine_stats stats = stats_of(self, *e);
+      const engine_stats stats = test::stats_of(self, *e);
       BOOST_TEST(stats.recoveries > 0u);
     }
     e->stop(system);
@@ -153,7 +96,7 @@ BOOST_AUTO_TEST_CASE(crashed_stages_and_expert_groups_are_restarted_without_gaps
 
 BOOST_AUTO_TEST_CASE(too_long_prompts_and_cancellations_end_exactly_once) {
   caf::actor_system system{test::engine_config()};
-  auto e = start_local_engine(system, fixture_options());
+  auto e = start_local_engine(system, test::fixture_options());
   BOOST_REQUIRE(e);
   caf::scoped_actor self{system};
   generation_request too_long;
@@ -179,51 +122,57 @@ BOOST_AUTO_TEST_CASE(too_long_prompts_and_cancellations_end_exactly_once) {
 }
 
 
-// Constrained streams beside free ones, then the same with the stage killed under them:
-// each restarted stage rebuilds every grammar state from the re-prefilled tokens, so the
-// outputs are those of the fault-free run, valid, and the free ones still greedy.
+// Constrained streams beside free ones, then the same with the sampling stage killed under
+// them (the only stage, or the last of a pipeline of two): each restarted stage rebuilds
+// every grammar state from the re-prefilled tokens, so the outputs are those of the
+// fault-free run, valid, and the free ones still greedy.
 BOOST_AUTO_TEST_CASE(constrained_streams_survive_stage_crashes_with_the_same_valid_output) {
-  caf::actor_system system{test::engine_config()};
-  auto options = fixture_options();
-  options.vocabulary = test::json_vocabulary(384, 382);
-  auto e = start_local_engine(system, options);
-  BOOST_REQUIRE(e);
-  const int eos = e->config.eos_token_ids.at(0);
-  caf::scoped_actor self{system};
-  auto requests = greedy_requests(12, 5, 80, e->config.vocab_size);
-  std::vector<generation_request> free;
-  for (auto& r : requests) {
-    if (r.id % 3 == 0) {
-      r.max_tokens = 16;
-      free.push_back(r);
-      continue;
+  for (auto [stages, victim] : {std::pair{1, "stage_0"}, std::pair{2, "stage_1"}}) {
+    BOOST_TEST_CONTEXT(stages << " stages, " << victim << " killed") {
+      caf::actor_system system{test::engine_config()};
+      auto options = test::fixture_options();
+      options.vocabulary = test::json_vocabulary(384, 382);
+      options.pipeline_stages = stages;
+      auto e = start_local_engine(system, options);
+      BOOST_REQUIRE(e);
+      const int eos = e->config.eos_token_ids.at(0);
+      caf::scoped_actor self{system};
+      auto requests = test::greedy_requests(12, 5, 80, e->config.vocab_size);
+      std::vector<generation_request> free;
+      for (auto& r : requests) {
+        if (r.id % 3 == 0) {
+          r.max_tokens = 16;
+          free.push_back(r);
+          continue;
+        }
+        r.output_grammar = json_schema_grammar(test::status_schema()).value();
+        r.stop_token_ids = {eos};
+        r.sampling.temperature = 0.8f;
+        r.sampling.seed = r.id * 31;
+      }
+      auto fault_free = test::run_requests(self, *e, requests);
+      test::expect_same_as_alone(free, fault_free);
+      for (auto& r : requests) r.id += 100;
+      int kills = 0;
+      auto faulty = test::run_requests(self, *e, requests, [&](int seen) {
+        if (seen % 20 == 0 && kills < 5) {
+          self->send(e->supervisor, crash_atom::value, std::string(victim));
+          ++kills;
+        }
+      });
+      BOOST_TEST(kills == 5);
+      for (const auto& r : requests) {
+        BOOST_TEST_CONTEXT("request " << r.id) {
+          const auto& got = faulty.at(r.id);
+          BOOST_TEST(got.events_after_finish == 0);
+          BOOST_TEST(got.tokens == fault_free.at(r.id - 100).tokens);
+          if (r.output_grammar.rules.empty()) continue;
+          BOOST_TEST(int(got.finish) == int(finish_reason::stop));
+          test::expect_status_object(got.tokens, *options.vocabulary, eos);
+        }
+      }
+      BOOST_TEST(test::stats_of(self, *e).recoveries > 0u);
+      e->stop(system);
     }
-    r.output_grammar = json_schema_grammar(test::status_schema()).value();
-    r.stop_token_ids = {eos};
-    r.sampling.temperature = 0.8f;
-    r.sampling.seed = r.id * 31;
   }
-  auto fault_free = test::run_requests(self, *e, requests);
-  expect_same_as_alone(free, fault_free);
-  for (auto& r : requests) r.id += 100;
-  int kills = 0;
-  auto faulty = test::run_requests(self, *e, requests, [&](int seen) {
-    if (seen % 20 == 0 && kills < 5) {
-      self->send(e->supervisor, crash_atom::value, std::string("stage_0"));
-      ++kills;
-    }
-  });
-  BOOST_TEST(kills == 5);
-  for (const auto& r : requests) {
-    BOOST_TEST_CONTEXT("request " << r.id) {
-      const auto& got = faulty.at(r.id);
-      BOOST_TEST(got.events_after_finish == 0);
-      BOOST_TEST(got.tokens == fault_free.at(r.id - 100).tokens);
-      if (r.output_grammar.rules.empty()) continue;
-      BOOST_TEST(int(got.finish) == int(finish_reason::stop));
-      test::expect_status_object(got.tokens, *options.vocabulary, eos);
-    }
-  }
-  BOOST_TEST(stats_of(self, *e).recoveries > 0u);
-  e->stop(system);
 }
