@@ -333,3 +333,29 @@ test('cluster.conf configures serve; command-line flags win; a bad file exits 2 
   assert.equal(device.status, 2);
   assert.match(device.stderr, /--device must be cpu or cuda, not tpu/);
 });
+
+test('two pipeline stages (--pipeline-stages or cluster.conf) give the one-stage tokens; too many exit 1', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'troupe_conf_'));
+  const conf = join(dir, 'cluster.conf');
+  writeFileSync(conf, `[model]\npath = ${modelDir}\n[engine]\npipeline_stages = 2\n`);
+  const asks = [
+    { prompt: [9707, 11, 1879, 13, 576, 3974], temperature: 0 },
+    { prompt: 'The quick brown fox', temperature: 0.9, seed: 5 },
+  ];
+  const run = (c, ask) => c.completions.create({ model: 'tiny', max_tokens: 12, ignore_eos: true, logprobs: 1,
+    return_tokens_as_token_ids: true, ...ask }).then((r) => [idsOf(r.choices[0]), r.choices[0].logprobs.token_logprobs]);
+  const oneStage = await Promise.all(asks.map((ask) => run(client, ask)));
+  for (const flags of [['--pipeline-stages', '2'], ['--config', conf]]) {
+    const piped = await startServer(modelDir, flags);
+    try {
+      const c = new OpenAI({ baseURL: piped.baseURL + '/v1', apiKey: 'unused', maxRetries: 0 });
+      assert.deepEqual(await Promise.all(asks.map((ask) => run(c, ask))), oneStage, flags.join(' '));
+    } finally {
+      await piped.stop();
+    }
+  }
+  const tooMany = spawnSync(process.env.TROUPE_BINARY, ['serve', '--model', modelDir, '--pipeline-stages', '3'],
+                            { encoding: 'utf8' });
+  assert.equal(tooMany.status, 1);
+  assert.match(tooMany.stderr, /3 pipeline stages: this model has 2 layers and each stage needs at least one/);
+});
