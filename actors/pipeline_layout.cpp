@@ -35,7 +35,8 @@ result<std::vector<layer_range>> pipeline_layout(int stages, const std::vector<l
     if (auto s = check(ranges, num_layers); !s) return s.err();
     return ranges;
   }
-  if (stages < 1 || stages > num_layers)
+  if (stages < 1) return error{std::to_string(stages) + " pipeline stages: there must be at least one"};
+  if (stages > num_layers)
     return error{std::to_string(stages) + " pipeline stages: this model has " + std::to_string(num_layers) +
                  " layers and each stage needs at least one"};
   std::vector<layer_range> out;

@@ -69,12 +69,14 @@ BOOST_AUTO_TEST_CASE(layer_ranges_are_split_evenly_or_checked) {
     BOOST_REQUIRE(!r);
     BOOST_TEST(r.err().message.find(message) != std::string::npos, r.err().message);
   }
-  for (int stages : {0, 9}) {
+  for (int stages : {0, -2}) {
     auto r = pipeline_layout(stages, {}, 8);
     BOOST_REQUIRE(!r);
-    BOOST_TEST(r.err().message ==
-               std::to_string(stages) + " pipeline stages: this model has 8 layers and each stage needs at least one");
+    BOOST_TEST(r.err().message == std::to_string(stages) + " pipeline stages: there must be at least one");
   }
+  auto r = pipeline_layout(9, {}, 8);
+  BOOST_REQUIRE(!r);
+  BOOST_TEST(r.err().message == "9 pipeline stages: this model has 8 layers and each stage needs at least one");
 }
 
 BOOST_AUTO_TEST_CASE(an_engine_with_an_invalid_split_does_not_start) {
