@@ -10,7 +10,6 @@
 
 #include "kernels/cuda/check.cuh"
 #include "kernels/cuda/fused_moe.cuh"
-#include "kernels/cuda/kv_cache_write.cuh"
 #include "kernels/cuda/matmul.cuh"
 #include "kernels/cuda/moe_routing.cuh"
 #include "kernels/cuda/paged_attention.cuh"
@@ -91,7 +90,7 @@ int main(int argc, char** argv) {
   const int qkv_dim = q_dim + 2 * kv_dim, e = c.num_experts, k = c.num_experts_per_tok;
   const int context = 600, block_size = 16, blocks_each = 64;
   std::printf("| op | batch 1 (us) | batch 32 (us) | batch 128 (us) |\n| --- | --- | --- | --- |\n");
-  std::vector<std::vector<float>> rows(11);
+  std::vector<std::vector<float>> rows(10);
   for (int n : {1, 32, 128}) {
     float* residual = zeros<float>(size_t(n) * h);
     bf16 *normed = zeros<bf16>(size_t(n) * h), *qkv = zeros<bf16>(size_t(n) * qkv_dim);
@@ -142,10 +141,8 @@ int main(int argc, char** argv) {
     rows[r++].push_back(mean_us([&] { cuda::matmul(cublas, normed, n, h, l.qkv, qkv_dim, dtype::bf16, qkv); }));
     rows[r++].push_back(mean_us([&] {
       cuda::qk_norm_rope(qkv, qkv + q_dim, l.q_norm, l.k_norm, eps, n, c.num_heads, c.num_kv_heads, c.head_dim,
-                         qkv_dim, qkv_dim, d_positions, float(c.rope_theta), stream);
-    }));
-    rows[r++].push_back(mean_us([&] {
-      cuda::kv_cache_write(qkv + q_dim, qkv + q_dim + kv_dim, n, kv_dim, qkv_dim, d_slots, keys, values, stream);
+                         qkv_dim, qkv_dim, d_positions, float(c.rope_theta),
+                         {qkv + q_dim + kv_dim, qkv_dim, d_slots, keys, values}, stream);
     }));
     rows[r++].push_back(mean_us([&] {
       cuda::paged_attention(qkv, qkv_dim, n, c.num_heads, c.num_kv_heads, c.head_dim,
@@ -164,7 +161,7 @@ int main(int argc, char** argv) {
                           stream);
     }));
   }
-  const char* names[] = {"rms_norm (x2 per layer)", "qkv matmul", "qk_norm_rope", "kv_cache_write",
+  const char* names[] = {"rms_norm (x2 per layer)", "qkv matmul", "qk_norm_rope + KV cache write",
                          "paged_attention, 600 positions", "o matmul", "router matmul", "route_top_k",
                          "fused_moe", "lm_head (once per step)", "sample_tokens, top_p 0.9 (once per step)"};
   for (size_t i = 0; i < rows.size(); ++i)

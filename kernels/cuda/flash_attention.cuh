@@ -8,7 +8,7 @@ namespace troupe::cuda {
 // cpu::paged_kv describes). Sequence s has new tokens query_starts[s]..query_starts[s + 1]
 // - 1 of the batch, at positions positions_start[s] onwards; its block table
 // block_tables[s * max_blocks ..] covers every position up to its last new token, and the
-// pool already holds all of them (kv_cache_write ran first). max_query_len is at least
+// pool already holds all of them (qk_norm_rope wrote them). max_query_len is at least
 // every sequence's count of new tokens. Device pointers except the three host ints.
 struct flash_attention_batch {
   const __nv_bfloat16* keys;

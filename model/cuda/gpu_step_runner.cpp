@@ -8,7 +8,6 @@
 #include "kernels/cuda/embedding.cuh"
 #include "kernels/cuda/flash_attention.cuh"
 #include "kernels/cuda/gather_rows.cuh"
-#include "kernels/cuda/kv_cache_write.cuh"
 #include "kernels/cuda/matmul.cuh"
 #include "kernels/cuda/moe_routing.cuh"
 #include "kernels/cuda/gemv.cuh"
@@ -200,11 +199,11 @@ status gpu_step_runner::forward(const shape& s) {
     const gpu_layer_weights& l = w.layers[size_t(i)];
     norm_matmul(i == 0 ? nullptr : b.block_out, l.input_norm, l.qkv, qkv_dim, dtype::bf16, b.qkv, false);
     if (l.qkv_bias != nullptr) cuda::add_bias(b.qkv, n, qkv_dim, qkv_dim, l.qkv_bias, stream_);
-    bf16* k = b.qkv + q_dim;
-    bf16* v = k + kv_dim;
+    const bf16* k = b.qkv + q_dim;
+    const bf16* v = k + kv_dim;
     cuda::qk_norm_rope(b.qkv, k, l.q_norm, l.k_norm, eps, n, heads, kv_heads, hd, qkv_dim, qkv_dim,
-                       in.positions.device, float(c.rope_theta), stream_);
-    cuda::kv_cache_write(k, v, n, kv_dim, qkv_dim, in.slots.device, b.keys[size_t(i)], b.values[size_t(i)], stream_);
+                       in.positions.device, float(c.rope_theta),
+                       {v, qkv_dim, in.slots.device, b.keys[size_t(i)], b.values[size_t(i)]}, stream_);
     if (s.decode) {
       cuda::paged_attention(b.qkv, qkv_dim, s.seqs, heads, kv_heads, hd,
                             {b.keys[size_t(i)], b.values[size_t(i)], options_.block_size, in.block_tables.device,
