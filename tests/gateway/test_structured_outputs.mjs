@@ -1,15 +1,14 @@
-// Structured outputs and forced tool calls through the official `openai` SDK, against a
-// real troupe server with random weights: whatever the weights, the grammar holds, so
-// every answer is checked with ajv (an independent JSON Schema validator) against the
-// schema the request gave.
+// Structured outputs and forced tool calls (Qwen3's hermes markup) through the official
+// `openai` SDK, against a real troupe server with random weights: whatever the weights,
+// the grammar holds, so every answer is checked with ajv (an independent JSON Schema
+// validator) against the schema the request gave.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import Ajv from 'ajv';
 import OpenAI from 'openai';
+import { assertValid, chat, forcedToolCallTests, seeds } from './forced_tool_calls.mjs';
 import { makeTinyModel, startServer } from './server_process.mjs';
 
 let server, client;
-const ajv = new Ajv({ allErrors: true });
 
 before(async () => {
   server = await startServer(makeTinyModel(), ['--max-num-seqs', '32']);
@@ -34,75 +33,8 @@ const tools = [
   { type: 'function', function: { name: 'get_weather', description: 'Weather of a city', parameters: weather } },
   { type: 'function', function: { name: 'search', description: 'Search the web', parameters: search } },
 ];
-const schemaOf = { get_weather: weather, search };
-const seeds = [1, 2, 3, 4, 5, 6];
 
-const chat = (extra) => ({ model: 'tiny', messages: [{ role: 'user', content: 'What is the weather in Paris?' }],
-  max_tokens: 600, ...extra });
-
-function assertValid(schema, value, what) {
-  const validate = ajv.compile(schema);
-  assert.ok(validate(value), `${what}: ${JSON.stringify(value)} ${ajv.errorsText(validate.errors)}`);
-}
-
-function assertValidCalls(message, allowed) {
-  assert.equal(message.content, null);
-  for (const call of message.tool_calls) {
-    assert.equal(call.type, 'function');
-    assert.ok(allowed.includes(call.function.name), call.function.name);
-    assert.match(call.id, /^call_/);
-    assertValid(schemaOf[call.function.name], JSON.parse(call.function.arguments), call.function.name);
-  }
-}
-
-test('a named tool_choice always returns one valid call of that tool', async () => {
-  const runs = seeds.map((seed) => client.chat.completions.create(chat({ tools, seed,
-    tool_choice: { type: 'function', function: { name: 'search' } } })));
-  for (const r of await Promise.all(runs)) {
-    assert.equal(r.choices[0].finish_reason, 'tool_calls');
-    assert.equal(r.choices[0].message.tool_calls.length, 1);
-    assertValidCalls(r.choices[0].message, ['search']);
-  }
-});
-
-test('tool_choice "required" without parallel calls returns exactly one valid call', async () => {
-  const runs = seeds.map((seed) => client.chat.completions.create(chat({ tools, seed, tool_choice: 'required',
-    parallel_tool_calls: false })));
-  for (const r of await Promise.all(runs)) {
-    assert.equal(r.choices[0].finish_reason, 'tool_calls');
-    assert.equal(r.choices[0].message.tool_calls.length, 1);
-    assertValidCalls(r.choices[0].message, ['get_weather', 'search']);
-  }
-});
-
-test('tool_choice "required" with parallel calls returns one or more valid calls', async () => {
-  const runs = seeds.map((seed) => client.chat.completions.create(chat({ tools, seed, tool_choice: 'required',
-    max_tokens: 2000 })));
-  let several = 0;
-  for (const r of await Promise.all(runs)) {
-    assert.equal(r.choices[0].finish_reason, 'tool_calls');
-    assert.ok(r.choices[0].message.tool_calls.length >= 1);
-    several += r.choices[0].message.tool_calls.length > 1;
-    assertValidCalls(r.choices[0].message, ['get_weather', 'search']);
-  }
-  assert.ok(several > 0, 'some answer makes several calls');
-});
-
-test('streamed tool calls, reassembled by the SDK stream helper, equal the non-streamed ones', async () => {
-  for (const extra of [{ tool_choice: { type: 'function', function: { name: 'get_weather' } } },
-    { tool_choice: 'required', max_tokens: 2000 }]) {
-    for (const seed of [7, 8]) {
-      const args = chat({ tools, seed, ...extra });
-      const whole = await client.chat.completions.create(args);
-      const streamed = await client.chat.completions.stream(args).finalChatCompletion();
-      const calls = (m) => m.tool_calls.map((c) => ({ name: c.function.name, arguments: c.function.arguments }));
-      assert.ok(whole.choices[0].message.tool_calls.length >= 1);
-      assert.deepEqual(calls(streamed.choices[0].message), calls(whole.choices[0].message), JSON.stringify(extra));
-      assert.equal(streamed.choices[0].finish_reason, 'tool_calls');
-      assertValidCalls(streamed.choices[0].message, ['get_weather', 'search']);
-    }
-  }
-});
+forcedToolCallTests(() => client, tools);
 
 const order = {
   type: 'object',

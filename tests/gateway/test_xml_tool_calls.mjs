@@ -6,12 +6,11 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import Ajv from 'ajv';
 import OpenAI from 'openai';
+import { chat, forcedToolCallTests } from './forced_tool_calls.mjs';
 import { makeTinyModel, startServer, sourceDir } from './server_process.mjs';
 
 let server, client;
-const ajv = new Ajv({ allErrors: true });
 
 // The tiny model with Qwen3.5's chat template in place of Qwen3's.
 function makeXmlTemplateModel() {
@@ -48,22 +47,6 @@ const tools = [
   { type: 'function', function: { name: 'get_weather', description: 'Weather of a city', parameters: weather } },
   { type: 'function', function: { name: 'search', description: 'Search the web', parameters: search } },
 ];
-const schemaOf = { get_weather: weather, search };
-const seeds = [1, 2, 3, 4, 5, 6];
-
-const chat = (extra) => ({ model: 'tiny', messages: [{ role: 'user', content: 'What is the weather in Paris?' }],
-  max_tokens: 600, ...extra });
-
-function assertValidCalls(message, allowed) {
-  assert.equal(message.content, null);
-  for (const call of message.tool_calls) {
-    assert.ok(allowed.includes(call.function.name), call.function.name);
-    assert.match(call.id, /^call_/);
-    const validate = ajv.compile(schemaOf[call.function.name]);
-    const args = JSON.parse(call.function.arguments);
-    assert.ok(validate(args), `${call.function.name}: ${call.function.arguments} ${ajv.errorsText(validate.errors)}`);
-  }
-}
 
 test('the template teaches the xml markup', async () => {
   const r = await fetch(server.baseURL + '/tokenize', { method: 'POST', headers: { 'Content-Type': 'application/json' },
@@ -74,43 +57,7 @@ test('the template teaches the xml markup', async () => {
   assert.match((await d.json()).prompt, /<function=example_function_name>/);
 });
 
-test('a named tool_choice always returns one valid call of that tool', async () => {
-  const runs = seeds.map((seed) => client.chat.completions.create(chat({ tools, seed,
-    tool_choice: { type: 'function', function: { name: 'search' } } })));
-  for (const r of await Promise.all(runs)) {
-    assert.equal(r.choices[0].finish_reason, 'tool_calls');
-    assert.equal(r.choices[0].message.tool_calls.length, 1);
-    assertValidCalls(r.choices[0].message, ['search']);
-  }
-});
-
-test('tool_choice "required" without parallel calls returns exactly one valid call', async () => {
-  const runs = seeds.map((seed) => client.chat.completions.create(chat({ tools, seed, tool_choice: 'required',
-    parallel_tool_calls: false })));
-  for (const r of await Promise.all(runs)) {
-    assert.equal(r.choices[0].finish_reason, 'tool_calls');
-    assert.equal(r.choices[0].message.tool_calls.length, 1);
-    assertValidCalls(r.choices[0].message, ['get_weather', 'search']);
-  }
-});
-
-test('tool_choice "required" with parallel calls returns one or more valid calls, streamed alike', async () => {
-  const runs = seeds.map((seed) => client.chat.completions.create(chat({ tools, seed, tool_choice: 'required',
-    max_tokens: 2000 })));
-  let several = 0;
-  for (const r of await Promise.all(runs)) {
-    assert.equal(r.choices[0].finish_reason, 'tool_calls');
-    assert.ok(r.choices[0].message.tool_calls.length >= 1);
-    several += r.choices[0].message.tool_calls.length > 1;
-    assertValidCalls(r.choices[0].message, ['get_weather', 'search']);
-  }
-  assert.ok(several > 0, 'some answer makes several calls');
-  const args = chat({ tools, seed: 7, tool_choice: 'required', max_tokens: 2000 });
-  const whole = await client.chat.completions.create(args);
-  const streamed = await client.chat.completions.stream(args).finalChatCompletion();
-  const calls = (m) => m.tool_calls.map((c) => ({ name: c.function.name, arguments: c.function.arguments }));
-  assert.deepEqual(calls(streamed.choices[0].message), calls(whole.choices[0].message));
-});
+forcedToolCallTests(() => client, tools);
 
 test('what the xml markup cannot carry is a 400 naming it, never a 500', async () => {
   const rejects = async (parameters, pattern) => assert.rejects(client.chat.completions.create(chat({
