@@ -13,16 +13,12 @@
 #include "gateway/json_schema_grammar.hpp"
 #include "gateway/reasoning_grammar.hpp"
 #include "model/grammar/grammar_matcher.hpp"
+#include "tests/support/grammar_walk.hpp"
 
 using namespace troupe;
+using test::matcher_of;
 
 namespace {
-
-grammar_matcher matcher_of(const grammar& g) {
-  auto compiled = compiled_grammar::compile(g);
-  BOOST_REQUIRE_MESSAGE(compiled.ok(), (compiled.ok() ? "" : compiled.err().message));
-  return grammar_matcher(std::make_shared<const compiled_grammar>(std::move(compiled).value()));
-}
 
 bool takes(grammar_matcher m, const std::string& text, bool whole) {
   return m.advance(text) && (!whole || m.accepts_end());

@@ -11,16 +11,12 @@
 
 #include "model/grammar/grammar_builder.hpp"
 #include "model/grammar/grammar_matcher.hpp"
+#include "tests/support/grammar_walk.hpp"
 
 using namespace troupe;
+using test::matcher_of;
 
 namespace {
-
-grammar_matcher matcher_of(const grammar& g) {
-  auto compiled = compiled_grammar::compile(g);
-  BOOST_REQUIRE_MESSAGE(compiled.ok(), (compiled.ok() ? "" : compiled.err().message));
-  return grammar_matcher(std::make_shared<const compiled_grammar>(std::move(compiled).value()));
-}
 
 // "ab" or "a" then any number of "c", then "!" optionally.
 grammar ab_or_acs() {
