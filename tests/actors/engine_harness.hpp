@@ -82,6 +82,22 @@ inline std::map<request_id, outcome> run_requests(caf::scoped_actor& self, const
   return out;
 }
 
+// run_requests while `victim` (a supervisor child's name) is killed each time the tokens
+// seen reach a multiple of `every`, `times` times in all (checked).
+inline std::map<request_id, outcome> run_requests_killing(caf::scoped_actor& self, const engine& e,
+                                                          const std::vector<generation_request>& requests,
+                                                          const std::string& victim, int every, int times) {
+  int kills = 0;
+  auto out = run_requests(self, e, requests, [&](int seen) {
+    if (seen % every == 0 && kills < times) {
+      self->send(e.supervisor, crash_atom::value, victim);
+      ++kills;
+    }
+  });
+  BOOST_TEST(kills == times, victim << " was killed " << kills << " times, not " << times);
+  return out;
+}
+
 // The engine's figures, from its scheduler.
 inline engine_stats stats_of(caf::scoped_actor& self, const engine& e) {
   engine_stats stats;
@@ -120,6 +136,28 @@ inline std::vector<int> greedy_alone(const qwen3_moe& model, const std::vector<i
     logits = s.forward(std::vector<int>{next});
   }
   return out;
+}
+
+// 16 seeded top-p streams run fault-free, then again with `victim` killed 5 times: every
+// request ends once, by length, with the fault-free tokens, and the scheduler recovered.
+inline void expect_crash_drill_replays(caf::scoped_actor& self, const engine& e, const std::string& victim) {
+  auto requests = greedy_requests(16, 4, 24, e.config.vocab_size);
+  for (auto& r : requests) {  // seeded sampling must replay exactly too
+    r.sampling.temperature = 0.8f;
+    r.sampling.top_p = 0.9f;
+    r.sampling.seed = r.id * 77;
+  }
+  const auto fault_free = run_requests(self, e, requests);
+  for (auto& r : requests) r.id += 100;
+  const auto faulty = run_requests_killing(self, e, requests, victim, 30, 5);
+  for (const auto& r : requests) {
+    BOOST_TEST_CONTEXT(victim << " killed, request " << r.id) {
+      BOOST_TEST(faulty.at(r.id).events_after_finish == 0);
+      BOOST_TEST(faulty.at(r.id).tokens == fault_free.at(r.id - 100).tokens);
+      BOOST_TEST(int(faulty.at(r.id).finish) == int(finish_reason::length));
+    }
+  }
+  BOOST_TEST(stats_of(self, e).recoveries > 0u, victim);
 }
 
 // Every request ended once, by length, with the tokens of its prompt run alone (greedy).

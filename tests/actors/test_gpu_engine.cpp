@@ -80,15 +80,8 @@ BOOST_AUTO_TEST_CASE(crashed_stage_and_expert_group_come_back_with_the_same_toke
     BOOST_REQUIRE(e);
     caf::scoped_actor self{system};
     const auto requests = golden_requests(8, 1);
-    int kills = 0;
-    auto got = test::run_requests(self, *e, requests, [&](int seen) {
-      if (seen % 20 == 0 && kills < 3) {
-        self->send(e->supervisor, crash_atom::value, victim);
-        ++kills;
-      }
-    });
+    auto got = test::run_requests_killing(self, *e, requests, victim, 20, 3);
     BOOST_TEST_CONTEXT(victim) {
-      BOOST_TEST(kills == 3);
       for (const auto& r : requests) {
         BOOST_TEST(got.at(r.id).events_after_finish == 0);
         BOOST_TEST(int(got.at(r.id).finish) == int(finish_reason::length));
@@ -126,14 +119,7 @@ BOOST_AUTO_TEST_CASE(constrained_requests_give_valid_outputs_and_survive_stage_c
   for (const auto& r : requests)
     if (!r.output_grammar.rules.empty()) test::expect_status_object(fault_free.at(r.id).tokens, *options.vocabulary, eos);
   for (auto& r : requests) r.id += 100;
-  int kills = 0;
-  const auto faulty = test::run_requests(self, *e, requests, [&](int seen) {
-    if (seen % 20 == 0 && kills < 3) {
-      self->send(e->supervisor, crash_atom::value, std::string("stage_0"));
-      ++kills;
-    }
-  });
-  BOOST_TEST(kills == 3);
+  const auto faulty = test::run_requests_killing(self, *e, requests, "stage_0", 20, 3);
   for (const auto& r : requests) {
     BOOST_TEST_CONTEXT("request " << r.id) {
       const auto& got = faulty.at(r.id);

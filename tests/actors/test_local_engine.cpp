@@ -65,31 +65,7 @@ BOOST_AUTO_TEST_CASE(crashed_stages_and_expert_groups_are_restarted_without_gaps
     auto e = start_local_engine(system, test::fixture_options());
     BOOST_REQUIRE(e);
     caf::scoped_actor self{system};
-    auto requests = test::greedy_requests(16, 4, 24, e->config.vocab_size);
-    for (auto& r : requests) {  // seeded sampling must replay exactly too
-      r.sampling.temperature = 0.8f;
-      r.sampling.top_p = 0.9f;
-      r.sampling.seed = r.id * 77;
-    }
-    auto fault_free = test::run_requests(self, *e, requests);
-    for (auto& r : requests) r.id += 100;
-    int kills = 0;
-    auto faulty = test::run_requests(self, *e, requests, [&](int seen) {
-      if (seen % 30 == 0 && kills < 5) {
-        self->send(e->supervisor, crash_atom::value, victim);
-        ++kills;
-      }
-    });
-    BOOST_TEST_CONTEXT(victim) {
-      BOOST_TEST(kills == 5);
-      for (const auto& r : requests) {
-        BOOST_TEST(faulty.at(r.id).events_after_finish == 0);
-        BOOST_TEST(faulty.at(r.id).tokens == fault_free.at(r.id - 100).tokens);
-        BOOST_TEST(int(faulty.at(r.id).finish) == int(finish_reason::length));
-      }
-      const engine_stats stats = test::stats_of(self, *e);
-      BOOST_TEST(stats.recoveries > 0u);
-    }
+    test::expect_crash_drill_replays(self, *e, victim);
     e->stop(system);
   }
 }
@@ -153,14 +129,7 @@ BOOST_AUTO_TEST_CASE(constrained_streams_survive_stage_crashes_with_the_same_val
       auto fault_free = test::run_requests(self, *e, requests);
       test::expect_same_as_alone(free, fault_free);
       for (auto& r : requests) r.id += 100;
-      int kills = 0;
-      auto faulty = test::run_requests(self, *e, requests, [&](int seen) {
-        if (seen % 20 == 0 && kills < 5) {
-          self->send(e->supervisor, crash_atom::value, std::string(victim));
-          ++kills;
-        }
-      });
-      BOOST_TEST(kills == 5);
+      auto faulty = test::run_requests_killing(self, *e, requests, victim, 20, 5);
       for (const auto& r : requests) {
         BOOST_TEST_CONTEXT("request " << r.id) {
           const auto& got = faulty.at(r.id);

@@ -182,30 +182,7 @@ BOOST_AUTO_TEST_CASE(crashed_pipeline_stages_are_restarted_without_gaps_or_dupli
       auto e = start_local_engine(system, options);
       BOOST_REQUIRE(e);
       caf::scoped_actor self{system};
-      auto requests = test::greedy_requests(16, 4, 24, e->config.vocab_size);
-      for (auto& r : requests) {
-        r.sampling.temperature = 0.8f;
-        r.sampling.top_p = 0.9f;
-        r.sampling.seed = r.id * 77;
-      }
-      auto fault_free = test::run_requests(self, *e, requests);
-      for (auto& r : requests) r.id += 100;
-      int kills = 0;
-      auto faulty = test::run_requests(self, *e, requests, [&](int seen) {
-        if (seen % 30 == 0 && kills < 5) {
-          self->send(e->supervisor, crash_atom::value, std::string(victim));
-          ++kills;
-        }
-      });
-      BOOST_TEST(kills == 5);
-      for (const auto& r : requests) {
-        BOOST_TEST_CONTEXT("request " << r.id) {
-          BOOST_TEST(faulty.at(r.id).events_after_finish == 0);
-          BOOST_TEST(faulty.at(r.id).tokens == fault_free.at(r.id - 100).tokens);
-          BOOST_TEST(int(faulty.at(r.id).finish) == int(finish_reason::length));
-        }
-      }
-      BOOST_TEST(test::stats_of(self, *e).recoveries > 0u);
+      test::expect_crash_drill_replays(self, *e, victim);
       e->stop(system);
     }
   }
