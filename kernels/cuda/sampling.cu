@@ -95,17 +95,27 @@ static __device__ arg_max better(arg_max a, arg_max b) {
   return b.value > a.value || (b.value == a.value && b.id < a.id) ? b : a;
 }
 
-static __device__ arg_max block_arg_max(arg_max m) {
-  __shared__ arg_max partial[warps];
-  for (int offset = 16; offset > 0; offset /= 2)
-    m = better(m, {__shfl_xor_sync(full_mask, m.value, offset),
-                   __shfl_xor_sync(full_mask, m.id, offset)});
-  if (threadIdx.x % 32 == 0) partial[threadIdx.x / 32] = m;
+// A block-wide fold of one value per thread: each warp's lanes first (from_lane(v, offset)
+// is lane ^ offset's v), then the warps' results in warp order.
+template <class T, class FromLane, class Merge>
+static __device__ T block_fold(T v, FromLane from_lane, Merge merge) {
+  __shared__ T partial[warps];
+  for (int offset = 16; offset > 0; offset /= 2) v = merge(v, from_lane(v, offset));
+  if (threadIdx.x % 32 == 0) partial[threadIdx.x / 32] = v;
   __syncthreads();
-  m = partial[0];
-  for (int w = 1; w < warps; ++w) m = better(m, partial[w]);
+  v = partial[0];
+  for (int w = 1; w < warps; ++w) v = merge(v, partial[w]);
   __syncthreads();  // partial is free for the next call
-  return m;
+  return v;
+}
+
+static __device__ arg_max block_arg_max(arg_max m) {
+  return block_fold(
+      m,
+      [](arg_max v, int offset) {
+        return arg_max{__shfl_xor_sync(full_mask, v.value, offset), __shfl_xor_sync(full_mask, v.id, offset)};
+      },
+      better);
 }
 
 // sum of exp(x - max) over the values seen, rescaled (in fp64) only when the max moves.
@@ -134,16 +144,12 @@ static __device__ log_sum merge(log_sum a, log_sum b) {
 }
 
 static __device__ log_sum block_log_sum(log_sum s) {
-  __shared__ log_sum partial[warps];
-  for (int offset = 16; offset > 0; offset /= 2)
-    s = merge(s, {__shfl_xor_sync(full_mask, s.max, offset),
-                  __shfl_xor_sync(full_mask, s.sum, offset)});
-  if (threadIdx.x % 32 == 0) partial[threadIdx.x / 32] = s;
-  __syncthreads();
-  s = partial[0];
-  for (int w = 1; w < warps; ++w) s = merge(s, partial[w]);
-  __syncthreads();
-  return s;
+  return block_fold(
+      s,
+      [](log_sum v, int offset) {
+        return log_sum{__shfl_xor_sync(full_mask, v.max, offset), __shfl_xor_sync(full_mask, v.sum, offset)};
+      },
+      merge);
 }
 
 // Thread t's share of a sum in thread order: [before, after). The ranges tile [0, total)
