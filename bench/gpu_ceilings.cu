@@ -9,6 +9,7 @@
 #include <cublas_v2.h>
 #include <cuda_bf16.h>
 
+#include "bench/copy_bandwidth.hpp"
 #include "bench/cuda_bench_support.cuh"
 #include "kernels/cuda/check.cuh"
 
@@ -18,17 +19,9 @@ namespace {
 
 void copy_bandwidth() {
   const size_t bytes = size_t(4) << 30;
-  void *src, *dst;
-  TROUPE_CUDA_CHECK(cudaMalloc(&src, bytes));
-  TROUPE_CUDA_CHECK(cudaMalloc(&dst, bytes));
-  troupe::cuda::fill_uniform(static_cast<__nv_bfloat16*>(src), int64_t(bytes / 2), 1.0f, 7, nullptr);
-  const float ms = median_ms(2, 9, [&] {
-    TROUPE_CUDA_CHECK(cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToDevice));
-  });
+  const double gbs = copy_bandwidth_gbs(bytes, 9);
   std::printf("copy: %.1f GiB device-to-device, median %.3f ms, %.0f GB/s (read + write)\n",
-              double(bytes) / double(1 << 30), ms, 2.0 * double(bytes) / (ms * 1e-3) / 1e9);
-  TROUPE_CUDA_CHECK(cudaFree(src));
-  TROUPE_CUDA_CHECK(cudaFree(dst));
+              double(bytes) / double(1 << 30), 2.0 * double(bytes) / (gbs * 1e9) * 1e3, gbs);
 }
 
 void gemm_rate() {

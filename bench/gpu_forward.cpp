@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/copy_bandwidth.hpp"
 #include "kernels/cuda/check.cuh"
 #include "model/cuda/gpu_step_runner.hpp"
 
@@ -23,27 +24,6 @@ constexpr int block_size = 16;
 
 double now_s() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-
-// Device-to-device copy bandwidth, bytes read plus written: the floor's denominator.
-double copy_bandwidth() {
-  const size_t bytes = size_t(2) << 30;
-  void *src, *dst;
-  TROUPE_CUDA_CHECK(cudaMalloc(&src, bytes));
-  TROUPE_CUDA_CHECK(cudaMalloc(&dst, bytes));
-  TROUPE_CUDA_CHECK(cudaMemset(src, 1, bytes));
-  std::vector<double> gbs;
-  for (int i = 0; i < 7; ++i) {
-    TROUPE_CUDA_CHECK(cudaDeviceSynchronize());
-    const double t = now_s();
-    TROUPE_CUDA_CHECK(cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToDevice));
-    TROUPE_CUDA_CHECK(cudaDeviceSynchronize());
-    gbs.push_back(2.0 * double(bytes) / (now_s() - t) / 1e9);
-  }
-  TROUPE_CUDA_CHECK(cudaFree(src));
-  TROUPE_CUDA_CHECK(cudaFree(dst));
-  std::sort(gbs.begin(), gbs.end());
-  return gbs[gbs.size() / 2];
 }
 
 // Bytes of weights one decoded token reads: attention, router, its k experts, lm_head.
@@ -162,7 +142,7 @@ int main(int argc, char** argv) {
     return 1;
   }
 
-  const double bw = copy_bandwidth(), bytes = bytes_per_token(c);
+  const double bw = bench::copy_bandwidth_gbs(size_t(2) << 30, 7), bytes = bytes_per_token(c);
   const double floor = bw * 1e9 / bytes;
   std::printf("device copy bandwidth %.0f GB/s; weights read per decoded token %.2f GB\n", bw, bytes / 1e9);
   std::printf("| measure | troupe | reference |\n| --- | --- | --- |\n");
