@@ -16,6 +16,7 @@ static constexpr int chunk = 16;  // positions a warp takes per step: one k-step
 static constexpr int max_group = 16;
 static constexpr int max_split_len = 1024;
 static constexpr int min_split_chunks = 4;
+static constexpr int few_kv_heads = 16;
 static constexpr int target_warps = 8192;
 static constexpr int max_splits_wanted = 128;  // the merge reads every split
 static constexpr float log2e = 1.44269504f;
@@ -28,13 +29,15 @@ struct split_plan {
 
 // Enough splits that the batch has about 8k warps (a short batch still fills the GPU),
 // each at least min_split_chunks chunks long (on the H200, at 600 positions: batch 32
-// 25 us against 47 us with one-chunk splits, batch 1 13 us against 11) and at most 1024
-// positions.
+// 25 us against 47 us with one-chunk splits) and at most 1024 positions. A batch of a few
+// KV heads takes one-chunk splits: its warps are latency-bound (the decode step at batch 1
+// and 512 positions: 277 tok/s against 269).
 split_plan plan_splits(int seqs, int kv_heads, int max_seq_len) {
   const int chunks = (max_seq_len + chunk - 1) / chunk;
   const int wanted = std::min((target_warps + seqs * kv_heads - 1) / (seqs * kv_heads), max_splits_wanted);
   const int least = (max_seq_len + max_split_len - 1) / max_split_len;
-  const int splits = std::max(std::min(wanted, (chunks + min_split_chunks - 1) / min_split_chunks), least);
+  const int min_chunks = seqs * kv_heads <= few_kv_heads ? 1 : min_split_chunks;
+  const int splits = std::max(std::min(wanted, (chunks + min_chunks - 1) / min_chunks), least);
   const int split_len = (chunks + splits - 1) / splits * chunk;
   return {(max_seq_len + split_len - 1) / split_len, split_len};
 }
@@ -118,11 +121,15 @@ template <int head_dim, bool wide>
 static __global__ void __launch_bounds__(threads)
 split_kernel(const __nv_bfloat16* q, int q_stride, split_shape sh, paged_kv_batch kv, split_results results) {
   constexpr int quarter = head_dim / 4, k_steps = head_dim / 16, n_tiles = head_dim / 8;
-  begin_dependent();
   const int lane = int(threadIdx.x) % 32, g = lane / 4, t = lane % 4;
   const int split = int(blockIdx.x) * warps + int(threadIdx.x) / 32, kvh = int(blockIdx.y), s = int(blockIdx.z);
+  // The block tables, the lengths and every key and value but the newest position's come
+  // from before this step: they are read before the wait, while qk_norm_rope still runs.
   const int len = kv.seq_lens[s], first = split * sh.split_len;
-  if (first >= len) return;
+  if (first >= len) {
+    begin_dependent();
+    return;
+  }
   const int last = min(first + sh.split_len, len);
   const size_t row = size_t(sh.kv_heads) * head_dim;
   // The split's first 32 blocks of the table sit one per lane, so a position's slot is a
@@ -138,6 +145,39 @@ split_kernel(const __nv_bfloat16* q, int q_stride, split_shape sh, paged_kv_batc
     const int block = b < 32 ? from_lane : table[first_block + b];
     return size_t(block) * kv.block_size + min(p, last - 1) % kv.block_size;
   };
+  const __nv_bfloat16* keys = kv.keys + size_t(kvh) * head_dim;
+  const __nv_bfloat16* values = kv.values + size_t(kvh) * head_dim;
+  // Keys of positions c0 + g and c0 + 8 + g; values of c0 + 2t, 2t + 1, 2t + 8, 2t + 9.
+  // Positions past the end read nothing: zeros (the pool there may hold NaN). Position
+  // `newest` is read only when `with_newest`.
+  uint32_t kw[2][quarter / 2], vw[4][n_tiles / 2];
+  const int newest = len - 1;
+  auto load_chunk = [&](int c0, bool with_newest) {
+    const int end = with_newest ? last : min(last, newest);
+#pragma unroll
+    for (int half = 0; half < 2; ++half) {
+      const int p = c0 + half * 8 + g;
+      const size_t slot = slot_of(p);
+      load_words(p < end ? keys + slot * row + t * quarter : nullptr, kw[half]);
+    }
+#pragma unroll
+    for (int r = 0; r < 4; ++r) {
+      const int p = c0 + 2 * t + r % 2 + r / 2 * 8;
+      const size_t slot = slot_of(p);
+      load_words(p < end ? values + slot * row + g * n_tiles : nullptr, vw[r]);
+    }
+  };
+  load_chunk(first, false);
+  begin_dependent();
+  if (newest < first + chunk) {  // the first chunk holds the newest position: its row now
+    const size_t slot = slot_of(newest);  // by every lane: a shuffle
+#pragma unroll
+    for (int half = 0; half < 2; ++half)
+      if (first + half * 8 + g == newest) load_words(keys + slot * row + t * quarter, kw[half]);
+#pragma unroll
+    for (int r = 0; r < 4; ++r)
+      if (first + 2 * t + r % 2 + r / 2 * 8 == newest) load_words(values + slot * row + g * n_tiles, vw[r]);
+  }
 
   // Query fragments: a[0]/a[2] row g, a[1]/a[3] row g + 8, zero past the group.
   uint32_t qa[k_steps][4];
@@ -158,25 +198,8 @@ split_kernel(const __nv_bfloat16* q, int q_stride, split_shape sh, paged_kv_batc
   const float scale = rsqrtf(float(head_dim)) * log2e;
   float o[n_tiles][4] = {};
   float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f};  // rows g and g + 8
-  const __nv_bfloat16* keys = kv.keys + size_t(kvh) * head_dim;
-  const __nv_bfloat16* values = kv.values + size_t(kvh) * head_dim;
   for (int c0 = first; c0 < last; c0 += chunk) {
-    // Keys of positions c0 + g and c0 + 8 + g; values of c0 + 2t, 2t + 1, 2t + 8, 2t + 9.
-    // Positions past the end read nothing: zeros (the pool there may hold NaN).
-    uint32_t kw[2][quarter / 2], vw[4][n_tiles / 2];
-#pragma unroll
-    for (int half = 0; half < 2; ++half) {
-      const int p = c0 + half * 8 + g;
-      const size_t slot = slot_of(p);
-      load_words(p < last ? keys + slot * row + t * quarter : nullptr, kw[half]);
-    }
-#pragma unroll
-    for (int r = 0; r < 4; ++r) {
-      const int p = c0 + 2 * t + r % 2 + r / 2 * 8;
-      const size_t slot = slot_of(p);
-      load_words(p < last ? values + slot * row + g * n_tiles : nullptr, vw[r]);
-    }
-
+    if (c0 != first) load_chunk(c0, true);
     // Scores: sc[half][0..1] row g, positions c0 + half * 8 + 2t + (0, 1); [2..3] row g + 8.
     float sc[2][4] = {};
 #pragma unroll
