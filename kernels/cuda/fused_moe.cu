@@ -7,6 +7,7 @@
 #include "kernels/cuda/moe_align.cuh"
 #include "kernels/cuda/moe_combine.cuh"
 #include "kernels/cuda/moe_down.cuh"
+#include "kernels/cuda/moe_gemv.cuh"
 #include "kernels/cuda/moe_gate_up.cuh"
 #include "kernels/cuda/moe_grouped.cuh"
 #include "kernels/cuda/moe_tile_gemm.cuh"
@@ -52,8 +53,6 @@ static workspace_parts carve(char* base, int tokens, int k, int local_experts, i
   parts.plan.tiles =
       reinterpret_cast<int2*>(take(sizeof(int2) * std::max(decode_tiles, prefill_tiles)));
   parts.plan.tile_count = reinterpret_cast<int*>(take(sizeof(int)));
-  const int column_blocks = (hidden + moe_tile::decode::cols - 1) / moe_tile::decode::cols;
-  parts.plan.arrivals = reinterpret_cast<int*>(take(sizeof(int) * column_blocks));
   parts.act = reinterpret_cast<__nv_bfloat16*>(take(sizeof(__nv_bfloat16) * rows * inter));
   parts.y = reinterpret_cast<float*>(take(std::max(sizeof(float) * size_t(pairs) * hidden,
                                                    sizeof(__nv_bfloat16) * rows * hidden)));
@@ -93,20 +92,14 @@ void fused_moe(const __nv_bfloat16* x, int tokens, int hidden, const int* chosen
                 last_expert, parts.plan, parts.grouped, out, stream);
     return;
   }
-  if (tile_rows == decode_rows && pairs <= moe_inline_pairs) {
-    // Batch 1 and the like: two launches, the GEMM kernels planning and combining inline.
-    parts.plan.chosen = chosen;
-    parts.plan.tokens = tokens;
-    parts.plan.k = k;
-    parts.plan.first_expert = first_expert;
-    parts.plan.local_experts = local_experts;
-    moe_gate_up(x, hidden, k, w13, inter, parts.plan, parts.act, stream);
-    moe_down(parts.act, inter, w2, hidden, weights, parts.plan, parts.y, out, stream);
+  if (pairs <= moe_gemv_pairs) {
+    moe_gemv(x, tokens, hidden, chosen, weights, k, w13, w2, inter, first_expert, last_expert, parts.act, out,
+             stream);
     return;
   }
   moe_align(chosen, pairs, first_expert, local_experts, parts.plan, stream);
   moe_gate_up(x, hidden, k, w13, inter, parts.plan, parts.act, stream);
-  moe_down(parts.act, inter, w2, hidden, weights, parts.plan, parts.y, nullptr, stream);
+  moe_down(parts.act, inter, w2, hidden, weights, parts.plan, parts.y, stream);
   moe_combine(parts.y, chosen, tokens, k, hidden, first_expert, last_expert, out, stream);
 }
 

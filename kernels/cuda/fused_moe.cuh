@@ -5,6 +5,8 @@
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
+#include "kernels/cuda/moe_gemv.cuh"
+
 namespace troupe::cuda {
 
 // Bytes of scratch fused_moe needs for up to max_tokens tokens: the caller owns it (256-byte
@@ -25,8 +27,9 @@ size_t fused_moe_workspace_bytes(int max_tokens, int k, int local_experts, int h
 //
 // With cublas null it never syncs and its grids are fixed by the shape: graph-capturable.
 // It is then deterministic, and a token's output bits do not depend on the rest of a
-// batch of up to moe_inline_pairs pairs (batch 1 to 8 of Qwen3-30B-A3B, as cuda::matmul's
-// gemv rows); larger batches sum each dot product in another order, within bf16 rounding.
+// batch of up to moe_gemv_pairs pairs (batch 1 to 8 of Qwen3-30B-A3B, as cuda::matmul's
+// gemv rows: moe_gemv); larger batches sum each dot product in another order (tensor-core
+// tiles), within bf16 rounding.
 // With a cuBLAS handle (its stream `stream`), a batch of at least 64 pairs per local
 // expert goes through cuBLAS grouped GEMMs instead (moe_grouped): much faster for prefill,
 // but it copies the expert counts to the host and waits for the stream (never pass a

@@ -11,12 +11,6 @@ namespace troupe::cuda {
 // to offsets[e + 1], a multiple of tile_rows away. Tile i covers rows [tiles[i].y,
 // tiles[i].y + tile_rows) of expert tiles[i].x; *tile_count <= max_tiles of them are used.
 // Device pointers into the caller's workspace, sized with moe_max_tiles; two host ints.
-//
-// A batch of at most moe_inline_pairs pairs in 16-row tiles may skip moe_align instead:
-// with `chosen` set, every block of moe_gate_up and moe_down finds its tile in chosen
-// itself (the same tiles in the same rows; the arrays above go unused), saving a launch,
-// and moe_down also does moe_combine's sum, in the last of its blocks to finish each
-// column block, counted in `arrivals` (one int per column block, zeroed by moe_gate_up).
 struct moe_plan {
   int tile_rows;
   int max_tiles;
@@ -25,12 +19,7 @@ struct moe_plan {
   int* sorted_pairs;  // [max_tiles * tile_rows]
   int2* tiles;        // [max_tiles]
   int* tile_count;    // [1]
-  const int* chosen = nullptr;  // [tokens, k] global expert ids
-  int tokens = 0, k = 0, first_expert = 0, local_experts = 0;
-  int* arrivals = nullptr;
 };
-
-inline constexpr int moe_inline_pairs = 64;
 
 // At most this many tiles for `pairs` pairs: an expert with c pairs takes ceil(c /
 // tile_rows) tiles, and at most min(pairs, local_experts) experts have any.

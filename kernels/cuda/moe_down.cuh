@@ -12,13 +12,11 @@ namespace troupe::cuda {
 // in fp32. Rows of pairs in no tile (non-local experts) are left as they were. act
 // [plan.max_tiles * plan.tile_rows, inter] from moe_gate_up, w2 [local_experts, hidden,
 // inter], weights [tokens * k], y [tokens * k, hidden]. plan.tile_rows is 16 or 64; hidden
-// and inter are multiples of 16; device pointers 16-byte aligned. With an inline plan
-// (plan.chosen set, see moe_gate_up) it also does moe_combine into out [tokens, hidden];
-// otherwise out is unused. Launched as a programmatic dependent of the kernel before it
-// on the stream (moe_gate_up): it starts streaming w2 early, and waits for that kernel
-// before it reads act or the arrivals, so only those may come from it.
+// and inter are multiples of 16; device pointers 16-byte aligned. Launched as a
+// programmatic dependent of the kernel before it on the stream (moe_gate_up): it starts
+// streaming w2 early, and waits for that kernel before it reads act, so only act may come
+// from it.
 void moe_down(const __nv_bfloat16* act, int inter, const __nv_bfloat16* w2, int hidden,
-              const float* weights, const moe_plan& plan, float* y, __nv_bfloat16* out,
-              cudaStream_t stream);
+              const float* weights, const moe_plan& plan, float* y, cudaStream_t stream);
 
 }  // namespace troupe::cuda

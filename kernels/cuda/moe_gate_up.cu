@@ -12,20 +12,13 @@ namespace troupe::cuda {
 // Block (column block, tile): S::cols / 2 gate columns and the same up columns. Each
 // warp's weight rows are its gate rows followed by the up rows of the same columns, so
 // fragment j and fragment j + frags_n / 2 of a thread hold the same outputs' gate and up.
-template <class S, bool inline_plan>
+template <class S>
 static __global__ void __launch_bounds__(S::threads)
     moe_gate_up_kernel(const __nv_bfloat16* x, int hidden, int k, const __nv_bfloat16* w13,
                        int inter, moe_plan plan, __nv_bfloat16* act) {
   begin_dependent();
-  if constexpr (inline_plan) {
-    // One per column block of moe_down, which runs the same shape.
-    if (blockIdx.x == 0 && blockIdx.y == 0)
-      for (int i = int(threadIdx.x); i < (hidden + S::cols - 1) / S::cols; i += S::threads)
-        plan.arrivals[i] = 0;
-  }
   extern __shared__ __align__(128) unsigned char shared[];
-  __shared__ int tile_pairs[S::rows];
-  const moe_tile::tile tile = moe_tile::find_tile<S, inline_plan>(plan, blockIdx.y, tile_pairs);
+  const moe_tile::tile tile = moe_tile::find_tile(plan, blockIdx.y);
   if (tile.expert < 0) return;
   constexpr int warp_cols = S::frags_n / 2 * 16;
   const int n0 = int(blockIdx.x) * (S::cols / 2);
@@ -68,11 +61,11 @@ static __global__ void __launch_bounds__(S::threads)
     }
 }
 
-template <class S, bool inline_plan>
+template <class S>
 static void launch(const __nv_bfloat16* x, int hidden, int k, const __nv_bfloat16* w13, int inter,
                    const moe_plan& plan, __nv_bfloat16* act, cudaStream_t stream) {
   const dim3 grid((inter + S::cols / 2 - 1) / (S::cols / 2), plan.max_tiles);
-  auto* kernel = moe_gate_up_kernel<S, inline_plan>;
+  auto* kernel = moe_gate_up_kernel<S>;
   TROUPE_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                          int(S::shared_bytes)));
   launch_dependent(kernel, grid, S::threads, S::shared_bytes, stream, x, hidden, k, w13, inter, plan, act);
@@ -89,17 +82,11 @@ void moe_gate_up(const __nv_bfloat16* x, int hidden, int k, const __nv_bfloat16*
   TROUPE_CHECK(plan.max_tiles >= 0 && plan.max_tiles <= 65535, "too many tiles for the grid");
   TROUPE_CHECK(uintptr_t(x) % 16 == 0 && uintptr_t(w13) % 16 == 0 && uintptr_t(act) % 16 == 0,
                "pointers must be 16-byte aligned");
-  const bool inline_plan = plan.chosen != nullptr;
-  TROUPE_CHECK(!inline_plan || (plan.tile_rows == moe_tile::decode::rows && plan.k == k &&
-                                plan.tokens * k <= moe_inline_pairs && plan.arrivals != nullptr),
-               "an inline plan takes 16-row tiles, at most moe_inline_pairs pairs and arrivals");
   if (plan.max_tiles == 0) return;
-  if (inline_plan)
-    launch<moe_tile::inline_decode, true>(x, hidden, k, w13, inter, plan, act, stream);
-  else if (plan.tile_rows == moe_tile::decode::rows)
-    launch<moe_tile::decode, false>(x, hidden, k, w13, inter, plan, act, stream);
+  if (plan.tile_rows == moe_tile::decode::rows)
+    launch<moe_tile::decode>(x, hidden, k, w13, inter, plan, act, stream);
   else
-    launch<moe_tile::prefill, false>(x, hidden, k, w13, inter, plan, act, stream);
+    launch<moe_tile::prefill>(x, hidden, k, w13, inter, plan, act, stream);
 }
 
 }  // namespace troupe::cuda

@@ -12,10 +12,8 @@ namespace troupe::cuda {
 // fp32 dot products and silu, rounded once to bf16; padding rows (p = -1) get zeros.
 // x [tokens, hidden], w13 [local_experts, 2 * inter, hidden] (gate rows, then up rows),
 // act [plan.max_tiles * plan.tile_rows, inter]. plan.tile_rows is 16 or 64; hidden and
-// inter are multiples of 16; device pointers 16-byte aligned. An inline plan (plan.chosen
-// set: 16-row tiles, at most moe_inline_pairs pairs, plan.k == k) has its tiles found
-// here, and its arrivals zeroed for moe_down. moe_down, launched next, may start before
-// this kernel ends (programmatic dependent launch).
+// inter are multiples of 16; device pointers 16-byte aligned. moe_down, launched next,
+// may start before this kernel ends (programmatic dependent launch).
 void moe_gate_up(const __nv_bfloat16* x, int hidden, int k, const __nv_bfloat16* w13, int inter,
                  const moe_plan& plan, __nv_bfloat16* act, cudaStream_t stream);
 

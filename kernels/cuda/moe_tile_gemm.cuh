@@ -41,12 +41,6 @@ struct shape {
 // weights) in flight, and eight fit on an SM: more blocks beat deeper rings
 // (bench_cuda_moe on the H200, 128 tokens: 0.357 ms against 0.404 ms with 8 stages).
 using decode = shape<16, 1, 1, 1, 2, 64, 4, 1>;
-// Inline plans (batch 1 to 8): the same tiles with two warps, each over half of k, so the
-// few hundred blocks of batch 1 still keep memory busy (0.031 ms against 0.035 ms; at
-// 128 tokens the second warp costs 4%).
-using inline_decode = shape<16, 1, 1, 1, 2, 64, 4, 2>;
-static_assert(inline_decode::rows == decode::rows && inline_decode::cols == decode::cols,
-              "inline plans count their tiles and column blocks as decode tiles");
 // Prefill: 8 warps of 32 x 64 outputs on a 64 x 256 tile, two blocks per SM, k in chunks
 // of 64 with one in flight: half the barriers of 32-wide chunks, which is what counts
 // (bench_cuda_moe on the H200, 512 tokens: 0.468 ms against 0.587 ms with 4 stages of 32).
@@ -219,73 +213,11 @@ struct tile {
   const int* pairs;
 };
 
-// The tile of slot `slot` of an inline plan (moe_plan::chosen set), found by one warp:
-// moe_align's tiles are ordered by expert, then by rows, so a pair's slot is the number
-// of tile-starting pairs (every `rows`-th pair of an expert) of lower experts, or of its
-// expert up to itself, minus one. Writes the tile's pairs to tile_pairs [rows].
-template <int rows>
-__device__ tile find_inline_tile(const moe_plan& plan, int slot, int* tile_pairs) {
-  constexpr int per_lane = moe_inline_pairs / 32;
-  static_assert(rows <= 32, "a lane per row");
-  const int lane = int(threadIdx.x) % 32, pairs = plan.tokens * plan.k;
-  int expert[per_lane], rank[per_lane], slot_of[per_lane];
-#pragma unroll
-  for (int j = 0; j < per_lane; ++j) {
-    const int p = lane + 32 * j;
-    const int e = p < pairs ? plan.chosen[p] - plan.first_expert : -1;
-    expert[j] = e >= 0 && e < plan.local_experts ? e : -1;
-    rank[j] = 0;
-    slot_of[j] = -1;
-  }
-  // rank: how many earlier pairs chose the same expert.
-#pragma unroll
-  for (int i = 0; i < per_lane; ++i)
-    for (int src = 0; src < 32 && 32 * i + src < pairs; ++src) {
-      const int e = __shfl_sync(0xffffffffu, expert[i], src);
-#pragma unroll
-      for (int j = 0; j < per_lane; ++j)
-        if (e == expert[j] && 32 * i + src < lane + 32 * j) ++rank[j];
-    }
-#pragma unroll
-  for (int i = 0; i < per_lane; ++i)
-    for (int src = 0; src < 32 && 32 * i + src < pairs; ++src) {
-      const int e = __shfl_sync(0xffffffffu, expert[i], src);
-      const int r = __shfl_sync(0xffffffffu, rank[i], src);
-      const bool starts = e >= 0 && r % rows == 0;
-#pragma unroll
-      for (int j = 0; j < per_lane; ++j)
-        if (starts && expert[j] >= 0 && (e < expert[j] || (e == expert[j] && r <= rank[j])))
-          ++slot_of[j];
-    }
-  if (lane < rows) tile_pairs[lane] = -1;
-  __syncwarp();
-  int mine = -1;
-#pragma unroll
-  for (int j = 0; j < per_lane; ++j)
-    if (expert[j] >= 0 && slot_of[j] == slot) {
-      tile_pairs[rank[j] % rows] = lane + 32 * j;
-      mine = expert[j];
-    }
-  __syncwarp();
-  return {__reduce_max_sync(0xffffffffu, mine), slot * rows, tile_pairs};
-}
-
-// The tile of block row `slot`, found inline or from moe_align's plan.
-template <class S, bool inline_plan>
-__device__ tile find_tile(const moe_plan& plan, int slot, int* tile_pairs) {
-  if constexpr (inline_plan) {
-    __shared__ int expert;  // the first warp finds it for the block
-    if (threadIdx.x < 32) {
-      const tile t = find_inline_tile<S::rows>(plan, slot, tile_pairs);
-      if (threadIdx.x == 0) expert = t.expert;
-    }
-    __syncthreads();
-    return {expert, slot * S::rows, tile_pairs};
-  } else {
-    if (slot >= *plan.tile_count) return {-1, 0, nullptr};
-    const int2 t = plan.tiles[slot];
-    return {t.x, t.y, plan.sorted_pairs + t.y};
-  }
+// The tile of block row `slot` in moe_align's plan.
+__device__ inline tile find_tile(const moe_plan& plan, int slot) {
+  if (slot >= *plan.tile_count) return {-1, 0, nullptr};
+  const int2 t = plan.tiles[slot];
+  return {t.x, t.y, plan.sorted_pairs + t.y};
 }
 
 }  // namespace troupe::cuda::moe_tile

@@ -1,0 +1,145 @@
+#include "kernels/cuda/moe_gemv.cuh"
+
+#include <cstdint>
+
+#include "base/check.hpp"
+#include "kernels/cuda/check.cuh"
+#include "kernels/cuda/dependent_launch.cuh"
+
+namespace troupe::cuda {
+
+static constexpr int threads = 256, warps = threads / 32;
+static constexpr int rows_per_warp = 4;
+// Steps of 16-byte loads per row a lane has in flight: a whole row of Qwen3-30B-A3B's
+// experts (k 2048 over two warps, or 768) in one go.
+static constexpr int unroll = 4;
+// moe_gate_up's block: 8 outputs, their 8 gate rows and 8 up rows in four warp row
+// groups (gate, gate, up, up), each row's k in two halves.
+static constexpr int gate_up_outputs = 8, gate_up_parts = 2;
+// moe_down's block: 4 output columns of one token, a warp per pair.
+static constexpr int down_outputs = rows_per_warp;
+
+static __device__ __forceinline__ void widen(const uint4& v, float (&f)[8]) {
+  const uint32_t words[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    f[2 * i] = __uint_as_float(words[i] << 16);
+    f[2 * i + 1] = __uint_as_float(words[i] & 0xffff0000u);
+  }
+}
+
+// acc[r] += rows[r] . x over the chunks c0, c0 + stride, ... below `chunks`, each lane's in
+// ascending order, then summed across the warp: every lane ends with the warp's sums.
+static __device__ __forceinline__ void dot_rows(const uint4* const (&rows)[rows_per_warp], const uint4* x,
+                                                int c0, int stride, int chunks, float (&acc)[rows_per_warp]) {
+  for (int c = c0; c < chunks; c += unroll * stride) {
+    uint4 v[unroll][rows_per_warp];
+#pragma unroll
+    for (int u = 0; u < unroll; ++u)
+#pragma unroll
+      for (int r = 0; r < rows_per_warp; ++r)
+        if (c + u * stride < chunks) v[u][r] = __ldg(rows[r] + c + u * stride);
+#pragma unroll
+    for (int u = 0; u < unroll; ++u) {
+      if (c + u * stride >= chunks) break;
+      float xf[8];
+      widen(x[c + u * stride], xf);
+#pragma unroll
+      for (int r = 0; r < rows_per_warp; ++r) {
+        float wf[8];
+        widen(v[u][r], wf);
+#pragma unroll
+        for (int e = 0; e < 8; ++e) acc[r] = fmaf(wf[e], xf[e], acc[r]);
+      }
+    }
+  }
+#pragma unroll
+  for (int r = 0; r < rows_per_warp; ++r)
+#pragma unroll
+    for (int offset = 16; offset > 0; offset /= 2) acc[r] += __shfl_xor_sync(0xffffffffu, acc[r], offset);
+}
+
+// Block (output block, pair): act[pair, j] = bf16(silu(gate_j . x) * (up_j . x)) for the
+// block's 8 outputs j, x the pair's token row. A pair of another device's expert is left.
+static __global__ void __launch_bounds__(threads, 2)
+    gate_up_kernel(const uint4* x, int chunks, const int* chosen, int k, const uint4* w13, int inter,
+                   int first_expert, int last_expert, __nv_bfloat16* act) {
+  __shared__ float partial[warps][rows_per_warp];
+  begin_dependent();
+  const int pair = int(blockIdx.y), e = chosen[pair];
+  if (e < first_expert || e >= last_expert) return;
+  const int lane = int(threadIdx.x) % 32, warp = int(threadIdx.x) / 32;
+  const int group = warp / gate_up_parts, part = warp % gate_up_parts;
+  const int j0 = int(blockIdx.x) * gate_up_outputs;
+  const int first_row = (group < 2 ? 0 : inter) + j0 + group % 2 * rows_per_warp;
+  const uint4* expert = w13 + size_t(e - first_expert) * 2 * inter * chunks;
+  const uint4* rows[rows_per_warp];
+#pragma unroll
+  for (int r = 0; r < rows_per_warp; ++r) rows[r] = expert + size_t(first_row + r) * chunks;
+  float acc[rows_per_warp] = {};
+  dot_rows(rows, x + size_t(pair / k) * chunks, part * 32 + lane, gate_up_parts * 32, chunks, acc);
+  if (lane == 0)
+#pragma unroll
+    for (int r = 0; r < rows_per_warp; ++r) partial[warp][r] = acc[r];
+  __syncthreads();
+  const int i = int(threadIdx.x);
+  if (i >= gate_up_outputs) return;
+  auto sum = [&](int g) {  // row i % 4 of row group g, its k halves in order
+    return partial[g * gate_up_parts][i % rows_per_warp] + partial[g * gate_up_parts + 1][i % rows_per_warp];
+  };
+  const float gate = sum(i / rows_per_warp), up = sum(2 + i / rows_per_warp);
+  act[size_t(pair) * inter + j0 + i] = __float2bfloat16(gate / (1.0f + expf(-gate)) * up);
+}
+
+// Block (output block, token): out[t, h] = bf16(sum over the token's local pairs j, in j
+// order, of weights[j] * (down_e[h] . act[j])) for the block's 4 columns h; a token with no
+// local expert gets zeros.
+static __global__ void __launch_bounds__(threads, 2)
+    down_kernel(const uint4* act, int chunks, const int* chosen, const float* weights, int k, const uint4* w2,
+                int hidden, int first_expert, int last_expert, __nv_bfloat16* out) {
+  __shared__ float partial[moe_gemv_pairs][down_outputs];
+  begin_dependent();
+  const int lane = int(threadIdx.x) % 32, warp = int(threadIdx.x) / 32;
+  const int t = int(blockIdx.y), h0 = int(blockIdx.x) * down_outputs;
+  auto local = [&](int e) { return e >= first_expert && e < last_expert; };
+  for (int j = warp; j < k; j += warps) {
+    const int pair = t * k + j, e = chosen[pair];
+    if (!local(e)) continue;
+    const uint4* rows[rows_per_warp];
+#pragma unroll
+    for (int r = 0; r < rows_per_warp; ++r) rows[r] = w2 + (size_t(e - first_expert) * hidden + h0 + r) * chunks;
+    float acc[rows_per_warp] = {};
+    dot_rows(rows, act + size_t(pair) * chunks, lane, 32, chunks, acc);
+    if (lane == 0)
+#pragma unroll
+      for (int r = 0; r < rows_per_warp; ++r) partial[j][r] = weights[pair] * acc[r];
+  }
+  __syncthreads();
+  const int i = int(threadIdx.x);
+  if (i >= down_outputs) return;
+  float sum = 0.0f;
+  for (int j = 0; j < k; ++j)
+    if (local(chosen[t * k + j])) sum += partial[j][i];
+  out[size_t(t) * hidden + h0 + i] = __float2bfloat16(sum);
+}
+
+void moe_gemv(const __nv_bfloat16* x, int tokens, int hidden, const int* chosen, const float* weights, int k,
+              const __nv_bfloat16* w13, const __nv_bfloat16* w2, int inter, int first_expert, int last_expert,
+              __nv_bfloat16* act, __nv_bfloat16* out, cudaStream_t stream) {
+  TROUPE_CHECK(tokens >= 0 && k > 0 && tokens * k <= moe_gemv_pairs, "moe_gemv takes at most 64 pairs");
+  TROUPE_CHECK(hidden > 0 && hidden % 8 == 0 && inter > 0 && inter % 8 == 0,
+               "hidden and inter must be positive multiples of 8");
+  TROUPE_CHECK(first_expert >= 0 && last_expert > first_expert, "bad expert range");
+  TROUPE_CHECK(uintptr_t(x) % 16 == 0 && uintptr_t(w13) % 16 == 0 && uintptr_t(w2) % 16 == 0 &&
+                   uintptr_t(act) % 16 == 0,
+               "pointers must be 16-byte aligned");
+  if (tokens == 0) return;
+  launch_dependent(gate_up_kernel, dim3(inter / gate_up_outputs, tokens * k), threads, 0, stream,
+                   reinterpret_cast<const uint4*>(x), hidden / 8, chosen, k, reinterpret_cast<const uint4*>(w13),
+                   inter, first_expert, last_expert, act);
+  launch_dependent(down_kernel, dim3(hidden / down_outputs, tokens), threads, 0, stream,
+                   reinterpret_cast<const uint4*>(act), inter / 8, chosen, weights, k,
+                   reinterpret_cast<const uint4*>(w2), hidden, first_expert, last_expert, out);
+}
+
+}  // namespace troupe::cuda
