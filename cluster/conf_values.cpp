@@ -41,6 +41,9 @@ bool is_host_name(const std::string& s) {
   return true;
 }
 
+// No model has a million layers or experts; the bound keeps `last + 1` arithmetic safe.
+constexpr int max_index = 999999;
+
 // One "node[:gpu]:first-last" item.
 result<placement> placement_of(const std::string& item, int line) {
   const auto parts = split(item, ':');
@@ -54,8 +57,8 @@ result<placement> placement_of(const std::string& item, int line) {
   }
   const auto ends = split(trim(parts.back()), '-');
   int first = 0, last = 0;
-  if (ends.size() != 2 || !parse_int(trim(ends[0]), first) || !parse_int(trim(ends[1]), last))
-    return error{"the range must be first-last, two numbers from 0 (both included)"};
+  if (ends.size() != 2 || !parse_int(trim(ends[0]), first) || !parse_int(trim(ends[1]), last) || last > max_index)
+    return error{"the range must be first-last, two numbers from 0 to " + std::to_string(max_index) + " (both included)"};
   if (first > last) return error{"the range runs backwards (" + std::to_string(first) + " > " + std::to_string(last) + ")"};
   p.first = first;
   p.last = last;

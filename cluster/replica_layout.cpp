@@ -39,7 +39,8 @@ status place(const ini_file& file, const cluster_spec& spec, const std::string& 
   return ok();
 }
 
-// `parts` sorted by first: each starts where the one before ends, the first at 0.
+// `parts` in the order they must run (stages as listed, groups by first): each starts where
+// the one before ends, the first at 0.
 status check_contiguous(const ini_file& file, const std::string& replica, const std::vector<placement>& parts,
                         const std::string& part, const std::string& units, const std::string& order_hint) {
   int next = 0;

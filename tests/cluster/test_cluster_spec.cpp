@@ -284,6 +284,7 @@ BOOST_AUTO_TEST_CASE(every_mistake_names_file_line_and_what_is_expected) {
       // placements
       {two_nodes("[replica.r]\nstages = a:5-3\n"), 11, {"`stages`", "item \"a:5-3\"", "runs backwards (5 > 3)"}},
       {two_nodes("[replica.r]\nstages = a:-1-3\n"), 11, {"item \"a:-1-3\"", "first-last"}},
+      {two_nodes("[replica.r]\nstages = a:0-2147483647\n"), 11, {"first-last, two numbers from 0 to 999999"}},
       {two_nodes("[replica.r]\nstages = a\n"), 11, {"item \"a\"", "expected node[:gpu]:first-last (as in a:0-23, b:1:24-47)"}},
       {two_nodes("[replica.r]\nstages = a:0-1,\n"), 11, {"item \"\"", "node[:gpu]:first-last"}},
       {two_nodes("[replica.r]\nexperts = a:x:0-3\n"), 11, {"`experts`", "the GPU must be an ordinal"}},
