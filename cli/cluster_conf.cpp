@@ -1,71 +1,59 @@
 #include "cli/cluster_conf.hpp"
 
 #include <map>
-#include <sstream>
 
-#include "base/read_file.hpp"
+#include "cluster/cluster_spec.hpp"
+#include "cluster/ini_file.hpp"
 
 namespace troupe::cli {
 namespace {
 
-std::string trim(std::string s) {
-  const auto first = s.find_first_not_of(" \t\r");
-  if (first == std::string::npos) return {};
-  return s.substr(first, s.find_last_not_of(" \t\r") - first + 1);
-}
-
-// section -> key -> flag. "node.*" stands for the (single) node's section.
+// section -> key -> flag; "node" stands for the node's section. Keys without a flag
+// (address, port, [gateway] node) matter to clusters only.
 const std::map<std::string, std::map<std::string, std::string>> flags_by_key = {
     {"model", {{"path", "--model"}, {"served_model_name", "--served-model-name"}, {"load_format", "--load-format"}}},
     {"gateway", {{"host", "--host"}, {"port", "--port"}, {"api_key", "--api-key"}, {"max_pending", "--max-pending"}}},
     {"engine", {{"max_num_seqs", "--max-num-seqs"}, {"max_num_batched_tokens", "--max-num-batched-tokens"},
                 {"max_model_len", "--max-model-len"}, {"kv_cache_mb", "--kv-cache-mb"}, {"block_size", "--block-size"},
                 {"pipeline_stages", "--pipeline-stages"}}},
-    {"node.*", {{"address", ""}, {"devices", "--device"}, {"expert_groups", "--expert-groups"}}},
+    {"node", {{"devices", "--device"}, {"expert_groups", "--expert-groups"}}},
 };
+
+// `troupe serve` runs on the CPU or on one GPU, the first.
+result<std::string> device_flag(const ini_file& file, const ini_entry& e, const node_spec& node) {
+  if (node.gpus.empty()) return std::string("cpu");
+  if (node.gpus == std::vector<int>{0}) return std::string("cuda");
+  return error{file.where(e.line) + "`troupe serve` runs on the CPU or one GPU (devices = cpu, cuda or cuda:0), not " +
+               e.value + "; several GPUs make a cluster"};
+}
 
 }  // namespace
 
-result<std::vector<std::string>> cluster_conf_flags(const std::filesystem::path& file) {
-  auto text = read_text_file(file);
-  if (!text) return text.err();
+result<std::vector<std::string>> cluster_conf_flags(const std::filesystem::path& path) {
+  auto file = read_ini_file(path);
+  if (!file) return file.err();
+  if (const auto* s = first_cluster_section(*file))
+    return error{file->where(s->line) + "this file describes a cluster: start it with `troupe cluster up " +
+                 path.string() + "` ([" + s->name + "] makes it one; `troupe serve` takes a single node)"};
+  auto spec = cluster_spec_of(*file);
+  if (!spec) return spec.err();
   std::vector<std::string> flags;
-  std::istringstream lines(*text);
-  std::string line, section, node;
-  for (int number = 1; std::getline(lines, line); ++number) {
-    const std::string where = file.string() + ":" + std::to_string(number) + ": ";
-    line = trim(line.substr(0, line.find('#')));
-    if (line.empty()) continue;
-    if (line.front() == '[') {
-      if (line.back() != ']') return error{where + "a section header must end with ']'"};
-      section = trim(line.substr(1, line.size() - 2));
-      if (section.rfind("node.", 0) == 0) {
-        if (!node.empty())
-          return error{where + "a second node ([" + section + "]); this build serves one node per process"};
-        node = section;
-        section = "node.*";
-      } else if (!flags_by_key.count(section)) {
-        return error{where + "unknown section [" + section + "] (model, gateway, engine, node.NAME)"};
+  for (const auto& section : file->sections) {
+    const auto keys = flags_by_key.find(section.name.rfind("node.", 0) == 0 ? "node" : section.name);
+    TROUPE_CHECK(keys != flags_by_key.end(), "a single-node spec holds only sections that have flags");
+    for (const auto& e : section.entries) {
+      auto flag = keys->second.find(e.key);
+      if (flag == keys->second.end()) continue;
+      std::string value = e.value;
+      if (e.key == "path") value = spec->model.path.string();
+      if (e.key == "devices") {
+        auto device = device_flag(*file, e, spec->nodes.front());
+        if (!device) return device.err();
+        value = *device;
       }
-      continue;
+      flags.push_back(flag->second);
+      flags.push_back(value);
     }
-    const auto eq = line.find('=');
-    if (eq == std::string::npos) return error{where + "expected `key = value`"};
-    if (section.empty()) return error{where + "a key before any [section]"};
-    const std::string key = trim(line.substr(0, eq)), value = trim(line.substr(eq + 1));
-    const auto& keys = flags_by_key.at(section);
-    auto flag = keys.find(key);
-    if (flag == keys.end()) {
-      std::string known;
-      for (const auto& [k, f] : keys) known += (known.empty() ? "" : ", ") + k;
-      return error{where + "unknown key `" + key + "` in [" + (section == "node.*" ? node : section) + "] (" + known + ")"};
-    }
-    if (flag->second.empty()) continue;  // the node's address matters to clusters only
-    if (value.empty() && key != "api_key") return error{where + "`" + key + "` needs a value"};
-    std::string v = value;
-    if (key == "path" && std::filesystem::path(v).is_relative()) v = (file.parent_path() / v).lexically_normal().string();
-    flags.push_back(flag->second);
-    flags.push_back(v);
   }
   return flags;
 }

@@ -311,7 +311,7 @@ test('SIGTERM finishes streams in flight, refuses new connections and exits 0', 
   assert.deepEqual(await exited, { code: 0, signal: null });
 });
 
-test('cluster.conf configures serve; command-line flags win; a bad file exits 2 naming the line', async () => {
+test('cluster.conf configures serve; command-line flags win; a bad or cluster file exits 2 naming the line', async () => {
   const dir = mkdtempSync(join(tmpdir(), 'troupe_conf_'));
   const conf = join(dir, 'cluster.conf');
   writeFileSync(conf, `# one node\n[model]\npath = ${modelDir}\nserved_model_name = fromconf\n[gateway]\napi_key = sk-conf\n` +
@@ -329,6 +329,10 @@ test('cluster.conf configures serve; command-line flags win; a bad file exits 2 
   const bad = spawnSync(process.env.TROUPE_BINARY, ['serve', '--config', conf], { encoding: 'utf8' });
   assert.equal(bad.status, 2);
   assert.match(bad.stderr, /cluster\.conf:3: unknown key `max_num_seqz` in \[engine\]/);
+  writeFileSync(conf, `[model]\npath = ${modelDir}\n[node.a]\naddress = 10.0.0.1\n[node.b]\naddress = 10.0.0.2\n`);
+  const cluster = spawnSync(process.env.TROUPE_BINARY, ['serve', '--config', conf], { encoding: 'utf8' });
+  assert.equal(cluster.status, 2);
+  assert.match(cluster.stderr, /cluster\.conf:5: this file describes a cluster: start it with `troupe cluster up /);
   const device = spawnSync(process.env.TROUPE_BINARY, ['serve', '--model', modelDir, '--device', 'tpu'], { encoding: 'utf8' });
   assert.equal(device.status, 2);
   assert.match(device.stderr, /--device must be cpu or cuda, not tpu/);

@@ -1,0 +1,36 @@
+#include <algorithm>
+#include <string>
+
+#include "cluster/cluster_spec.hpp"
+
+namespace troupe {
+namespace {
+
+// The parts are contiguous from 0 (read_cluster_spec saw to that), so only where they end
+// is left to compare; a default part runs through the model's last and always fits.
+status check_cover(const cluster_spec& spec, const replica_spec& r, const std::vector<placement>& parts,
+                   const char* what, const char* key, const char* units, int count) {
+  int last = -1, line = r.line;
+  for (const auto& p : parts) {
+    if (!p.last) return ok();
+    last = std::max(last, *p.last);
+    line = p.line;
+  }
+  if (last == count - 1) return ok();
+  const std::string where = spec.file.string() + ":" + std::to_string(line) + ": replica " + r.name + ": ";
+  if (count == 0) return error{where + "`" + key + "` lists " + units + " but the model has none"};
+  return error{where + what + " cover " + units + " 0-" + std::to_string(last) + " but the model has " +
+               std::to_string(count) + " (0-" + std::to_string(count - 1) + ")"};
+}
+
+}  // namespace
+
+status validate_against_model(const cluster_spec& spec, const model_config& model) {
+  for (const auto& r : spec.replicas) {
+    if (auto s = check_cover(spec, r, r.stages, "stages", "stages", "layers", model.num_layers); !s) return s;
+    if (auto s = check_cover(spec, r, r.experts, "expert groups", "experts", "experts", model.num_experts); !s) return s;
+  }
+  return ok();
+}
+
+}  // namespace troupe

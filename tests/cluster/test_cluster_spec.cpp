@@ -1,0 +1,377 @@
+#define BOOST_TEST_MODULE cluster_spec
+#include <boost/test/unit_test.hpp>
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "cluster/cluster_spec.hpp"
+
+using namespace troupe;
+using namespace std::chrono_literals;
+namespace fs = std::filesystem;
+
+namespace {
+
+const fs::path dir = fs::temp_directory_path() / ("troupe_cluster_spec_" + std::to_string(::getpid()));
+
+fs::path write(const std::string& name, const std::string& text, fs::perms perms = fs::perms::owner_read | fs::perms::owner_write) {
+  fs::create_directories(dir);
+  const auto path = dir / name;
+  fs::remove(path);
+  std::ofstream(path) << text;
+  fs::permissions(path, perms);
+  return path;
+}
+
+cluster_spec spec_of(const std::string& text) {
+  auto spec = read_cluster_spec(write("cluster.conf", text));
+  BOOST_REQUIRE_MESSAGE(spec, (spec ? "" : spec.err().message));
+  return std::move(spec).value();
+}
+
+std::string error_of(const std::string& text) {
+  auto spec = read_cluster_spec(write("cluster.conf", text));
+  BOOST_REQUIRE_MESSAGE(!spec, "parsed: " + text);
+  return spec.err().message;
+}
+
+model_config model_of(int layers, int experts) {
+  model_config m;
+  m.num_layers = layers;
+  m.num_experts = experts;
+  return m;
+}
+
+// Empty when the spec fits the model, else the error.
+std::string misfit(const cluster_spec& spec, const model_config& model) {
+  auto v = validate_against_model(spec, model);
+  return v ? "" : v.err().message;
+}
+
+bool same(const placement& p, const std::string& node, std::optional<int> gpu, int first, std::optional<int> last) {
+  return p.node == node && p.gpu == gpu && p.first == first && p.last == last;
+}
+
+// Two CPU nodes (a at line 6) and what a cluster file needs around them: `extra` follows
+// them, from line 10 when `cluster_keys` (from line 3) is one line.
+std::string two_nodes(const std::string& extra, const std::string& cluster_keys = "secret = s3cret\n") {
+  return "# two nodes\n[cluster]\n" + cluster_keys + "[model]\npath = m\n" +
+         "[node.a]\naddress = 10.0.0.1\n[node.b]\naddress = 10.0.0.2\n" + extra;
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(reads_every_key_of_a_cluster_file) {
+  const auto s = spec_of(
+      "# a full cluster\n"
+      "[cluster]\n"
+      "name = demo-1\n"
+      "secret = s3cret   # inline\n"
+      "transport = nccl\n"
+      "heartbeat_interval_ms = 500\n"
+      "connection_timeout_ms = 2500\n"
+      "startup_timeout_s = 30\n"
+      "step_timeout_s = 9\n"
+      "[model]\npath = ../models/q\nserved_model_name = q3\nload_format = dummy\n"
+      "[gateway]\nhost = 0.0.0.0\nport = 0\napi_key = sk-1\nmax_pending = 7\nnode = tail\n"
+      "[engine]\nmax_num_seqs = 8\nmax_num_batched_tokens = 512\nmax_model_len = 1024\nkv_cache_mb = 256\nblock_size = 32\n"
+      "[node.head]\naddress = gpu-1.example.org\nport = 7100\ndevices = cuda:0,1\n"
+      "[node.tail]\naddress = fd00::2\nport = 7101\ndevices = cuda:3\n"
+      "[replica.r_1]\nstages = head:0-23, head:1:24-35, tail:36-47\nexperts = tail:64-127, head:1:0-63\nweight = 2.5\n"
+      "[replica.r-2]\nstages = tail:0-47\nweight = 0\n");
+  BOOST_TEST(s.is_cluster);
+  BOOST_TEST(s.file == dir / "cluster.conf");
+  BOOST_TEST(s.cluster.name == "demo-1");
+  BOOST_TEST(s.cluster.secret == "s3cret");
+  BOOST_TEST((s.cluster.transport == transport_kind::nccl));
+  BOOST_TEST(s.cluster.heartbeat_interval.count() == 500);
+  BOOST_TEST(s.cluster.connection_timeout.count() == 2500);
+  BOOST_TEST(s.cluster.startup_timeout.count() == 30);
+  BOOST_TEST(s.cluster.step_timeout.count() == 9);
+  BOOST_TEST(s.model.path == (dir / "../models/q").lexically_normal());
+  BOOST_TEST(s.model.served_model_name == "q3");
+  BOOST_TEST((s.model.load_format == weight_format::dummy));
+  BOOST_TEST(s.gateway.host == "0.0.0.0");
+  BOOST_TEST(s.gateway.port == 0);
+  BOOST_TEST(s.gateway.api_key == "sk-1");
+  BOOST_TEST(s.gateway.max_pending == 7);
+  BOOST_TEST(s.gateway.node == "tail");
+  BOOST_TEST(s.engine.max_num_seqs == 8);
+  BOOST_TEST(s.engine.max_num_batched_tokens == 512);
+  BOOST_TEST(s.engine.max_model_len == 1024);
+  BOOST_TEST(s.engine.kv_cache_mb == 256);
+  BOOST_TEST(s.engine.block_size == 32);
+  BOOST_REQUIRE(s.nodes.size() == 2);
+  BOOST_TEST(s.nodes[0].name == "head");
+  BOOST_TEST(s.nodes[0].address == "gpu-1.example.org");
+  BOOST_TEST(s.nodes[0].port == 7100);
+  BOOST_TEST(s.nodes[0].gpus == (std::vector<int>{0, 1}));
+  BOOST_TEST(s.nodes[0].line == 26);
+  BOOST_TEST(s.nodes[1].address == "fd00::2");
+  BOOST_TEST(s.nodes[1].gpus == std::vector<int>{3});
+  BOOST_TEST(s.node("tail") == &s.nodes[1]);
+  BOOST_TEST(s.node("nobody") == nullptr);
+  BOOST_REQUIRE(s.replicas.size() == 2);
+  const auto& r = s.replicas[0];
+  BOOST_TEST(r.name == "r_1");
+  BOOST_TEST(r.weight == 2.5);
+  BOOST_TEST(r.line == 34);
+  BOOST_REQUIRE(r.stages.size() == 3);
+  BOOST_TEST(same(r.stages[0], "head", 0, 0, 23));  // no GPU given: the node's first
+  BOOST_TEST(same(r.stages[1], "head", 1, 24, 35));
+  BOOST_TEST(same(r.stages[2], "tail", 3, 36, 47));
+  BOOST_TEST(r.stages[2].line == 35);
+  BOOST_REQUIRE(r.experts.size() == 2);  // file order
+  BOOST_TEST(same(r.experts[0], "tail", 3, 64, 127));
+  BOOST_TEST(same(r.experts[1], "head", 1, 0, 63));
+  BOOST_TEST(r.experts[1].line == 36);
+  const auto& r2 = s.replicas[1];
+  BOOST_TEST(r2.name == "r-2");
+  BOOST_TEST(r2.weight == 0);
+  BOOST_REQUIRE(r2.experts.size() == 1);  // none given: one group beside the first stage
+  BOOST_TEST(same(r2.experts[0], "tail", 3, 0, std::nullopt));
+  BOOST_TEST(misfit(s, model_of(48, 128)) == "");
+}
+
+BOOST_AUTO_TEST_CASE(a_cluster_file_leaves_out_what_has_a_default) {
+  const auto s = spec_of("[model]\npath = m/\n[node.solo]\naddress = 127.0.0.1\nport = 0\n[replica.main]\n");
+  BOOST_TEST(s.is_cluster);
+  BOOST_TEST(s.cluster.name == "troupe");
+  BOOST_TEST(s.cluster.secret.empty());  // one node: nobody else joins
+  BOOST_TEST((s.cluster.transport == transport_kind::ucx));
+  BOOST_TEST((s.cluster.heartbeat_interval == 1000ms));
+  BOOST_TEST((s.cluster.connection_timeout == 5000ms));
+  BOOST_TEST((s.cluster.startup_timeout == 120s));
+  BOOST_TEST((s.cluster.step_timeout == 60s));
+  BOOST_TEST(s.model.path == dir / "m");
+  BOOST_TEST(s.model.served_model_name == "m");
+  BOOST_TEST((s.model.load_format == weight_format::safetensors));
+  BOOST_TEST(s.gateway.host == "127.0.0.1");
+  BOOST_TEST(s.gateway.port == 8000);
+  BOOST_TEST(s.gateway.api_key.empty());
+  BOOST_TEST(s.gateway.max_pending == 1024);
+  BOOST_TEST(s.gateway.node == "solo");
+  BOOST_TEST(s.engine.max_num_seqs == 64);
+  BOOST_TEST(s.engine.max_num_batched_tokens == 2048);
+  BOOST_TEST(s.engine.max_model_len == 0);
+  BOOST_TEST(s.engine.kv_cache_mb == 0);
+  BOOST_TEST(s.engine.block_size == 16);
+  BOOST_TEST(s.nodes[0].gpus.empty());
+  BOOST_REQUIRE(s.replicas.size() == 1);
+  BOOST_TEST(s.replicas[0].weight == 1);
+  BOOST_REQUIRE(s.replicas[0].stages.size() == 1);
+  BOOST_TEST(same(s.replicas[0].stages[0], "solo", std::nullopt, 0, std::nullopt));
+  BOOST_TEST(same(s.replicas[0].experts[0], "solo", std::nullopt, 0, std::nullopt));
+  BOOST_TEST(misfit(s, model_of(48, 128)) == "");
+  BOOST_TEST(misfit(s, model_of(2, 0)) == "");
+}
+
+BOOST_AUTO_TEST_CASE(without_replicas_a_cluster_runs_one_main_on_the_gateway_node) {
+  const auto s = spec_of(two_nodes("[gateway]\nnode = b\n[node.c]\naddress = 10.0.0.3\ndevices = cuda:4,5\n"));
+  BOOST_REQUIRE(s.replicas.size() == 1);
+  BOOST_TEST(s.replicas[0].name == "main");
+  BOOST_TEST(same(s.replicas[0].stages[0], "b", std::nullopt, 0, std::nullopt));
+  BOOST_TEST(same(s.replicas[0].experts[0], "b", std::nullopt, 0, std::nullopt));
+  BOOST_TEST(s.nodes[2].port == 7100);
+  BOOST_TEST(s.nodes[2].gpus == (std::vector<int>{4, 5}));
+}
+
+BOOST_AUTO_TEST_CASE(the_example_cluster_file_parses_and_fits_the_demo_model) {
+  auto s = read_cluster_spec(fs::path(TROUPE_SOURCE_DIR) / "docs/cluster.example.conf");
+  BOOST_REQUIRE_MESSAGE(s, (s ? "" : s.err().message));
+  BOOST_TEST(s->is_cluster);
+  BOOST_TEST(s->nodes.size() == 3);
+  for (const auto& n : s->nodes) BOOST_TEST((n.address == "127.0.0.1" && n.port == 0));
+  BOOST_TEST(s->model.path == (fs::path(TROUPE_SOURCE_DIR) / "models/demo").lexically_normal());
+  BOOST_REQUIRE(s->replicas.size() == 1);
+  BOOST_TEST(s->replicas[0].stages.size() == 2);
+  BOOST_TEST(s->replicas[0].experts.size() == 2);
+  BOOST_TEST(misfit(*s, model_of(4, 16)) == "");  // models/demo's shape
+}
+
+BOOST_AUTO_TEST_CASE(the_repo_cluster_conf_is_a_single_node_file) {
+  auto s = read_cluster_spec(fs::path(TROUPE_SOURCE_DIR) / "cluster.conf");
+  BOOST_REQUIRE_MESSAGE(s, (s ? "" : s.err().message));
+  BOOST_TEST(!s->is_cluster);
+  BOOST_REQUIRE(s->nodes.size() == 1);
+  BOOST_TEST(s->nodes[0].name == "local");
+  BOOST_TEST(s->nodes[0].expert_groups == 1);
+  BOOST_TEST(s->engine.pipeline_stages == 1);
+  BOOST_TEST(s->gateway.node == "local");
+  BOOST_TEST(s->replicas.empty());
+  BOOST_TEST(s->model.served_model_name == "demo");
+}
+
+BOOST_AUTO_TEST_CASE(a_single_node_file_may_leave_out_the_node_and_the_address) {
+  const auto s = spec_of("[engine]\npipeline_stages = 2\n");
+  BOOST_TEST(!s.is_cluster);
+  BOOST_TEST(s.nodes.empty());
+  BOOST_TEST(s.engine.pipeline_stages == 2);
+  BOOST_TEST(s.model.path.empty());
+  BOOST_TEST(s.gateway.node.empty());
+  const auto one = spec_of("[node.x]\ndevices = cuda\nexpert_groups = 4\n");
+  BOOST_TEST(one.nodes[0].address.empty());
+  BOOST_TEST(one.nodes[0].gpus == std::vector<int>{0});
+  BOOST_TEST(one.nodes[0].expert_groups == 4);
+}
+
+BOOST_AUTO_TEST_CASE(a_secret_file_is_read_and_trimmed) {
+  write("secret", "  t0ken\n\n");
+  const auto s = spec_of(two_nodes("", "secret_file = secret\n"));
+  BOOST_TEST(s.cluster.secret == "  t0ken");
+}
+
+BOOST_AUTO_TEST_CASE(placement_text_and_order_of_expert_groups) {
+  const auto s = spec_of(two_nodes("[replica.x]\nstages = a:0-9, b:10-19\nexperts = b:8-15, a:0-7\n"));
+  BOOST_TEST(same(s.replicas[0].experts[0], "b", std::nullopt, 8, 15));
+  BOOST_TEST(misfit(s, model_of(20, 16)) == "");
+}
+
+// Each bad file: the line its error names and words the message must hold.
+struct bad_file {
+  std::string text;
+  int line;
+  std::vector<std::string> words;
+};
+
+BOOST_AUTO_TEST_CASE(every_mistake_names_file_line_and_what_is_expected) {
+  fs::permissions(write("open_secret", "x\n"), fs::perms::owner_read | fs::perms::group_read);
+  write("empty_secret", "\n");
+  const std::vector<bad_file> cases = {
+      // syntax
+      {"[cluster\nname = x\n", 1, {"section header must end with ']'"}},
+      {"[]\n", 1, {"needs a name"}},
+      {"[model]\npath\n", 2, {"expected `key = value`"}},
+      {"[model]\n= x\n", 2, {"the key is missing"}},
+      {"# hi\npath = x\n", 2, {"a key before any [section]"}},
+      {"[model]\npath = a\n[gateway]\n[model]\n", 4, {"[model] again", "line 1"}},
+      {"[engine]\nblock_size = 8\nblock_size = 16\n", 3, {"`block_size` again in [engine]", "line 2"}},
+      // sections and keys
+      {"[clusters]\n", 1, {"unknown section [clusters]", "cluster, model, gateway, engine, node.NAME, replica.NAME"}},
+      {"[node]\n", 1, {"unknown section [node]", "node.NAME"}},
+      {"[cluster]\nnmae = x\n", 2, {"unknown key `nmae` in [cluster]", "connection_timeout_ms", "heartbeat_interval_ms",
+                                    "name", "secret", "secret_file", "startup_timeout_s", "step_timeout_s", "transport"}},
+      {"[engine]\nmax_num_seqs = 8\nmax_num_seqz = 3\n", 3, {"unknown key `max_num_seqz` in [engine]"}},
+      {"[node.a]\ngpus = 1\n", 2, {"unknown key `gpus` in [node.a]", "address", "devices", "port"}},
+      {"[replica.r]\nstage = a:0-1\n", 2, {"unknown key `stage` in [replica.r]", "experts", "stages", "weight"}},
+      {"[node.Head]\n", 1, {"node name", "lowercase", "\"Head\""}},
+      {"[replica.a b]\n", 1, {"replica name", "\"a b\""}},
+      {"[cluster]\nname = My Cluster\n", 2, {"cluster name"}},
+      {"[model]\nserved_model_name =\n", 2, {"`served_model_name` needs a value"}},
+      // values
+      {"[gateway]\nport = 70000\n", 2, {"`port` must be an integer from 0 to 65535", "\"70000\""}},
+      {"[gateway]\nport = 80a\n", 2, {"`port` must be an integer", "\"80a\""}},
+      {"[gateway]\nmax_pending = 0\n", 2, {"`max_pending` must be an integer 1 or more"}},
+      {"[engine]\nkv_cache_mb = -1\n", 2, {"`kv_cache_mb` must be an integer 0 or more"}},
+      {"[engine]\nmax_num_seqs = 99999999999\n", 2, {"`max_num_seqs` must be an integer"}},
+      {"[cluster]\nheartbeat_interval_ms = 0\n", 2, {"`heartbeat_interval_ms` must be an integer 1 or more"}},
+      {"[cluster]\nstep_timeout_s = -5\n", 2, {"`step_timeout_s` must be an integer 1 or more"}},
+      {"[cluster]\nstartup_timeout_s = 0\n", 2, {"`startup_timeout_s`", "1 or more"}},
+      {"[cluster]\nconnection_timeout_ms = 0\n", 2, {"`connection_timeout_ms`", "1 or more"}},
+      {"[cluster]\nheartbeat_interval_ms = 2000\nconnection_timeout_ms = 2000\n", 3,
+       {"connection_timeout_ms (2000) must be longer than heartbeat_interval_ms (2000)"}},
+      {"[cluster]\ntransport = tcp\n", 2, {"`transport` must be ucx or nccl", "\"tcp\""}},
+      {"[model]\nload_format = dumy\n", 2, {"`load_format` must be safetensors or dummy", "\"dumy\""}},
+      {"[node.a]\naddress = 10.0.0.256\n", 2, {"`address` must be a host name or an IPv4 or IPv6 address", "10.0.0.256"}},
+      {"[node.a]\naddress = my host\n", 2, {"`address`", "\"my host\""}},
+      {"[gateway]\nhost = -bad-\n", 2, {"`host` must be a host name"}},
+      {"[node.a]\ndevices = gpu\n", 2, {"`devices` must be cpu, cuda or cuda:ORDINALS", "\"gpu\""}},
+      {"[node.a]\ndevices = cuda:0,x\n", 2, {"`devices` must be"}},
+      {"[node.a]\ndevices = cuda:1,1\n", 2, {"lists GPU 1 twice"}},
+      {"[node.a]\nexpert_groups = 0\n", 2, {"`expert_groups` must be an integer 1 or more"}},
+      // placements
+      {two_nodes("[replica.r]\nstages = a:5-3\n"), 11, {"`stages`", "item \"a:5-3\"", "runs backwards (5 > 3)"}},
+      {two_nodes("[replica.r]\nstages = a:-1-3\n"), 11, {"item \"a:-1-3\"", "first-last"}},
+      {two_nodes("[replica.r]\nstages = a:0-2147483647\n"), 11, {"first-last, two numbers from 0 to 999999"}},
+      {two_nodes("[replica.r]\nstages = a\n"), 11, {"item \"a\"", "expected node[:gpu]:first-last (as in a:0-23, b:1:24-47)"}},
+      {two_nodes("[replica.r]\nstages = a:0-1,\n"), 11, {"item \"\"", "node[:gpu]:first-last"}},
+      {two_nodes("[replica.r]\nexperts = a:x:0-3\n"), 11, {"`experts`", "the GPU must be an ordinal"}},
+      {two_nodes("[replica.r]\nstages = a:0:1:0-3\n"), 11, {"expected node[:gpu]:first-last"}},
+      {two_nodes("[replica.r]\nstages = :0-3\n"), 11, {"the node name is missing"}},
+      {two_nodes("[replica.r]\nweight = -1\n"), 11, {"`weight` must be a number, 0 or more", "\"-1\""}},
+      {two_nodes("[replica.r]\nweight = nan\n"), 11, {"`weight` must be a number"}},
+      // nodes
+      {two_nodes("[replica.r]\nstages = a:0-9, c:10-19\n"), 11,
+       {"replica r: stage c:10-19 is on node `c`, which no [node.c] defines", "(nodes: a, b)"}},
+      {two_nodes("[replica.r]\nstages = a:0-9\nexperts = z:0-7\n"), 12, {"replica r: expert group z:0-7", "no [node.z]"}},
+      {two_nodes("[gateway]\nnode = head\n"), 11, {"[gateway] node `head` is not defined"}},
+      {two_nodes("[node.c]\naddress = 10.0.0.1\n"), 10, {"node c has the address and port of node a (line 6)", "10.0.0.1 port 7100"}},
+      {two_nodes("[node.c]\naddress = fd00:0::1\nport = 7\n[node.d]\naddress = FD00::1\nport = 7\n"), 13,
+       {"node d has the address and port of node c (line 10)"}},
+      {two_nodes("[node.c]\naddress = Gpu-1\n[node.d]\naddress = gpu-1\n"), 12, {"node d has the address and port of node c"}},
+      {two_nodes("[node.c]\naddress = 10.0.0.9\nport = 0\n"), 12, {"port 0", "node c at 10.0.0.9 needs a fixed port"}},
+      {two_nodes("[node.c]\ndevices = cpu\n"), 10, {"[node.c] needs `address`"}},
+      {two_nodes("[replica.r]\nstages = a:1:0-9\n"), 11, {"replica r: stage a:1:0-9 asks for GPU 1", "computes on its CPU"}},
+      {two_nodes("[node.c]\naddress = 10.0.0.3\ndevices = cuda:0,1\n[replica.r]\nstages = c:2:0-9\n"), 14,
+       {"stage c:2:0-9 asks for GPU 2, which is not among node c's devices (cuda:0,1, line 10)"}},
+      {two_nodes("[node.c]\naddress = 10.0.0.3\ndevices = cuda:0\n[replica.r]\nstages = c:0-4, a:5-9\n",
+                 "secret = s\ntransport = nccl\n"),
+       15, {"transport nccl moves activations GPU to GPU", "node a computes on its CPU"}},
+      {"[cluster]\nsecret = x\n[model]\npath = m\n", 1, {"a cluster needs at least one [node.NAME]"}},
+      {"[cluster]\n[model]\npath = m\n[node.a]\naddress = 10.0.0.1\n[node.b]\naddress = 10.0.0.2\n", 6,
+       {"a cluster of several nodes needs a secret", "secret_file"}},
+      {"[model]\npath = m\n[node.a]\naddress = 10.0.0.1\n[node.b]\naddress = 10.0.0.2\n", 5, {"needs a secret"}},
+      {two_nodes("", "secret = a\nsecret_file = open_secret\n"), 4, {"`secret` or `secret_file`, not both", "line 3"}},
+      {two_nodes("", "secret_file = open_secret\n"), 3, {"open_secret is open to group or others (mode 0440)", "chmod 600"}},
+      {two_nodes("", "secret_file = no_such_file\n"), 3, {"no_such_file is not a readable file"}},
+      {two_nodes("", "secret_file = empty_secret\n"), 3, {"empty_secret is empty"}},
+      {"[node.a]\naddress = 127.0.0.1\n[replica.r]\n", 1, {"a cluster file needs `path` in [model]"}},
+      {two_nodes("[engine]\npipeline_stages = 2\n"), 11, {"`pipeline_stages` is for single-node files", "`stages`"}},
+      {two_nodes("[node.c]\naddress = 10.0.0.3\nexpert_groups = 2\n"), 12, {"`expert_groups` is for single-node files", "`experts`"}},
+      // replicas
+      {two_nodes("[replica.x]\nstages = a:0-9\n[replica.y]\n"), 12, {"[replica.y] needs `stages` when the file has several replicas"}},
+      {two_nodes("[replica.x]\nstages = a:0-9, b:5-19\n"), 11,
+       {"replica x: stage b:5-19 overlaps layers 5-9 of the stages before it", "pipeline order"}},
+      {two_nodes("[replica.x]\nstages = b:10-19, a:0-9\n"), 11, {"replica x: no stage holds layers 0-9 (before b:10-19)", "pipeline order"}},
+      {two_nodes("[replica.x]\nstages = a:0-9, b:12-19\n"), 11, {"replica x: no stage holds layers 10-11 (before b:12-19)"}},
+      {two_nodes("[replica.x]\nstages = a:0-9, b:2-3\n"), 11, {"stage b:2-3 overlaps layers 2-3"}},
+      {two_nodes("[replica.x]\nstages = a:0-9\nexperts = a:0-63, b:60-127\n"), 12,
+       {"replica x: expert group b:60-127 overlaps experts 60-63 of the expert groups before it"}},
+      {two_nodes("[replica.x]\nstages = a:0-9\nexperts = a:0-31, b:64-127\n"), 12,
+       {"replica x: no expert group holds experts 32-63 (before b:64-127)"}},
+      {two_nodes("[replica.x]\nstages = a:0-9\nexperts = b:8-15\n"), 12, {"no expert group holds experts 0-7"}},
+      {two_nodes("[replica.x]\nstages = a:0-9\nweight = 0\n[replica.y]\nstages = b:0-9\nweight = 0.0\n"), 13,
+       {"every replica has weight 0, so none would get traffic"}},
+  };
+  for (const auto& c : cases) {
+    const std::string message = error_of(c.text);
+    BOOST_TEST_CONTEXT(c.text) {
+      BOOST_TEST(message.rfind((dir / "cluster.conf").string() + ":" + std::to_string(c.line) + ": ", 0) == 0, message);
+      for (const auto& w : c.words) BOOST_TEST(message.find(w) != std::string::npos, message << " (wanted: " << w << ")");
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(what_needs_the_model_is_checked_against_its_config) {
+  const std::string head = two_nodes("[replica.main]\n");  // stages on line 11, experts on 12
+  struct model_case {
+    std::string lists;
+    model_config model;
+    std::string message;  // after "PATH:"
+  };
+  const std::vector<model_case> cases = {
+      {"stages = a:0-19, b:20-39\nexperts = a:0-127\n", model_of(48, 128),
+       "11: replica main: stages cover layers 0-39 but the model has 48 (0-47)"},
+      {"stages = a:0-19, b:20-63\nexperts = a:0-127\n", model_of(48, 128),
+       "11: replica main: stages cover layers 0-63 but the model has 48 (0-47)"},
+      {"stages = a:0-47\nexperts = a:0-63, b:64-99\n", model_of(48, 128),
+       "12: replica main: expert groups cover experts 0-99 but the model has 128 (0-127)"},
+      {"stages = a:0-47\nexperts = a:0-63, b:64-255\n", model_of(48, 128),
+       "12: replica main: expert groups cover experts 0-255 but the model has 128 (0-127)"},
+      {"stages = a:0-47\nexperts = a:0-7\n", model_of(48, 0), "12: replica main: `experts` lists experts but the model has none"},
+  };
+  for (const auto& c : cases) {
+    const auto s = spec_of(head + c.lists);
+    auto v = validate_against_model(s, c.model);
+    BOOST_TEST_CONTEXT(c.lists) {
+      BOOST_REQUIRE(!v);
+      BOOST_TEST(v.err().message == (dir / "cluster.conf").string() + ":" + c.message);
+    }
+  }
+  BOOST_TEST(misfit(spec_of(head + "stages = a:0-47\n"), model_of(48, 0)) == "");  // default group, no experts
+  BOOST_TEST(misfit(spec_of("[engine]\npipeline_stages = 3\n"), model_of(2, 4)) == "");  // serve checks its own
+}
+
+BOOST_AUTO_TEST_CASE(clean_up) { fs::remove_all(dir); }
