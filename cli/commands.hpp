@@ -7,5 +7,6 @@ int make_test_model_command(int argc, char** argv);
 int generate_command(int argc, char** argv);
 int serve_command(int argc, char** argv);
 int bench_command(int argc, char** argv);
+int cluster_command(int argc, char** argv);
 
 }  // namespace troupe::cli

@@ -24,7 +24,9 @@ constexpr const char* usage =
     "        --goodput ttft:MS tpot:MS e2el:MS --json FILE --timeout S --disable-progress]\n"
     "      benchmark a running OpenAI-compatible server, as `vllm bench serve` does\n"
     "  generate --model DIR --prompt-ids I,J,... [--max-tokens N --load-format dummy]\n"
-    "      greedy generation on the CPU; prints the token ids\n";
+    "      greedy generation on the CPU; prints the token ids\n"
+    "  cluster check FILE\n"
+    "      check a cluster.conf against its model; print where each stage and expert group runs\n";
 
 }  // namespace
 
@@ -37,6 +39,7 @@ int main(int argc, char** argv) {
   if (!std::strcmp(command, "make-test-model")) return troupe::cli::make_test_model_command(argc - 2, argv + 2);
   if (!std::strcmp(command, "serve")) return troupe::cli::serve_command(argc - 2, argv + 2);
   if (!std::strcmp(command, "bench")) return troupe::cli::bench_command(argc - 2, argv + 2);
+  if (!std::strcmp(command, "cluster")) return troupe::cli::cluster_command(argc - 2, argv + 2);
   if (!std::strcmp(command, "generate")) return troupe::cli::generate_command(argc - 2, argv + 2);
   std::fprintf(stderr, "troupe: unknown command \"%s\"\n%s", command, usage);
   return 2;

@@ -1,0 +1,55 @@
+// `troupe cluster check FILE`: reads a cluster.conf as `troupe cluster up` will, checks it
+// against the model's config.json, and prints where each replica's stages and expert
+// groups run; a mistake gives the file:line error and exit status 2.
+#include <cstdio>
+#include <string>
+
+#include "cli/commands.hpp"
+#include "cluster/cluster_spec.hpp"
+
+namespace troupe::cli {
+namespace {
+
+std::string where(const placement& p) {
+  return p.node + (p.gpu ? ":cuda:" + std::to_string(*p.gpu) : std::string(":cpu"));
+}
+
+int check(const char* file) {
+  auto spec = read_cluster_spec(file);
+  if (!spec) {
+    std::fprintf(stderr, "troupe cluster check: %s\n", spec.err().message.c_str());
+    return 2;
+  }
+  auto model = load_model_config(spec->model.path);
+  if (!model) {
+    std::fprintf(stderr, "troupe cluster check: %s\n", model.err().message.c_str());
+    return 2;
+  }
+  if (auto fits = validate_against_model(*spec, *model); !fits) {
+    std::fprintf(stderr, "troupe cluster check: %s\n", fits.err().message.c_str());
+    return 2;
+  }
+  std::printf("%s: %s, %zu node(s), %zu replica(s); model %s (%d layers, %d experts)\n", file,
+              spec->is_cluster ? "a cluster" : "a single node", spec->nodes.size(), spec->replicas.size(),
+              spec->model.path.string().c_str(), model->num_layers, model->num_experts);
+  for (const node_spec& n : spec->nodes)
+    std::printf("  node %s at %s:%d\n", n.name.c_str(), n.address.c_str(), n.port);
+  for (const replica_spec& r : spec->replicas) {
+    std::printf("  replica %s (weight %g)\n", r.name.c_str(), r.weight);
+    for (const placement& s : r.stages)
+      std::printf("    stage layers %d-%d on %s\n", s.first, s.last.value_or(model->num_layers - 1), where(s).c_str());
+    for (const placement& e : r.experts)
+      std::printf("    experts %d-%d on %s\n", e.first, e.last.value_or(model->num_experts - 1), where(e).c_str());
+  }
+  return 0;
+}
+
+}  // namespace
+
+int cluster_command(int argc, char** argv) {
+  if (argc == 2 && std::string(argv[0]) == "check") return check(argv[1]);
+  std::fprintf(stderr, "usage: troupe cluster check FILE\n");
+  return 2;
+}
+
+}  // namespace troupe::cli
