@@ -44,6 +44,5 @@ int main() {
   const double rtt = at(*large, 0.5);
   std::printf("8 MiB round trip: median %.2f ms, %.0f MB/s (8 MiB each way)\n", rtt / 1000,
               2.0 * double(size_t{8} << 20) / rtt);
-  p.self->send(p.peer, test::echo_quit_tag, nullptr, 0, patience);
-  return 0;
+  return p.self->send(p.peer, test::echo_quit_tag, nullptr, 0, patience) ? 0 : 1;
 }

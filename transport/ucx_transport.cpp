@@ -2,6 +2,7 @@
 
 #include <poll.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -11,17 +12,22 @@
 namespace troupe {
 namespace {
 
-// Without UCX_TLS in the environment, UCX would pick every transport it finds, shared
-// memory among them; but between processes in different containers (other PID or IPC
-// namespaces) its posix and cma transports look reachable and then fail mid-transfer, and
-// RDMA needs devices we do not have. TCP (and self, for an endpoint that sends to itself)
-// work wherever the peers can reach each other's IP. On an InfiniBand cluster set, e.g.,
-// UCX_TLS=rc,sm,self.
+// Without UCX_TLS in the environment UCX opens every transport it finds. We ask it to
+// report dead peers (UCP_ERR_HANDLING_MODE_PEER), which UCX 1.13's shared-memory
+// transports (posix, sysv, cma) cannot do, so it sends over TCP even within a host anyway
+// (UCX_TLS=sm,self cannot connect at all); opening them would only allocate shared
+// memory, and RDMA needs devices. TCP, and self for an endpoint that sends to itself, work
+// wherever the peers reach each other's IP, containers included. On an InfiniBand
+// cluster set, e.g., UCX_TLS=rc,tcp,self.
 constexpr const char* default_transports = "tcp,self";
 
 // How long the progress thread sleeps without an event: UCX's timers (keepalive) need a
 // progress call now and then even when no fd wakes it.
 constexpr int idle_poll_ms = 100;
+
+// How long a waiting caller progresses the worker itself before it sleeps: a reply that
+// comes within this costs no hand-off from the progress thread (two thread wake-ups).
+constexpr auto spin_time = std::chrono::microseconds(50);
 
 // How long a forced close may take to cancel a send (it takes about a millisecond).
 constexpr auto close_grace = std::chrono::seconds(2);
@@ -108,7 +114,7 @@ void ucx_transport::on_peer_error(void* p, ucp_ep_h, ucs_status_t status) {
 result<int> ucx_transport::connect(const std::vector<uint8_t>& address) {
   if (address.empty()) return error{"an empty UCX worker address"};
   std::lock_guard lock(mutex_);
-  auto [it, inserted] = peer_ids_.try_emplace(address, int(peers_.size()));
+  auto [it, inserted] = peer_ids_.try_emplace(std::string(address.begin(), address.end()), int(peers_.size()));
   if (inserted) peers_.push_back(std::make_unique<peer>(peer{address, nullptr, UCS_ERR_NOT_CONNECTED}));
   peer& p = *peers_[size_t(it->second)];
   if (p.endpoint && p.failure == UCS_OK) return it->second;
@@ -167,13 +173,13 @@ status ucx_transport::send(int peer_id, uint64_t tag, const void* data, size_t b
     o->done = true;
   };
   params.user_data = &op;
-  void* request = ucp_tag_send_nbx(p.endpoint, bytes ? data : &no_bytes, bytes, tag, &params);
+  const ucp_ep_h endpoint = p.endpoint;
+  void* request = ucp_tag_send_nbx(endpoint, bytes ? data : &no_bytes, bytes, tag, &params);
   if (UCS_PTR_IS_ERR(request)) return ucx_error("ucp_tag_send_nbx", UCS_PTR_STATUS(request));
   if (!request) return ok();
-  ucp_worker_signal(worker_.get());
-  const bool in_time = progressed_.wait_until(lock, deadline, [&] { return op.done; });
+  const bool in_time = wait_locked(lock, deadline, [&] { return op.done; });
   if (!in_time) {
-    close_link(p);
+    if (p.endpoint == endpoint) close_link(p);  // unless another timed-out send did (and connect reopened)
     p.failure = UCS_ERR_TIMED_OUT;
     // The close cancels the send within a progress call or two; past the grace UCX broke
     // its word, and returning would leave it our caller's buffer.
@@ -194,10 +200,8 @@ result<transport::message> ucx_transport::receive(uint64_t tag, uint64_t mask, s
   std::unique_lock lock(mutex_);
   ucp_tag_recv_info_t info{};
   ucp_tag_message_h found = nullptr;
-  while (!(found = ucp_tag_probe_nb(worker_.get(), tag, mask, 1, &info))) {
-    if (std::chrono::steady_clock::now() >= deadline) return no_message_within(tag, mask, timeout);
-    progressed_.wait_until(lock, deadline);
-  }
+  if (!wait_locked(lock, deadline, [&] { return (found = ucp_tag_probe_nb(worker_.get(), tag, mask, 1, &info)); }))
+    return no_message_within(tag, mask, timeout);
 
   auto op = std::make_unique<operation>();
   op->bytes.resize(info.length);
@@ -213,8 +217,7 @@ result<transport::message> ucx_transport::receive(uint64_t tag, uint64_t mask, s
                                        found, &params);
   if (UCS_PTR_IS_ERR(request)) return ucx_error("ucp_tag_msg_recv_nbx", UCS_PTR_STATUS(request));
   if (request) {
-    ucp_worker_signal(worker_.get());
-    if (!progressed_.wait_until(lock, deadline, [&] { return op->done; })) {
+    if (!wait_locked(lock, deadline, [&] { return op->done; })) {
       op->request = request;
       abandoned_.push_back(std::move(op));
       char text[160];
@@ -227,6 +230,30 @@ result<transport::message> ucx_transport::receive(uint64_t tag, uint64_t mask, s
     if (op->status != UCS_OK) return ucx_error("receiving a message", op->status);
   }
   return message{info.sender_tag, std::move(op->bytes)};
+}
+
+template <class Done>
+bool ucx_transport::wait_locked(std::unique_lock<std::mutex>& lock, std::chrono::steady_clock::time_point deadline,
+                                Done done) {
+  const auto spin_until = std::min(deadline, std::chrono::steady_clock::now() + spin_time);
+  bool asleep = false;
+  while (!done()) {
+    const auto now = std::chrono::steady_clock::now();
+    if (now >= deadline) return false;
+    if (now < spin_until) {
+      progress_locked();
+      lock.unlock();
+      std::this_thread::yield();
+      lock.lock();
+      continue;
+    }
+    // Our progress calls may have taken the events the progress thread armed for, and
+    // what we posted may need progress: wake it to progress and arm again.
+    if (!asleep) ucp_worker_signal(worker_.get());
+    asleep = true;
+    progressed_.wait_until(lock, deadline);
+  }
+  return true;
 }
 
 void ucx_transport::progress_locked() {

@@ -192,6 +192,16 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(connecting_twice_gives_one_peer, Kind, kinds) {
   BOOST_TEST(!p.a->send(p.a_to_b + 100, 0, &byte, 1, patience));
 }
 
+BOOST_AUTO_TEST_CASE_TEMPLATE(an_endpoint_reaches_itself, Kind, kinds) {
+  Kind kind;
+  auto a = kind.make();
+  auto self = a->connect(a->address());
+  BOOST_REQUIRE_MESSAGE(self, test::error_text(self));
+  const auto bytes = pattern(4096, 5);
+  const auto m = pass(*a, *self, make_tag(channel::residual, 0, 1), bytes, *a);
+  BOOST_TEST((m.bytes == bytes));
+}
+
 // A peer endpoint destroyed: sends to it fail (UCX learns it from the closed connection,
 // so a send or two may still leave before it does).
 BOOST_AUTO_TEST_CASE_TEMPLATE(sends_to_a_peer_that_is_gone_fail, Kind, kinds) {
