@@ -28,7 +28,9 @@ result<std::vector<double>> round_trips(test::echo_peer& p, size_t bytes, int co
   return times;
 }
 
-double at(const std::vector<double>& sorted, double quantile) { return sorted[size_t(quantile * double(sorted.size() - 1))]; }
+double at(const std::vector<double>& sorted, double quantile) {
+  return sorted[size_t(quantile * double(sorted.size() - 1))];
+}
 
 }  // namespace
 

@@ -34,8 +34,7 @@ result<int> in_process_transport::connect(const std::vector<uint8_t>& address) {
   return id;
 }
 
-status in_process_transport::send(int peer, uint64_t tag, const void* data, size_t bytes,
-                                  std::chrono::milliseconds) {
+status in_process_transport::send(int peer, uint64_t tag, const void* data, size_t bytes, std::chrono::milliseconds) {
   std::shared_ptr<in_process_hub::inbox> to;
   {
     std::lock_guard lock(hub_->mutex_);

@@ -33,8 +33,7 @@ class transport {
   // Sends `bytes` to `peer` under `tag` and returns once `data` may be reused (for a large
   // message that can mean once the peer has received it). An error when the peer is gone
   // or the timeout passes.
-  virtual status send(int peer, uint64_t tag, const void* data, size_t bytes,
-                      std::chrono::milliseconds timeout) = 0;
+  virtual status send(int peer, uint64_t tag, const void* data, size_t bytes, std::chrono::milliseconds timeout) = 0;
 
   // The next message, from any peer, whose tag equals `tag` on the bits set in `mask`: its
   // full tag and bytes. An error when none has come within `timeout`.

@@ -107,9 +107,7 @@ ucx_transport::~ucx_transport() {
   for (auto& op : abandoned_) ucp_request_free(op->request);
 }
 
-void ucx_transport::on_peer_error(void* p, ucp_ep_h, ucs_status_t status) {
-  static_cast<peer*>(p)->failure = status;
-}
+void ucx_transport::on_peer_error(void* p, ucp_ep_h, ucs_status_t status) { static_cast<peer*>(p)->failure = status; }
 
 result<int> ucx_transport::connect(const std::vector<uint8_t>& address) {
   if (address.empty()) return error{"an empty UCX worker address"};
@@ -125,8 +123,8 @@ result<int> ucx_transport::connect(const std::vector<uint8_t>& address) {
 
 status ucx_transport::open_link(peer& p) {
   ucp_ep_params_t params{};
-  params.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
-                      UCP_EP_PARAM_FIELD_ERR_HANDLER;
+  params.field_mask =
+      UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE | UCP_EP_PARAM_FIELD_ERR_HANDLER;
   params.address = reinterpret_cast<const ucp_address_t*>(p.address.data());
   params.err_mode = UCP_ERR_HANDLING_MODE_PEER;
   params.err_handler.cb = on_peer_error;
@@ -189,8 +187,8 @@ status ucx_transport::send(int peer_id, uint64_t tag, const void* data, size_t b
   TROUPE_CHECK(op.done, "a send outlived the forced close of its endpoint");
   ucp_request_free(request);
   if (!in_time)
-    return error{"send to UCX peer " + std::to_string(peer_id) + " timed out after " +
-                 std::to_string(timeout.count()) + " ms; its link is closed"};
+    return error{"send to UCX peer " + std::to_string(peer_id) + " timed out after " + std::to_string(timeout.count()) +
+                 " ms; its link is closed"};
   if (op.status != UCS_OK) return ucx_error("send to UCX peer " + std::to_string(peer_id), op.status);
   return ok();
 }
@@ -213,8 +211,8 @@ result<transport::message> ucx_transport::receive(uint64_t tag, uint64_t mask, s
     o->done = true;
   };
   params.user_data = op.get();
-  void* request = ucp_tag_msg_recv_nbx(worker_.get(), info.length ? op->bytes.data() : &no_bytes, info.length,
-                                       found, &params);
+  void* request =
+      ucp_tag_msg_recv_nbx(worker_.get(), info.length ? op->bytes.data() : &no_bytes, info.length, found, &params);
   if (UCS_PTR_IS_ERR(request)) return ucx_error("ucp_tag_msg_recv_nbx", UCS_PTR_STATUS(request));
   if (request) {
     if (!wait_locked(lock, deadline, [&] { return op->done; })) {

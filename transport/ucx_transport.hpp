@@ -69,7 +69,7 @@ class ucx_transport final : public transport {
   std::mutex mutex_;
   std::condition_variable progressed_;
   std::vector<std::unique_ptr<peer>> peers_;
-  std::map<std::string, int> peer_ids_;  // by address
+  std::map<std::string, int> peer_ids_;                // by address
   std::vector<std::unique_ptr<operation>> abandoned_;  // timed-out receives still in UCX's hands
   bool stopping_ = false;
   std::thread progress_thread_;

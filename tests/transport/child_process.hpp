@@ -63,7 +63,8 @@ class child_process {
         buffer_.erase(0, end + 1);
         return line;
       }
-      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+      const auto left =
+          std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
       pollfd fd{from_child_, POLLIN, 0};
       if (left.count() <= 0 || poll(&fd, 1, int(left.count())) <= 0) return std::nullopt;
       char chunk[4096];

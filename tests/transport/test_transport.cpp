@@ -11,6 +11,7 @@
 #include <tuple>
 
 #include "tests/support/error_text.hpp"
+#include "tests/transport/byte_pattern.hpp"
 #include "transport/in_process_transport.hpp"
 #include "transport/tags.hpp"
 #include "transport/ucx_transport.hpp"
@@ -53,16 +54,11 @@ struct endpoint_pair {
   int a_to_b = -1, b_to_a = -1;
 };
 
-std::vector<uint8_t> pattern(size_t n, uint32_t seed) {
-  std::vector<uint8_t> v(n);
-  for (size_t i = 0; i < n; ++i) v[i] = uint8_t((i * 131 + seed * 7919) >> 3);
-  return v;
-}
-
 // `bytes` from `from` to `to`, sent on another thread: a large UCX send returns only once
 // the receiver has taken it.
 transport::message pass(transport& from, int peer, uint64_t tag, const std::vector<uint8_t>& bytes, transport& to) {
-  auto sent = std::async(std::launch::async, [&] { return from.send(peer, tag, bytes.data(), bytes.size(), patience); });
+  auto sent =
+      std::async(std::launch::async, [&] { return from.send(peer, tag, bytes.data(), bytes.size(), patience); });
   auto got = to.receive(tag, exact, patience);
   const status s = sent.get();
   BOOST_REQUIRE_MESSAGE(s, test::error_text(s));
@@ -80,7 +76,7 @@ void expect_next(transport& t, uint64_t tag, uint64_t mask, uint64_t wanted) {
   auto m = t.receive(tag, mask, patience);
   BOOST_REQUIRE_MESSAGE(m, test::error_text(m));
   BOOST_TEST(m->tag == wanted);
-  BOOST_TEST((m->bytes == pattern(64, uint32_t(wanted))));
+  BOOST_TEST((m->bytes == test::byte_pattern(64, uint32_t(wanted))));
 }
 
 }  // namespace
@@ -101,7 +97,7 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(round_trips_of_every_size, Kind, kinds) {
   uint32_t seed = 1;
   for (size_t size : {size_t{0}, size_t{1}, size_t{4096}, size_t{8} << 20}) {
     const uint64_t tag = make_tag(channel::residual, 1, seed);
-    const auto bytes = pattern(size, seed++);
+    const auto bytes = test::byte_pattern(size, seed++);
     const auto there = pass(*p.a, p.a_to_b, tag, bytes, *p.b);
     BOOST_TEST(there.tag == tag);
     BOOST_TEST((there.bytes == bytes), "size " << size << " changed on the way there");
@@ -116,7 +112,8 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(a_masked_receive_picks_its_tag_among_those_pending
   const uint64_t dispatch_1 = make_tag(channel::moe_dispatch, 1, 7);
   const uint64_t dispatch_2 = make_tag(channel::moe_dispatch, 2, 7);
   const uint64_t combine = make_tag(channel::moe_combine, 2, 8);
-  for (uint64_t tag : {residual, dispatch_1, dispatch_2, combine}) send_now(*p.a, p.a_to_b, tag, pattern(64, uint32_t(tag)));
+  for (uint64_t tag : {residual, dispatch_1, dispatch_2, combine})
+    send_now(*p.a, p.a_to_b, tag, test::byte_pattern(64, uint32_t(tag)));
 
   expect_next(*p.b, make_tag(channel::moe_combine, 0, 0), channel_mask, combine);
   expect_next(*p.b, make_tag(channel::moe_dispatch, 2, 0), channel_mask | sender_mask, dispatch_2);
@@ -126,11 +123,12 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(a_masked_receive_picks_its_tag_among_those_pending
 
 BOOST_AUTO_TEST_CASE_TEMPLATE(messages_are_received_in_any_order, Kind, kinds) {
   endpoint_pair<Kind> p;
-  for (uint64_t step : {3, 2, 1}) send_now(*p.a, p.a_to_b, make_tag(channel::residual, 0, step), pattern(256, uint32_t(step)));
+  for (uint64_t step : {3, 2, 1})
+    send_now(*p.a, p.a_to_b, make_tag(channel::residual, 0, step), test::byte_pattern(256, uint32_t(step)));
   for (uint64_t step : {1, 2, 3}) {
     auto m = p.b->receive(make_tag(channel::residual, 0, step), exact, patience);
     BOOST_REQUIRE_MESSAGE(m, test::error_text(m));
-    BOOST_TEST((m->bytes == pattern(256, uint32_t(step))));
+    BOOST_TEST((m->bytes == test::byte_pattern(256, uint32_t(step))));
   }
 }
 
@@ -147,11 +145,12 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(many_threads_send_and_receive_at_once, Kind, kinds
     failures.push_back(std::string(what) + ": " + why);
   };
   std::vector<std::thread> all;
-  for (auto [from, to, peer] : {std::tuple{p.a.get(), p.b.get(), p.a_to_b}, std::tuple{p.b.get(), p.a.get(), p.b_to_a}}) {
+  for (auto [from, to, peer] :
+       {std::tuple{p.a.get(), p.b.get(), p.a_to_b}, std::tuple{p.b.get(), p.a.get(), p.b_to_a}}) {
     for (int i = 0; i < threads; ++i) {
       all.emplace_back([&, from, peer, i] {
         for (int j = 0; j < messages; ++j) {
-          const auto bytes = pattern(size_of(j), uint32_t(i * messages + j));
+          const auto bytes = test::byte_pattern(size_of(j), uint32_t(i * messages + j));
           if (auto s = from->send(peer, make_tag(channel::moe_dispatch, uint16_t(i), uint64_t(j)), bytes.data(),
                                   bytes.size(), patience);
               !s)
@@ -162,7 +161,8 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(many_threads_send_and_receive_at_once, Kind, kinds
         for (int j = 0; j < messages; ++j) {
           auto m = to->receive(make_tag(channel::moe_dispatch, uint16_t(i), uint64_t(j)), exact, patience);
           if (!m) return fail("receive", m.err().message);
-          if (m->bytes != pattern(size_of(j), uint32_t(i * messages + j))) return fail("receive", "changed bytes");
+          if (m->bytes != test::byte_pattern(size_of(j), uint32_t(i * messages + j)))
+            return fail("receive", "changed bytes");
         }
       });
     }
@@ -197,7 +197,7 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(an_endpoint_reaches_itself, Kind, kinds) {
   auto a = kind.make();
   auto self = a->connect(a->address());
   BOOST_REQUIRE_MESSAGE(self, test::error_text(self));
-  const auto bytes = pattern(4096, 5);
+  const auto bytes = test::byte_pattern(4096, 5);
   const auto m = pass(*a, *self, make_tag(channel::residual, 0, 1), bytes, *a);
   BOOST_TEST((m.bytes == bytes));
 }
@@ -207,7 +207,7 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(an_endpoint_reaches_itself, Kind, kinds) {
 BOOST_AUTO_TEST_CASE_TEMPLATE(sends_to_a_peer_that_is_gone_fail, Kind, kinds) {
   endpoint_pair<Kind> p;
   p.b.reset();
-  const auto bytes = pattern(64, 1);
+  const auto bytes = test::byte_pattern(64, 1);
   const auto deadline = std::chrono::steady_clock::now() + patience;
   status s = ok();
   while (s && std::chrono::steady_clock::now() < deadline) {

@@ -9,6 +9,7 @@
 
 #include "tests/support/error_text.hpp"
 #include "tests/support/eventually.hpp"
+#include "tests/transport/byte_pattern.hpp"
 #include "tests/transport/echo_peer.hpp"
 #include "transport/tags.hpp"
 #include "transport/ucx_transport.hpp"
@@ -27,12 +28,6 @@ std::unique_ptr<ucx_transport> make_endpoint() {
   return std::move(t).value();
 }
 
-std::vector<uint8_t> pattern(size_t n, uint32_t seed) {
-  std::vector<uint8_t> v(n);
-  for (size_t i = 0; i < n; ++i) v[i] = uint8_t((i * 131 + seed * 7919) >> 3);
-  return v;
-}
-
 test::echo_peer start_echo_peer() {
   auto p = test::start_echo_peer(UCX_ECHO_PEER, patience);
   BOOST_REQUIRE_MESSAGE(p, test::error_text(p));
@@ -47,7 +42,7 @@ BOOST_AUTO_TEST_CASE(a_send_nobody_receives_times_out_and_closes_its_link_until_
   auto id = a->connect(b->address());
   BOOST_REQUIRE_MESSAGE(id, test::error_text(id));
 
-  const auto large = pattern(size_t{8} << 20, 1);  // a rendezvous: it waits for b's receive
+  const auto large = test::byte_pattern(size_t{8} << 20, 1);  // a rendezvous: it waits for b's receive
   const auto timeout = 500ms;
   const auto start = std::chrono::steady_clock::now();
   const status s = a->send(*id, make_tag(channel::residual, 0, 1), large.data(), large.size(), timeout);
@@ -57,7 +52,7 @@ BOOST_AUTO_TEST_CASE(a_send_nobody_receives_times_out_and_closes_its_link_until_
   BOOST_TEST((waited < timeout + 5s));
   BOOST_TEST_MESSAGE(test::error_text(s));
 
-  const auto small = pattern(16, 2);
+  const auto small = test::byte_pattern(16, 2);
   BOOST_TEST(!a->send(*id, make_tag(channel::residual, 0, 2), small.data(), small.size(), patience));
   auto again = a->connect(b->address());
   BOOST_REQUIRE_MESSAGE(again, test::error_text(again));
@@ -74,7 +69,7 @@ BOOST_AUTO_TEST_CASE(a_peer_process_echoes_every_size) {
   uint32_t seed = 1;
   for (size_t size : {size_t{0}, size_t{1}, size_t{4096}, size_t{8} << 20}) {
     const uint64_t tag = make_tag(channel::moe_dispatch, 0, seed);
-    const auto bytes = pattern(size, seed++);
+    const auto bytes = test::byte_pattern(size, seed++);
     auto back = p.echo(tag, bytes, patience);
     BOOST_REQUIRE_MESSAGE(back, "size " << size << ": " << test::error_text(back));
     BOOST_TEST(back->tag == tag);
@@ -93,7 +88,7 @@ BOOST_AUTO_TEST_CASE(a_peer_process_echoes_every_size) {
 BOOST_AUTO_TEST_CASE(a_peer_process_killed_mid_exchange_fails_sends_and_receives_in_time) {
   auto p = start_echo_peer();
   const auto timeout = 5s;
-  const auto bytes = pattern(size_t{8} << 20, 3);
+  const auto bytes = test::byte_pattern(size_t{8} << 20, 3);
   std::atomic<int> exchanges = 0;
   std::string failure;
   std::chrono::steady_clock::time_point failed_at;
