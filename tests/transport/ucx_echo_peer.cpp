@@ -1,6 +1,8 @@
 // The peer process of the UCX tests and benchmark: it exchanges worker addresses with its
 // parent (echo_peer_protocol.hpp), then sends every message it receives back to the parent
 // under the same tag, until the quit tag. Exit 1, with the reason on stderr, on a failure.
+#include <unistd.h>
+
 #include <cstdio>
 #include <iostream>
 
@@ -24,6 +26,7 @@ int main() {
   if (!created) return fail(created.err().message);
   auto& t = **created;
   std::cout << test::address_prefix << test::to_hex(t.address()) << std::endl;
+  dup2(2, 1);  // UCX logs to standard output, and nobody reads the pipe from here on
   std::string line;
   if (!std::getline(std::cin, line)) return fail("no parent address on stdin");
   auto parent = t.connect(test::from_hex(line));
