@@ -1,0 +1,120 @@
+// What only the UCX transport does: a send that times out closes its link (UCX cannot
+// cancel a send), and exchanges with a separate process (ucx_echo_peer), which echoes every
+// size or is killed mid-exchange. Timeouts are generous for a loaded 2-core CI machine.
+#define BOOST_TEST_MODULE ucx_transport
+#include <boost/test/unit_test.hpp>
+
+#include <atomic>
+#include <thread>
+
+#include "tests/support/error_text.hpp"
+#include "tests/support/eventually.hpp"
+#include "tests/transport/byte_pattern.hpp"
+#include "tests/transport/echo_peer.hpp"
+#include "transport/tags.hpp"
+#include "transport/ucx_transport.hpp"
+
+using namespace troupe;
+using namespace std::chrono_literals;
+
+namespace {
+
+constexpr auto patience = 20s;
+constexpr uint64_t exact = ~uint64_t{0};
+
+std::unique_ptr<ucx_transport> make_endpoint() {
+  auto t = ucx_transport::create();
+  BOOST_REQUIRE_MESSAGE(t, test::error_text(t));
+  return std::move(t).value();
+}
+
+test::echo_peer start_echo_peer() {
+  auto p = test::start_echo_peer(UCX_ECHO_PEER, patience);
+  BOOST_REQUIRE_MESSAGE(p, test::error_text(p));
+  return std::move(p).value();
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(a_send_nobody_receives_times_out_and_closes_its_link_until_connect) {
+  auto a = make_endpoint();
+  auto b = make_endpoint();
+  auto id = a->connect(b->address());
+  BOOST_REQUIRE_MESSAGE(id, test::error_text(id));
+
+  const auto large = test::byte_pattern(size_t{8} << 20, 1);  // a rendezvous: it waits for b's receive
+  const auto timeout = 500ms;
+  const auto start = std::chrono::steady_clock::now();
+  const status s = a->send(*id, make_tag(channel::residual, 0, 1), large.data(), large.size(), timeout);
+  const auto waited = std::chrono::steady_clock::now() - start;
+  BOOST_TEST(!s);
+  BOOST_TEST((waited >= timeout));
+  BOOST_TEST((waited < timeout + 5s));
+  BOOST_TEST_MESSAGE(test::error_text(s));
+
+  const auto small = test::byte_pattern(16, 2);
+  BOOST_TEST(!a->send(*id, make_tag(channel::residual, 0, 2), small.data(), small.size(), patience));
+  auto again = a->connect(b->address());
+  BOOST_REQUIRE_MESSAGE(again, test::error_text(again));
+  BOOST_TEST(*again == *id);
+  const status resent = a->send(*id, make_tag(channel::residual, 0, 3), small.data(), small.size(), patience);
+  BOOST_REQUIRE_MESSAGE(resent, test::error_text(resent));
+  auto m = b->receive(make_tag(channel::residual, 0, 3), exact, patience);
+  BOOST_REQUIRE_MESSAGE(m, test::error_text(m));
+  BOOST_TEST((m->bytes == small));
+}
+
+BOOST_AUTO_TEST_CASE(a_peer_process_echoes_every_size) {
+  auto p = start_echo_peer();
+  uint32_t seed = 1;
+  for (size_t size : {size_t{0}, size_t{1}, size_t{4096}, size_t{8} << 20}) {
+    const uint64_t tag = make_tag(channel::moe_dispatch, 0, seed);
+    const auto bytes = test::byte_pattern(size, seed++);
+    auto back = p.echo(tag, bytes, patience);
+    BOOST_REQUIRE_MESSAGE(back, "size " << size << ": " << test::error_text(back));
+    BOOST_TEST(back->tag == tag);
+    BOOST_TEST((back->bytes == bytes), "size " << size << " changed on the way");
+  }
+  const status quit = p.self->send(p.peer, test::echo_quit_tag, nullptr, 0, patience);
+  BOOST_REQUIRE_MESSAGE(quit, test::error_text(quit));
+  auto exit_status = p.child->wait(patience);
+  BOOST_REQUIRE(exit_status);
+  BOOST_TEST((WIFEXITED(*exit_status) && WEXITSTATUS(*exit_status) == 0));
+}
+
+// Exchanges of 8 MiB run on a thread while the peer is killed: the one in flight fails
+// (a send at once, when UCX sees the connection reset; a receive after its timeout), and
+// every later send to the peer fails too.
+BOOST_AUTO_TEST_CASE(a_peer_process_killed_mid_exchange_fails_sends_and_receives_in_time) {
+  auto p = start_echo_peer();
+  const auto timeout = 5s;
+  const auto bytes = test::byte_pattern(size_t{8} << 20, 3);
+  std::atomic<int> exchanges = 0;
+  std::string failure;
+  std::chrono::steady_clock::time_point failed_at;
+  std::thread exchanger([&] {
+    for (uint64_t step = 0;; ++step) {
+      auto back = p.echo(make_tag(channel::moe_dispatch, 0, step), bytes, timeout);
+      if (!back) {
+        failure = back.err().message;
+        break;
+      }
+      ++exchanges;
+    }
+    failed_at = std::chrono::steady_clock::now();
+  });
+  const bool exchanging = test::eventually([&] { return exchanges >= 2; }, patience);
+  p.child->kill();
+  const auto killed_at = std::chrono::steady_clock::now();
+  exchanger.join();
+  BOOST_REQUIRE(exchanging);
+  BOOST_TEST((failed_at - killed_at < timeout + 5s));
+  BOOST_TEST_MESSAGE("failed " << std::chrono::duration_cast<std::chrono::milliseconds>(failed_at - killed_at).count()
+                               << " ms after the kill: " << failure);
+
+  const auto start = std::chrono::steady_clock::now();
+  const status s = p.self->send(p.peer, make_tag(channel::moe_dispatch, 0, 0), bytes.data(), bytes.size(), timeout);
+  BOOST_TEST(!s);
+  BOOST_TEST((std::chrono::steady_clock::now() - start < timeout + 5s));
+  BOOST_TEST_MESSAGE("then: " << test::error_text(s));
+}

@@ -1,0 +1,52 @@
+#pragma once
+// Byte messages between the processes of a cluster, matched by 64-bit tags: how
+// activations travel (a stage's residual rows to the next stage, MoE dispatch and
+// combine), keyed by step id and channel (transport/tags.hpp). Control messages go over
+// CAF instead. Implementations: in_process_transport (one process), ucx_transport.
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <vector>
+
+#include "base/result.hpp"
+
+namespace troupe {
+
+// Every call is safe from several threads at once; none waits past its timeout.
+class transport {
+ public:
+  struct message {
+    uint64_t tag = 0;
+    std::vector<uint8_t> bytes;
+  };
+
+  virtual ~transport() = default;
+
+  // This endpoint's address: opaque bytes that peers pass to connect (they travel in
+  // control messages over CAF).
+  virtual std::vector<uint8_t> address() const = 0;
+
+  // A peer by its address; connecting twice to one address gives the same peer id.
+  virtual result<int> connect(const std::vector<uint8_t>& address) = 0;
+
+  // Sends `bytes` to `peer` under `tag` and returns once `data` may be reused (for a large
+  // message that can mean once the peer has received it). An error when the peer is gone
+  // or the timeout passes.
+  virtual status send(int peer, uint64_t tag, const void* data, size_t bytes, std::chrono::milliseconds timeout) = 0;
+
+  // The next message, from any peer, whose tag equals `tag` on the bits set in `mask`: its
+  // full tag and bytes. An error when none has come within `timeout`.
+  virtual result<message> receive(uint64_t tag, uint64_t mask, std::chrono::milliseconds timeout) = 0;
+};
+
+// What receive returns when its timeout passes, from every transport alike.
+inline error no_message_within(uint64_t tag, uint64_t mask, std::chrono::milliseconds timeout) {
+  char text[128];
+  std::snprintf(text, sizeof text, "no message with tag %#llx under mask %#llx within %lld ms",
+                static_cast<unsigned long long>(tag), static_cast<unsigned long long>(mask),
+                static_cast<long long>(timeout.count()));
+  return {text};
+}
+
+}  // namespace troupe

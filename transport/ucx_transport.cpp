@@ -1,0 +1,282 @@
+#include "transport/ucx_transport.hpp"
+
+#include <poll.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+#include <ucp/api/ucp.h>
+
+namespace troupe {
+namespace {
+
+// Without UCX_TLS in the environment UCX opens every transport it finds. We ask it to
+// report dead peers (UCP_ERR_HANDLING_MODE_PEER), which UCX 1.13's shared-memory
+// transports (posix, sysv, cma) cannot do, so it sends over TCP even within a host anyway
+// (UCX_TLS=sm,self cannot connect at all); opening them would only allocate shared
+// memory, and RDMA needs devices. TCP, and self for an endpoint that sends to itself, work
+// wherever the peers reach each other's IP, containers included. On an InfiniBand
+// cluster set, e.g., UCX_TLS=rc,tcp,self.
+constexpr const char* default_transports = "tcp,self";
+
+// How long the progress thread sleeps without an event: UCX's timers (keepalive) need a
+// progress call now and then even when no fd wakes it.
+constexpr int idle_poll_ms = 100;
+
+// How long a waiting caller progresses the worker itself before it sleeps: a reply that
+// comes within this costs no hand-off from the progress thread (two thread wake-ups).
+constexpr auto spin_time = std::chrono::microseconds(50);
+
+// How long a forced close may take to cancel a send (it takes about a millisecond).
+constexpr auto close_grace = std::chrono::seconds(2);
+
+// Where a zero-byte message points: UCX wants a valid address even for no bytes.
+uint8_t no_bytes;
+
+error ucx_error(const std::string& what, ucs_status_t s) { return {what + ": " + ucs_status_string(s)}; }
+
+error link_down(int peer, ucs_status_t why) {
+  return ucx_error("the link to UCX peer " + std::to_string(peer) + " is down", why);
+}
+
+}  // namespace
+
+struct ucx_transport::operation {
+  void* request = nullptr;
+  bool done = false;
+  ucs_status_t status = UCS_INPROGRESS;
+  // A receive's buffer, owned here so a receive that times out can leave it to UCX.
+  std::vector<uint8_t> bytes;
+};
+
+result<std::unique_ptr<ucx_transport>> ucx_transport::create() {
+  ucp_config_t* config = nullptr;
+  if (auto s = ucp_config_read(nullptr, nullptr, &config); s != UCS_OK) return ucx_error("ucp_config_read", s);
+  ucs_status_t s = UCS_OK;
+  if (!std::getenv("UCX_TLS")) s = ucp_config_modify(config, "TLS", default_transports);
+  ucp_params_t params{};
+  params.field_mask = UCP_PARAM_FIELD_FEATURES;
+  params.features = UCP_FEATURE_TAG | UCP_FEATURE_WAKEUP;
+  ucp_context_h raw_context = nullptr;
+  const bool modified = s == UCS_OK;
+  if (modified) s = ucp_init(&params, config, &raw_context);
+  ucp_config_release(config);
+  if (s != UCS_OK) return ucx_error(modified ? "ucp_init" : "ucp_config_modify(TLS)", s);
+  context_ptr context(raw_context, ucp_cleanup);
+
+  ucp_worker_params_t worker_params{};
+  worker_params.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
+  worker_params.thread_mode = UCS_THREAD_MODE_SERIALIZED;
+  ucp_worker_h raw_worker = nullptr;
+  if (s = ucp_worker_create(context.get(), &worker_params, &raw_worker); s != UCS_OK)
+    return ucx_error("ucp_worker_create", s);
+  worker_ptr worker(raw_worker, ucp_worker_destroy);
+
+  int event_fd = -1;
+  if (s = ucp_worker_get_efd(worker.get(), &event_fd); s != UCS_OK) return ucx_error("ucp_worker_get_efd", s);
+  ucp_address_t* address = nullptr;
+  size_t address_length = 0;
+  if (s = ucp_worker_get_address(worker.get(), &address, &address_length); s != UCS_OK)
+    return ucx_error("ucp_worker_get_address", s);
+  const auto* first = reinterpret_cast<const uint8_t*>(address);
+  std::vector<uint8_t> bytes(first, first + address_length);
+  ucp_worker_release_address(worker.get(), address);
+  return std::unique_ptr<ucx_transport>(
+      new ucx_transport(std::move(context), std::move(worker), event_fd, std::move(bytes)));
+}
+
+ucx_transport::ucx_transport(context_ptr context, worker_ptr worker, int event_fd, std::vector<uint8_t> address)
+    : context_(std::move(context)),
+      worker_(std::move(worker)),
+      event_fd_(event_fd),
+      address_(std::move(address)),
+      progress_thread_([this] { progress_loop(); }) {}
+
+ucx_transport::~ucx_transport() {
+  {
+    std::lock_guard lock(mutex_);
+    stopping_ = true;
+    ucp_worker_signal(worker_.get());
+  }
+  progress_thread_.join();
+  std::lock_guard lock(mutex_);
+  for (auto& p : peers_) close_link(*p);
+  // Released to UCX, which never touches them again: the worker goes before any progress.
+  for (auto& op : abandoned_) ucp_request_free(op->request);
+}
+
+void ucx_transport::on_peer_error(void* p, ucp_ep_h, ucs_status_t status) { static_cast<peer*>(p)->failure = status; }
+
+result<int> ucx_transport::connect(const std::vector<uint8_t>& address) {
+  if (address.empty()) return error{"an empty UCX worker address"};
+  std::lock_guard lock(mutex_);
+  auto [it, inserted] = peer_ids_.try_emplace(std::string(address.begin(), address.end()), int(peers_.size()));
+  if (inserted) peers_.push_back(std::make_unique<peer>(peer{address, nullptr, UCS_ERR_NOT_CONNECTED}));
+  peer& p = *peers_[size_t(it->second)];
+  if (p.endpoint && p.failure == UCS_OK) return it->second;
+  close_link(p);
+  if (auto s = open_link(p); !s) return s.err();
+  return it->second;
+}
+
+status ucx_transport::open_link(peer& p) {
+  ucp_ep_params_t params{};
+  params.field_mask =
+      UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE | UCP_EP_PARAM_FIELD_ERR_HANDLER;
+  params.address = reinterpret_cast<const ucp_address_t*>(p.address.data());
+  params.err_mode = UCP_ERR_HANDLING_MODE_PEER;
+  params.err_handler.cb = on_peer_error;
+  params.err_handler.arg = &p;
+  if (auto s = ucp_ep_create(worker_.get(), &params, &p.endpoint); s != UCS_OK) {
+    p.endpoint = nullptr;
+    return ucx_error("ucp_ep_create", s);
+  }
+  p.failure = UCS_OK;
+  ucp_worker_signal(worker_.get());  // the connection's wireup needs progress
+  return ok();
+}
+
+// Forced: a graceful close waits for the peer, which may be dead. Every request still
+// outstanding on the link completes with UCS_ERR_CANCELED.
+void ucx_transport::close_link(peer& p) {
+  if (!p.endpoint) return;
+  ucp_request_param_t params{};
+  params.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
+  params.flags = UCP_EP_CLOSE_FLAG_FORCE;
+  void* request = ucp_ep_close_nbx(p.endpoint, &params);
+  p.endpoint = nullptr;
+  if (UCS_PTR_IS_PTR(request)) {
+    while (ucp_request_check_status(request) == UCS_INPROGRESS) ucp_worker_progress(worker_.get());
+    ucp_request_free(request);
+  }
+  progressed_.notify_all();
+}
+
+status ucx_transport::send(int peer_id, uint64_t tag, const void* data, size_t bytes,
+                           std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  std::unique_lock lock(mutex_);
+  if (peer_id < 0 || size_t(peer_id) >= peers_.size()) return error{"no UCX peer " + std::to_string(peer_id)};
+  peer& p = *peers_[size_t(peer_id)];
+  if (!p.endpoint || p.failure != UCS_OK) return link_down(peer_id, p.failure);
+
+  operation op;
+  ucp_request_param_t params{};
+  params.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
+  params.cb.send = [](void*, ucs_status_t s, void* user_data) {
+    auto* o = static_cast<operation*>(user_data);
+    o->status = s;
+    o->done = true;
+  };
+  params.user_data = &op;
+  const ucp_ep_h endpoint = p.endpoint;
+  void* request = ucp_tag_send_nbx(endpoint, bytes ? data : &no_bytes, bytes, tag, &params);
+  if (UCS_PTR_IS_ERR(request)) return ucx_error("ucp_tag_send_nbx", UCS_PTR_STATUS(request));
+  if (!request) return ok();
+  const bool in_time = wait_locked(lock, deadline, [&] { return op.done; });
+  if (!in_time) {
+    if (p.endpoint == endpoint) close_link(p);  // unless another timed-out send did (and connect reopened)
+    p.failure = UCS_ERR_TIMED_OUT;
+    // The close cancels the send within a progress call or two; past the grace UCX broke
+    // its word, and returning would leave it our caller's buffer.
+    const auto grace = std::chrono::steady_clock::now() + close_grace;
+    while (!op.done && std::chrono::steady_clock::now() < grace) ucp_worker_progress(worker_.get());
+  }
+  TROUPE_CHECK(op.done, "a send outlived the forced close of its endpoint");
+  ucp_request_free(request);
+  if (!in_time)
+    return error{"send to UCX peer " + std::to_string(peer_id) + " timed out after " + std::to_string(timeout.count()) +
+                 " ms; its link is closed"};
+  if (op.status != UCS_OK) return ucx_error("send to UCX peer " + std::to_string(peer_id), op.status);
+  return ok();
+}
+
+result<transport::message> ucx_transport::receive(uint64_t tag, uint64_t mask, std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  std::unique_lock lock(mutex_);
+  ucp_tag_recv_info_t info{};
+  ucp_tag_message_h found = nullptr;
+  if (!wait_locked(lock, deadline, [&] { return (found = ucp_tag_probe_nb(worker_.get(), tag, mask, 1, &info)); }))
+    return no_message_within(tag, mask, timeout);
+
+  auto op = std::make_unique<operation>();
+  op->bytes.resize(info.length);
+  ucp_request_param_t params{};
+  params.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
+  params.cb.recv = [](void*, ucs_status_t s, const ucp_tag_recv_info_t*, void* user_data) {
+    auto* o = static_cast<operation*>(user_data);
+    o->status = s;
+    o->done = true;
+  };
+  params.user_data = op.get();
+  void* request =
+      ucp_tag_msg_recv_nbx(worker_.get(), info.length ? op->bytes.data() : &no_bytes, info.length, found, &params);
+  if (UCS_PTR_IS_ERR(request)) return ucx_error("ucp_tag_msg_recv_nbx", UCS_PTR_STATUS(request));
+  if (request) {
+    if (!wait_locked(lock, deadline, [&] { return op->done; })) {
+      op->request = request;
+      abandoned_.push_back(std::move(op));
+      char text[160];
+      std::snprintf(text, sizeof text, "the message with tag %#llx (%zu bytes) was still arriving after %lld ms",
+                    static_cast<unsigned long long>(info.sender_tag), info.length,
+                    static_cast<long long>(timeout.count()));
+      return error{text};
+    }
+    ucp_request_free(request);
+    if (op->status != UCS_OK) return ucx_error("receiving a message", op->status);
+  }
+  return message{info.sender_tag, std::move(op->bytes)};
+}
+
+template <class Done>
+bool ucx_transport::wait_locked(std::unique_lock<std::mutex>& lock, std::chrono::steady_clock::time_point deadline,
+                                Done done) {
+  const auto spin_until = std::min(deadline, std::chrono::steady_clock::now() + spin_time);
+  bool asleep = false;
+  while (!done()) {
+    const auto now = std::chrono::steady_clock::now();
+    if (now >= deadline) return false;
+    if (now < spin_until) {
+      progress_locked();
+      lock.unlock();
+      std::this_thread::yield();
+      lock.lock();
+      continue;
+    }
+    // Our progress calls may have taken the events the progress thread armed for, and
+    // what we posted may need progress: wake it to progress and arm again.
+    if (!asleep) ucp_worker_signal(worker_.get());
+    asleep = true;
+    progressed_.wait_until(lock, deadline);
+  }
+  return true;
+}
+
+void ucx_transport::progress_locked() {
+  bool any = false;
+  while (ucp_worker_progress(worker_.get()) != 0) any = true;
+  if (!any) return;
+  std::erase_if(abandoned_, [](const std::unique_ptr<operation>& op) {
+    if (op->done) ucp_request_free(op->request);
+    return op->done;
+  });
+  progressed_.notify_all();
+}
+
+void ucx_transport::progress_loop() {
+  std::unique_lock lock(mutex_);
+  while (!stopping_) {
+    progress_locked();
+    const ucs_status_t armed = ucp_worker_arm(worker_.get());
+    if (armed == UCS_ERR_BUSY) continue;  // events came in since the last progress
+    TROUPE_CHECK(armed == UCS_OK, ucs_status_string(armed));
+    lock.unlock();
+    pollfd fd{event_fd_, POLLIN, 0};
+    poll(&fd, 1, idle_poll_ms);
+    lock.lock();
+  }
+}
+
+}  // namespace troupe

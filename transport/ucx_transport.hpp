@@ -1,0 +1,78 @@
+#pragma once
+// The transport between processes, on UCX's tagged messages (UCP): one context and worker
+// per transport object, peers reached by worker address. A thread progresses the worker,
+// sleeping on its event fd when idle, so messages, connections and peer failures are
+// handled while nobody waits in send or receive; a caller that waits progresses it
+// itself for a few microseconds first, which saves two thread wake-ups on a quick reply.
+//
+// UCX's own environment variables (UCX_TLS, UCX_NET_DEVICES, ...) choose what it uses;
+// without UCX_TLS it uses tcp and self, which work in any container (ucx_transport.cpp
+// says why). A dead peer (its connection reset) fails the sends to it at once; a receive,
+// which takes from any peer, fails at its timeout. A large send is a rendezvous: it
+// returns once the peer's receive has taken the bytes, so two peers that each send a
+// large message before receiving wait on each other until the timeout.
+#include <condition_variable>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include <ucp/api/ucp_def.h>
+
+#include "transport/transport.hpp"
+
+namespace troupe {
+
+class ucx_transport final : public transport {
+ public:
+  static result<std::unique_ptr<ucx_transport>> create();
+  ~ucx_transport() override;
+  ucx_transport(const ucx_transport&) = delete;
+  ucx_transport& operator=(const ucx_transport&) = delete;
+
+  std::vector<uint8_t> address() const override { return address_; }
+  // Connecting again to a peer whose link failed (or was closed by a timed-out send)
+  // makes a new link under the same peer id.
+  result<int> connect(const std::vector<uint8_t>& address) override;
+  // UCX cannot cancel a send, so a send that times out closes the link to its peer: every
+  // send on it fails, until connect is called again with the peer's address.
+  status send(int peer, uint64_t tag, const void* data, size_t bytes, std::chrono::milliseconds timeout) override;
+  // A receive that times out while its message is arriving drops that message.
+  result<message> receive(uint64_t tag, uint64_t mask, std::chrono::milliseconds timeout) override;
+
+ private:
+  struct peer {
+    std::vector<uint8_t> address;
+    ucp_ep_h endpoint = nullptr;
+    ucs_status_t failure;  // set by UCX's error handler; UCS_OK while the link is up
+  };
+  struct operation;
+  using context_ptr = std::unique_ptr<ucp_context, void (*)(ucp_context_h)>;
+  using worker_ptr = std::unique_ptr<ucp_worker, void (*)(ucp_worker_h)>;
+
+  ucx_transport(context_ptr context, worker_ptr worker, int event_fd, std::vector<uint8_t> address);
+  static void on_peer_error(void* peer, ucp_ep_h, ucs_status_t status);
+  status open_link(peer& p);
+  void close_link(peer& p);
+  template <class Done>
+  bool wait_locked(std::unique_lock<std::mutex>& lock, std::chrono::steady_clock::time_point deadline, Done done);
+  void progress_loop();
+  void progress_locked();
+
+  context_ptr context_;
+  worker_ptr worker_;
+  const int event_fd_;
+  const std::vector<uint8_t> address_;
+
+  // Guards the worker (created UCS_THREAD_MODE_SERIALIZED) and everything below.
+  std::mutex mutex_;
+  std::condition_variable progressed_;
+  std::vector<std::unique_ptr<peer>> peers_;
+  std::map<std::string, int> peer_ids_;                // by address
+  std::vector<std::unique_ptr<operation>> abandoned_;  // timed-out receives still in UCX's hands
+  bool stopping_ = false;
+  std::thread progress_thread_;
+};
+
+}  // namespace troupe
