@@ -6,6 +6,7 @@
 #include "kernels/cuda/async_copy.cuh"
 #include "kernels/cuda/check.cuh"
 #include "kernels/cuda/dependent_launch.cuh"
+#include "kernels/cuda/widen_bf16.cuh"
 #include "kernels/cuda/rms_norm_row.cuh"
 
 namespace troupe::cuda {
@@ -22,16 +23,6 @@ static constexpr int max_prefetched = 16;
 // (row, k part) pieces to aim for: about 2048 warps, so every SM streams from many.
 static constexpr int target_pieces = 8192;
 static_assert(warps * rows_per_warp * gemv_max_rows <= threads, "a thread per output of a block");
-
-// Eight bf16 (one 16-byte load) as fp32: a bf16 is the top half of an fp32.
-static __device__ __forceinline__ void widen(const uint4& v, float (&f)[8]) {
-  const uint32_t words[4] = {v.x, v.y, v.z, v.w};
-#pragma unroll
-  for (int i = 0; i < 4; ++i) {
-    f[2 * i] = __uint_as_float(words[i] << 16);
-    f[2 * i + 1] = __uint_as_float(words[i] & 0xffff0000u);
-  }
-}
 
 // The 16-byte chunks c, c + stride, ... (unroll of them) of each of the warp's rows.
 static __device__ __forceinline__ void load_weights(const uint4* const (&rows)[rows_per_warp],
@@ -56,11 +47,11 @@ static __device__ __forceinline__ void accumulate(Weight weight, const uint4* xs
     if (cu >= chunks) break;
     float wf[rows_per_warp][8];
 #pragma unroll
-    for (int r = 0; r < rows_per_warp; ++r) widen(weight(u, r), wf[r]);
+    for (int r = 0; r < rows_per_warp; ++r) widen_bf16x8(weight(u, r), wf[r]);
 #pragma unroll
     for (int b = 0; b < M; ++b) {
       float xf[8];
-      widen(xs[b * chunks + cu], xf);
+      widen_bf16x8(xs[b * chunks + cu], xf);
 #pragma unroll
       for (int r = 0; r < rows_per_warp; ++r)
 #pragma unroll

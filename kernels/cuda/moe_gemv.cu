@@ -5,6 +5,7 @@
 #include "base/check.hpp"
 #include "kernels/cuda/check.cuh"
 #include "kernels/cuda/dependent_launch.cuh"
+#include "kernels/cuda/widen_bf16.cuh"
 
 namespace troupe::cuda {
 
@@ -18,15 +19,6 @@ static constexpr int unroll = 4;
 static constexpr int gate_up_outputs = 8, gate_up_parts = 2;
 // moe_down's block: 4 output columns of one token, a warp per pair.
 static constexpr int down_outputs = rows_per_warp;
-
-static __device__ __forceinline__ void widen(const uint4& v, float (&f)[8]) {
-  const uint32_t words[4] = {v.x, v.y, v.z, v.w};
-#pragma unroll
-  for (int i = 0; i < 4; ++i) {
-    f[2 * i] = __uint_as_float(words[i] << 16);
-    f[2 * i + 1] = __uint_as_float(words[i] & 0xffff0000u);
-  }
-}
 
 // acc[r] += rows[r] . x over the chunks c0, c0 + stride, ... below `chunks`, each lane's in
 // ascending order, then summed across the warp: every lane ends with the warp's sums.
@@ -43,11 +35,11 @@ static __device__ __forceinline__ void dot_rows(const uint4* const (&rows)[rows_
     for (int u = 0; u < unroll; ++u) {
       if (c + u * stride >= chunks) break;
       float xf[8];
-      widen(x[c + u * stride], xf);
+      widen_bf16x8(x[c + u * stride], xf);
 #pragma unroll
       for (int r = 0; r < rows_per_warp; ++r) {
         float wf[8];
-        widen(v[u][r], wf);
+        widen_bf16x8(v[u][r], wf);
 #pragma unroll
         for (int e = 0; e < 8; ++e) acc[r] = fmaf(wf[e], xf[e], acc[r]);
       }
