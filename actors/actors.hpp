@@ -44,15 +44,18 @@ using tick_atom = caf::atom_constant<caf::atom("tick")>;
 using http_atom = caf::atom_constant<caf::atom("http")>;
 using closed_atom = caf::atom_constant<caf::atom("closed")>;
 using next_stage_atom = caf::atom_constant<caf::atom("nextstage")>;
+using handed_on_atom = caf::atom_constant<caf::atom("handedon")>;
 
 // A pipeline stage: a contiguous range of layers on one device, with their KV pool. A step
-// enters at the first stage and each stage hands it on with its activations; the last
-// answers the scheduler's request (the others delegate it) with the sampled tokens.
+// enters at the first stage and each stage hands it on: the plan as a message, its
+// activations over transport/; the last answers the scheduler's request (the others
+// delegate it) with the sampled tokens.
 using stage_actor = caf::typed_actor<
     // The first stage runs one step from the plan's tokens.
     caf::replies_to<step_atom, step_plan>::with<step_result>,
-    // A later stage runs one step from the previous stage's activations.
-    caf::replies_to<step_atom, step_plan, stage_activations>::with<step_result>,
+    // A later stage runs one step from the previous stage's residual rows, which come over
+    // its transport tagged (residual, the previous stage's index, the step).
+    caf::replies_to<step_atom, step_plan, handed_on_atom>::with<step_result>,
     // Where a stage other than the last hands its steps on, from now on (the scheduler
     // sends it whenever either end (re)starts).
     caf::reacts_to<next_stage_atom, caf::actor>,

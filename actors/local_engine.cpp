@@ -7,6 +7,7 @@
 #include "actors/health_monitor.hpp"
 #include "actors/kv_manager.hpp"
 #include "actors/stage.hpp"
+#include "transport/in_process_transport.hpp"
 #ifdef TROUPE_WITH_CUDA
 #include "model/cuda/gpu_backend.hpp"
 #endif
@@ -69,10 +70,14 @@ result<engine> start_local_engine(caf::actor_system& system, const engine_option
   // bitset of the vocabulary per grammar context it met, so only so many are kept.
   constexpr size_t cached_grammars = 64;
   const auto grammars = std::make_shared<grammar_cache>(cached_grammars);
+  // The stages hand their rows on through one in-process endpoint, a peer of itself.
+  auto rows = std::make_shared<in_process_transport>(std::make_shared<in_process_hub>());
+  auto self_peer = rows->connect(rows->address());
+  if (!self_peer) return self_peer.err();
   for (size_t k = 0; k < layout->size(); ++k) {
     const layer_range layers = (*layout)[k];
-    stage_options opts{stage_name(int(k)), layers.first, layers.last, layers.last == c.num_layers, options.vocabulary,
-                       grammars};
+    stage_options opts{stage_name(int(k)), int(k), layers.first, layers.last, layers.last == c.num_layers,
+                       c.hidden_size, {rows, *self_peer}, options.vocabulary, grammars};
     children.push_back({opts.name, [opts, make = backend->make_runner, health = e.health](caf::local_actor* parent) {
                           return caf::actor_cast<caf::actor>(parent->spawn<caf::detached>(stage, opts, make, health));
                         }});

@@ -18,7 +18,6 @@ void add_message_types(caf::actor_system_config& config) {
       .add_message_type<token_event>("troupe::token_event")
       .add_message_type<step_sequence>("troupe::step_sequence")
       .add_message_type<step_plan>("troupe::step_plan")
-      .add_message_type<stage_activations>("troupe::stage_activations")
       .add_message_type<step_result>("troupe::step_result")
       .add_message_type<kv_admission>("troupe::kv_admission")
       .add_message_type<kv_usage>("troupe::kv_usage")

@@ -80,15 +80,6 @@ struct step_plan {
   TROUPE_FIELDS(step_plan, step, token_ids, sequences, finished)
 };
 
-// stage -> next stage, beside the step's plan: the residual stream after the sender's
-// layers, one row of hidden_size floats per token of the plan, in plan order.
-struct stage_activations {
-  uint64_t step = 0;
-  int hidden_size = 0;
-  std::vector<float> rows;
-  TROUPE_FIELDS(stage_activations, step, hidden_size, rows)
-};
-
 // last stage -> scheduler: the sampled token of every sequence with sample == true, in
 // plan order.
 struct step_result {

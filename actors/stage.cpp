@@ -1,6 +1,9 @@
 #include "actors/stage.hpp"
 
+#include <cstring>
+
 #include "base/check.hpp"
+#include "transport/tags.hpp"
 
 namespace troupe {
 namespace {
@@ -77,9 +80,28 @@ caf::result<step_result> run_step(self_ptr self, const step_plan& plan, std::vec
   // The scheduler plans steps only once every stage is up, and links a stage to the next
   // before it sends the stage anything else.
   TROUPE_CHECK(st.next, "a step at a stage that has no next stage");
-  const int hidden_size = int(out->hidden.size() / plan.token_ids.size());
-  return self->delegate(st.next, step_atom::value, plan,
-                        stage_activations{plan.step, hidden_size, std::move(out->hidden)});
+  const stage_link& link = st.options.link;
+  const auto& rows = out->hidden;
+  if (auto sent = link.rows->send(link.next_peer, make_tag(channel::residual, uint16_t(st.options.index), plan.step),
+                                  rows.data(), rows.size() * sizeof(float), link.timeout);
+      !sent)
+    return caf::make_error(caf::sec::runtime_error, st.options.name + ": handing step " + std::to_string(plan.step) +
+                                                        " on: " + sent.err().message);
+  return self->delegate(st.next, step_atom::value, plan, handed_on_atom::value);
+}
+
+// The previous stage's residual rows of `plan`, from the transport.
+result<std::vector<float>> rows_handed_on(const stage_options& options, const step_plan& plan) {
+  const uint64_t tag = make_tag(channel::residual, uint16_t(options.index - 1), plan.step);
+  auto message = options.link.rows->receive(tag, ~uint64_t{0}, options.link.timeout);
+  if (!message) return error{"the rows of step " + std::to_string(plan.step) + ": " + message.err().message};
+  const size_t expected = plan.token_ids.size() * size_t(options.hidden_size) * sizeof(float);
+  if (message->bytes.size() != expected)
+    return error{"the rows of step " + std::to_string(plan.step) + " are " + std::to_string(message->bytes.size()) +
+                 " bytes; its plan needs " + std::to_string(expected)};
+  std::vector<float> rows(plan.token_ids.size() * size_t(options.hidden_size));
+  std::memcpy(rows.data(), message->bytes.data(), expected);
+  return rows;
 }
 
 }  // namespace
@@ -98,10 +120,10 @@ stage_actor::behavior_type stage(self_ptr self, stage_options options, step_runn
   }
   return {
       [=](step_atom, const step_plan& plan) { return run_step(self, plan, {}); },
-      [=](step_atom, const step_plan& plan, stage_activations& in) {
-        TROUPE_CHECK(in.step == plan.step && in.rows.size() == plan.token_ids.size() * size_t(in.hidden_size),
-                     "activations that are not the plan's");
-        return run_step(self, plan, std::move(in.rows));
+      [=](step_atom, const step_plan& plan, handed_on_atom) -> caf::result<step_result> {
+        auto rows = rows_handed_on(self->state.options, plan);
+        if (!rows) return caf::make_error(caf::sec::runtime_error, self->state.options.name + ": " + rows.err().message);
+        return run_step(self, plan, std::move(*rows));
       },
       [=](next_stage_atom, const caf::actor& next) { self->state.next = caf::actor_cast<stage_actor>(next); },
       [=](crash_atom) { self->quit(caf::make_error(caf::sec::runtime_error, "crash drill")); },

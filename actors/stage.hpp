@@ -4,17 +4,30 @@
 #include <unordered_map>
 
 #include "actors/actors.hpp"
+#include "transport/transport.hpp"
 #include "model/grammar/constrained_output.hpp"
 #include "model/grammar/grammar_cache.hpp"
 #include "model/step_runner.hpp"
 
 namespace troupe {
 
+// Where a stage's residual rows go to the next stage and come from the previous one: the
+// transport of its process, the next stage's peer on it, and how long a stage waits for
+// rows whose plan has come.
+struct stage_link {
+  std::shared_ptr<transport> rows;
+  int next_peer = -1;
+  std::chrono::milliseconds timeout{60000};
+};
+
 struct stage_options {
   std::string name;
+  int index = 0;  // in pipeline order
   int first_layer = 0;
   int last_layer = 0;  // exclusive
   bool last_stage = true;  // holds the model's last layer: computes logits and samples
+  int hidden_size = 0;
+  stage_link link;  // unused by a pipeline of one stage
   // Constrained decoding, at the stage that samples: the tokenizer's vocabulary (needed
   // once a constrained sequence comes) and the engine's compiled grammars.
   std::shared_ptr<const token_vocabulary> vocabulary;
