@@ -1,0 +1,196 @@
+// MoE dispatch between processes: expert_wire's bytes, and the one group's share that
+// in_process_experts::run_group computes for a dispatch.
+#define BOOST_TEST_MODULE remote_experts
+#include <boost/test/unit_test.hpp>
+
+#include <algorithm>
+#include <cstring>
+#include <numeric>
+#include <random>
+#include <tuple>
+
+#include "model/local_experts.hpp"
+#include "model/qwen3_moe_weights.hpp"
+#include "tests/support/error_text.hpp"
+#include "tests/support/random.hpp"
+#include "transport/expert_wire.hpp"
+#include "transport/in_process_experts.hpp"
+
+using namespace troupe;
+
+namespace {
+
+constexpr int num_experts = 16, hidden = 64, top_k = 4, num_layers = 2;
+
+// A small random-weight model, made once: only its experts are used.
+const model_weights& model() {
+  static const model_weights w = [] {
+    model_config c;
+    c.model_type = "qwen3_moe";
+    c.vocab_size = 32;
+    c.hidden_size = hidden;
+    c.num_layers = num_layers;
+    c.num_heads = 2;
+    c.num_kv_heads = 1;
+    c.head_dim = 32;
+    c.num_experts = num_experts;
+    c.num_experts_per_tok = top_k;
+    c.moe_intermediate_size = 32;
+    c.intermediate_size = 64;
+    return make_dummy_weights(c, 7);
+  }();
+  return w;
+}
+
+// One MoE layer's routed tokens: top_k distinct experts of [first, last) per token.
+struct routed {
+  int layer = 0, tokens = 0;
+  std::vector<float> x, weights;
+  std::vector<int> chosen;
+  size_t size() const { return size_t(tokens) * hidden; }
+};
+
+routed route(int layer, int tokens, uint32_t seed, int first = 0, int last = num_experts) {
+  routed r{layer, tokens, test::random_floats(size_t(tokens) * hidden, seed), {}, {}};
+  std::mt19937 gen(seed);
+  std::vector<int> experts(size_t(last - first));
+  std::iota(experts.begin(), experts.end(), first);
+  for (int t = 0; t < tokens; ++t) {
+    std::shuffle(experts.begin(), experts.end(), gen);
+    r.chosen.insert(r.chosen.end(), experts.begin(), experts.begin() + top_k);
+    for (int j = 0; j < top_k; ++j) r.weights.push_back(std::uniform_real_distribution<float>(0.1f, 1.0f)(gen));
+  }
+  return r;
+}
+
+void attach(in_process_experts& experts, int first, int last) {
+  // Named so that the map's order is the order of the ranges.
+  experts.attach("group_" + std::to_string(100 + first), std::make_shared<local_experts>(model(), first, last), first,
+                 last);
+}
+
+std::shared_ptr<in_process_experts> experts_of(std::initializer_list<std::pair<int, int>> ranges) {
+  auto e = std::make_shared<in_process_experts>(num_experts, hidden);
+  for (auto [first, last] : ranges) attach(*e, first, last);
+  return e;
+}
+
+bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+
+bool contains(const std::string& text, const std::string& part) {
+  BOOST_TEST_MESSAGE(text);
+  return text.find(part) != std::string::npos;
+}
+
+void set_u32(std::vector<uint8_t>& bytes, size_t at, uint32_t v) {
+  for (int i = 0; i < 4; ++i) bytes[at + size_t(i)] = uint8_t(v >> (8 * i));
+}
+
+std::vector<uint8_t> request_bytes(const routed& r, int first, int last, int hidden_size = hidden) {
+  return encode_request({r.layer, first, last, r.tokens, top_k, hidden_size}, r.x.data(), r.chosen.data(),
+                        r.weights.data());
+}
+
+}  // namespace
+
+// expert_wire
+
+BOOST_AUTO_TEST_CASE(a_request_and_its_replies_round_trip) {
+  const routed r = route(1, 3, 11);
+  auto q = decode_request(request_bytes(r, 8, 16));
+  BOOST_REQUIRE_MESSAGE(q, test::error_text(q));
+  BOOST_TEST(q->header.layer == 1);
+  BOOST_TEST(q->header.first_expert == 8);
+  BOOST_TEST(q->header.last_expert == 16);
+  BOOST_TEST(q->header.tokens == 3);
+  BOOST_TEST(q->header.k == top_k);
+  BOOST_TEST(q->header.hidden == hidden);
+  BOOST_TEST(same_bits(q->x, r.x));
+  BOOST_TEST((q->chosen == r.chosen));
+  BOOST_TEST(same_bits(q->weights, r.weights));
+
+  std::vector<float> share(r.size());
+  BOOST_REQUIRE(decode_reply(encode_reply(r.x.data(), r.size()), share.data(), share.size()));
+  BOOST_TEST(same_bits(share, r.x));
+  const status failed = decode_reply(encode_error_reply("group gone"), share.data(), share.size());
+  BOOST_TEST(!failed);
+  BOOST_TEST(test::error_text(failed) == "group gone");
+}
+
+BOOST_AUTO_TEST_CASE(every_cut_or_lengthened_message_is_rejected) {
+  const routed r = route(0, 2, 12);
+  const auto request = request_bytes(r, 0, 8);
+  const auto reply = encode_reply(r.x.data(), r.size());
+  const auto error_reply = encode_error_reply("group gone");
+  std::vector<float> share(r.size());
+  for (size_t n = 0; n < request.size(); ++n)
+    BOOST_TEST(!decode_request({request.begin(), request.begin() + ptrdiff_t(n)}), "a request cut to " << n);
+  for (size_t n = 0; n < reply.size(); ++n)
+    BOOST_TEST(!decode_reply({reply.begin(), reply.begin() + ptrdiff_t(n)}, share.data(), share.size()),
+               "a reply cut to " << n);
+  for (size_t n = 0; n < error_reply.size(); ++n) {
+    const status s = decode_reply({error_reply.begin(), error_reply.begin() + ptrdiff_t(n)}, share.data(), 1);
+    BOOST_TEST(test::error_text(s).starts_with("malformed"), "an error reply cut to " << n);
+  }
+  for (auto bytes : {request, reply, error_reply}) {
+    bytes.push_back(0);
+    BOOST_TEST(!decode_request(bytes));
+    BOOST_TEST(test::error_text(decode_reply(bytes, share.data(), share.size())).starts_with("malformed"));
+  }
+}
+
+BOOST_AUTO_TEST_CASE(inconsistent_fields_are_rejected) {
+  const routed r = route(0, 2, 13);
+  const auto valid = request_bytes(r, 0, 8);
+  BOOST_REQUIRE(decode_request(valid));
+  // Header offsets: magic 0, layer 4, first 8, last 12, tokens 16, k 20, hidden 24.
+  const std::vector<std::tuple<size_t, uint32_t, const char*>> patches = {
+      {0, 0x12345678, "magic"},
+      {4, uint32_t(-1), "negative layer"},
+      {8, 8, "empty range"},
+      {8, uint32_t(-2), "negative first"},
+      {16, uint32_t(-1), "negative tokens"},
+      {16, 3, "more tokens"},
+      {20, 0, "k of 0"},
+      {24, 0, "hidden of 0"},
+      {16, 0x7fffffff, "2^31 tokens"},
+      {24, 0x7fffffff, "2^31 hidden"},
+      {28 + 4 * r.size(), uint32_t(-3), "negative expert"}};
+  for (const auto& [at, value, what] : patches) {
+    auto bytes = valid;
+    set_u32(bytes, at, value);
+    auto q = decode_request(bytes);
+    BOOST_TEST(!q, what);
+    BOOST_TEST_MESSAGE(what << ": " << test::error_text(q));
+  }
+
+  const auto reply = encode_reply(r.x.data(), r.size());
+  std::vector<float> share(r.size() + 1);
+  BOOST_TEST(!decode_reply(reply, share.data(), r.size() + 1));  // not the size asked for
+  auto unknown_kind = reply;
+  set_u32(unknown_kind, 4, 7);
+  BOOST_TEST(!decode_reply(unknown_kind, share.data(), r.size()));
+}
+
+// in_process_experts::run_group
+
+BOOST_AUTO_TEST_CASE(run_group_writes_one_groups_share_and_names_a_missing_range) {
+  const routed r = route(1, 17, 21);
+  auto experts = experts_of({{0, 8}, {8, 16}});
+  local_experts alone(model(), 8, 16);
+  std::vector<float> share(r.size()), expected(r.size());
+  BOOST_REQUIRE(alone.run(1, r.x.data(), r.tokens, top_k, r.chosen.data(), r.weights.data(), expected.data()));
+  const status s =
+      experts->run_group(8, 16, 1, r.x.data(), r.tokens, top_k, r.chosen.data(), r.weights.data(), share.data());
+  BOOST_REQUIRE_MESSAGE(s, test::error_text(s));
+  BOOST_TEST(same_bits(share, expected));
+
+  const status missing =
+      experts->run_group(0, 16, 1, r.x.data(), r.tokens, top_k, r.chosen.data(), r.weights.data(), share.data());
+  BOOST_TEST(contains(test::error_text(missing), "[0, 16)"));
+  const status no_layer =
+      experts->run_group(8, 16, 9, r.x.data(), r.tokens, top_k, r.chosen.data(), r.weights.data(), share.data());
+  BOOST_TEST(contains(test::error_text(no_layer), "layer 9"));
+}
