@@ -1,5 +1,7 @@
-// MoE dispatch between processes: expert_wire's bytes, and the one group's share that
-// in_process_experts::run_group computes for a dispatch.
+// MoE dispatch between processes: expert_wire's bytes, then expert_server over the
+// in-process and UCX transports (every node an endpoint in this process): bytes that are
+// no request get an error reply or are dropped, never a crash, and serving goes on.
+// Timeouts are generous: a loaded 2-core machine may stall a thread for seconds.
 #define BOOST_TEST_MODULE remote_experts
 #include <boost/test/unit_test.hpp>
 
@@ -13,13 +15,21 @@
 #include "model/qwen3_moe_weights.hpp"
 #include "tests/support/error_text.hpp"
 #include "tests/support/random.hpp"
+#include "tests/transport/byte_pattern.hpp"
+#include "transport/expert_server.hpp"
 #include "transport/expert_wire.hpp"
 #include "transport/in_process_experts.hpp"
+#include "transport/in_process_transport.hpp"
+#include "transport/tags.hpp"
+#include "transport/ucx_transport.hpp"
 
 using namespace troupe;
+using namespace std::chrono_literals;
 
 namespace {
 
+constexpr auto patience = 20s;
+constexpr uint64_t exact = ~uint64_t{0};
 constexpr int num_experts = 16, hidden = 64, top_k = 4, num_layers = 2;
 
 // A small random-weight model, made once: only its experts are used.
@@ -83,6 +93,56 @@ bool contains(const std::string& text, const std::string& part) {
   BOOST_TEST_MESSAGE(text);
   return text.find(part) != std::string::npos;
 }
+
+struct in_process_kind {
+  std::shared_ptr<in_process_hub> hub = std::make_shared<in_process_hub>();
+  std::shared_ptr<transport> make() { return std::make_shared<in_process_transport>(hub); }
+};
+struct ucx_kind {
+  std::shared_ptr<transport> make() {
+    auto t = ucx_transport::create();
+    BOOST_REQUIRE_MESSAGE(t, test::error_text(t));
+    return std::move(t).value();
+  }
+};
+using kinds = std::tuple<in_process_kind, ucx_kind>;
+
+// Nodes 0..n-1, each an endpoint connected to every node in node order, with its own
+// in_process_experts (empty until attached) and, once started, an expert_server.
+template <class Kind>
+struct cluster {
+  explicit cluster(int n) {
+    for (int i = 0; i < n; ++i) {
+      nodes.push_back(kind.make());
+      experts.push_back(std::make_shared<in_process_experts>(num_experts, hidden));
+    }
+    peers.resize(size_t(n));
+    servers.resize(size_t(n));
+    for (int from = 0; from < n; ++from)
+      for (int to = 0; to < n; ++to) {
+        auto id = nodes[size_t(from)]->connect(nodes[size_t(to)]->address());
+        BOOST_REQUIRE_MESSAGE(id, test::error_text(id));
+        peers[size_t(from)].push_back(*id);
+      }
+  }
+
+  void serve(int node) {
+    const std::vector<int>& table = peers[size_t(node)];
+    servers[size_t(node)] = std::make_unique<expert_server>(
+        nodes[size_t(node)], experts[size_t(node)],
+        [&table](int other) -> std::optional<int> {
+          if (other < 0 || size_t(other) >= table.size()) return std::nullopt;
+          return table[size_t(other)];
+        },
+        patience);
+  }
+
+  Kind kind;
+  std::vector<std::shared_ptr<transport>> nodes;
+  std::vector<std::shared_ptr<in_process_experts>> experts;
+  std::vector<std::vector<int>> peers;                  // peers[a][b]: node b's peer id on node a's endpoint
+  std::vector<std::unique_ptr<expert_server>> servers;  // last: they use the tables above
+};
 
 void set_u32(std::vector<uint8_t>& bytes, size_t at, uint32_t v) {
   for (int i = 0; i < 4; ++i) bytes[at + size_t(i)] = uint8_t(v >> (8 * i));
@@ -193,4 +253,45 @@ BOOST_AUTO_TEST_CASE(run_group_writes_one_groups_share_and_names_a_missing_range
   const status no_layer =
       experts->run_group(8, 16, 9, r.x.data(), r.tokens, top_k, r.chosen.data(), r.weights.data(), share.data());
   BOOST_TEST(contains(test::error_text(no_layer), "layer 9"));
+}
+
+// expert_server
+
+BOOST_AUTO_TEST_CASE_TEMPLATE(bad_requests_get_error_replies_or_are_dropped_and_serving_goes_on, Kind, kinds) {
+  cluster<Kind> c(2);
+  attach(*c.experts[1], 8, 16);
+  c.serve(1);
+  const routed r = route(1, 3, 71);
+  const auto good = request_bytes(r, 8, 16);
+  const std::vector<std::pair<std::vector<uint8_t>, const char*>> bad = {
+      {{}, "malformed"},
+      {test::byte_pattern(200, 3), "malformed"},
+      {{good.begin(), good.end() - 5}, "malformed"},
+      {request_bytes(route(1, 3, 72), 8, 16, 32), "hidden size 32"},
+      {request_bytes(route(9, 3, 73), 8, 16), "layer 9 has no experts"},
+      {request_bytes(r, 0, 8), "no expert group serves experts [0, 8)"}};
+  const auto send = [&](uint16_t sender, uint64_t sequence, const std::vector<uint8_t>& bytes) {
+    const status s = c.nodes[0]->send(c.peers[0][1], make_tag(channel::moe_dispatch, sender, sequence), bytes.data(),
+                                      bytes.size(), patience);
+    BOOST_REQUIRE_MESSAGE(s, test::error_text(s));
+  };
+  const auto reply = [&](uint16_t sender, uint64_t sequence, std::vector<float>& share) {
+    auto m = c.nodes[0]->receive(make_tag(channel::moe_combine, sender, sequence), exact, patience);
+    BOOST_REQUIRE_MESSAGE(m, test::error_text(m));
+    return decode_reply(m->bytes, share.data(), share.size());
+  };
+  for (size_t i = 0; i < bad.size(); ++i) send(0, 1000 + i, bad[i].first);
+  send(7, 2000, good);  // node 7 has no peer: dropped
+  send(0, 3000, good);
+
+  std::vector<float> share(r.size());
+  for (size_t i = 0; i < bad.size(); ++i)
+    BOOST_TEST(contains(test::error_text(reply(0, 1000 + i, share)), bad[i].second));
+  const status s = reply(0, 3000, share);
+  BOOST_REQUIRE_MESSAGE(s, test::error_text(s));
+  std::vector<float> expected(r.size());
+  BOOST_REQUIRE(local_experts(model(), 8, 16)
+                    .run(1, r.x.data(), r.tokens, top_k, r.chosen.data(), r.weights.data(), expected.data()));
+  BOOST_TEST(same_bits(share, expected));
+  BOOST_TEST(!c.nodes[0]->receive(make_tag(channel::moe_combine, 7, 2000), exact, 200ms));
 }
