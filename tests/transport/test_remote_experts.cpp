@@ -1,7 +1,9 @@
-// MoE dispatch between processes: expert_wire's bytes, then expert_server over the
-// in-process and UCX transports (every node an endpoint in this process): bytes that are
-// no request get an error reply or are dropped, never a crash, and serving goes on.
-// Timeouts are generous: a loaded 2-core machine may stall a thread for seconds.
+// MoE dispatch between processes: expert_wire's bytes, then expert_server and
+// remote_experts over the in-process and UCX transports (every node an endpoint in this
+// process). A split over nodes gives the bits of in_process_experts with the same groups;
+// a group or a server that is gone, a late reply and bytes that are no request give
+// errors, never a hang or a crash. Timeouts are generous where they only bound a wait (a
+// loaded 2-core machine may stall a thread for seconds), short where a case waits for one.
 #define BOOST_TEST_MODULE remote_experts
 #include <boost/test/unit_test.hpp>
 
@@ -9,6 +11,7 @@
 #include <cstring>
 #include <numeric>
 #include <random>
+#include <thread>
 #include <tuple>
 
 #include "model/local_experts.hpp"
@@ -18,13 +21,14 @@
 #include "tests/transport/byte_pattern.hpp"
 #include "transport/expert_server.hpp"
 #include "transport/expert_wire.hpp"
-#include "transport/in_process_experts.hpp"
 #include "transport/in_process_transport.hpp"
+#include "transport/remote_experts.hpp"
 #include "transport/tags.hpp"
 #include "transport/ucx_transport.hpp"
 
 using namespace troupe;
 using namespace std::chrono_literals;
+using group = remote_experts::group;
 
 namespace {
 
@@ -85,6 +89,19 @@ std::shared_ptr<in_process_experts> experts_of(std::initializer_list<std::pair<i
   return e;
 }
 
+std::vector<float> run(expert_executor& experts, const routed& r) {
+  std::vector<float> out(r.size(), -1.0f);
+  const status s = experts.run(r.layer, r.x.data(), r.tokens, top_k, r.chosen.data(), r.weights.data(), out.data());
+  BOOST_REQUIRE_MESSAGE(s, test::error_text(s));
+  return out;
+}
+
+// What one process with groups [0, 8) and [8, 16) computes.
+std::vector<float> in_one_process(const routed& r) {
+  auto experts = experts_of({{0, 8}, {8, 16}});
+  return run(*experts, r);
+}
+
 bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
   return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
 }
@@ -108,7 +125,8 @@ struct ucx_kind {
 using kinds = std::tuple<in_process_kind, ucx_kind>;
 
 // Nodes 0..n-1, each an endpoint connected to every node in node order, with its own
-// in_process_experts (empty until attached) and, once started, an expert_server.
+// in_process_experts (empty until attached) and, once started, an expert_server. Node 0
+// runs the stage.
 template <class Kind>
 struct cluster {
   explicit cluster(int n) {
@@ -137,12 +155,23 @@ struct cluster {
         patience);
   }
 
+  // A group of node 0's stage served by `node`.
+  group on(int node, int first, int last) const { return {first, last, peers[0][size_t(node)]}; }
+
+  remote_experts stage(std::vector<group> groups, std::chrono::milliseconds timeout = patience) {
+    return remote_experts(nodes[0], experts[0], std::move(groups), 0, hidden, timeout);
+  }
+
   Kind kind;
   std::vector<std::shared_ptr<transport>> nodes;
   std::vector<std::shared_ptr<in_process_experts>> experts;
   std::vector<std::vector<int>> peers;                  // peers[a][b]: node b's peer id on node a's endpoint
   std::vector<std::unique_ptr<expert_server>> servers;  // last: they use the tables above
 };
+
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
 
 void set_u32(std::vector<uint8_t>& bytes, size_t at, uint32_t v) {
   for (int i = 0; i < 4; ++i) bytes[at + size_t(i)] = uint8_t(v >> (8 * i));
@@ -255,7 +284,126 @@ BOOST_AUTO_TEST_CASE(run_group_writes_one_groups_share_and_names_a_missing_range
   BOOST_TEST(contains(test::error_text(no_layer), "layer 9"));
 }
 
-// expert_server
+// expert_server and remote_experts
+
+BOOST_AUTO_TEST_CASE_TEMPLATE(a_split_over_nodes_gives_the_bits_of_one_process, Kind, kinds) {
+  cluster<Kind> c(3);
+  attach(*c.experts[0], 0, 8);
+  attach(*c.experts[1], 8, 16);
+  attach(*c.experts[2], 0, 8);
+  c.serve(1);
+  c.serve(2);
+  auto local_remote = c.stage({{0, 8, std::nullopt}, c.on(1, 8, 16)});
+  auto remote_remote = c.stage({c.on(2, 0, 8), c.on(1, 8, 16)});
+  uint32_t seed = 100;
+  for (int layer = 0; layer < num_layers; ++layer)
+    for (int tokens : {1, 3, 17}) {
+      const routed r = route(layer, tokens, seed++);
+      const auto expected = in_one_process(r);
+      BOOST_TEST(same_bits(run(local_remote, r), expected), "[local, remote], layer " << layer << ", " << tokens);
+      BOOST_TEST(same_bits(run(remote_remote, r), expected), "[remote, remote], layer " << layer << ", " << tokens);
+    }
+}
+
+// Steps of two stages in one process at once, through one server: each takes its own reply.
+BOOST_AUTO_TEST_CASE_TEMPLATE(stages_running_at_once_take_only_their_own_replies, Kind, kinds) {
+  cluster<Kind> c(2);
+  attach(*c.experts[0], 0, 8);
+  attach(*c.experts[1], 8, 16);
+  c.serve(1);
+  constexpr int stages = 2, steps = 10;
+  std::vector<routed> inputs;
+  for (int i = 0; i < stages * steps; ++i) inputs.push_back(route(i % num_layers, 1 + i % 5, uint32_t(80 + i)));
+  std::vector<std::vector<float>> outputs(inputs.size());
+  std::vector<std::string> failures(stages);
+  std::vector<std::thread> threads;
+  for (int s = 0; s < stages; ++s)
+    threads.emplace_back([&, s] {
+      auto stage = c.stage({{0, 8, std::nullopt}, c.on(1, 8, 16)});
+      for (int j = s * steps; j < (s + 1) * steps; ++j) {
+        const routed& r = inputs[size_t(j)];
+        outputs[size_t(j)].resize(r.size());
+        const status st = stage.run(r.layer, r.x.data(), r.tokens, top_k, r.chosen.data(), r.weights.data(),
+                                    outputs[size_t(j)].data());
+        if (!st) return void(failures[size_t(s)] = st.err().message);
+      }
+    });
+  for (auto& t : threads) t.join();
+  for (const auto& f : failures) BOOST_TEST(f.empty(), f);
+  for (size_t i = 0; i < inputs.size(); ++i) BOOST_TEST(same_bits(outputs[i], in_one_process(inputs[i])), "step " << i);
+}
+
+// A group none of whose experts is chosen is not asked: it may even be gone.
+BOOST_AUTO_TEST_CASE_TEMPLATE(a_group_without_chosen_experts_is_not_asked, Kind, kinds) {
+  cluster<Kind> c(2);
+  attach(*c.experts[0], 0, 8);
+  c.serve(1);
+  auto stage = c.stage({{0, 8, std::nullopt}, c.on(1, 8, 16)});
+  const routed r = route(0, 5, 31, 0, 8);
+  BOOST_TEST(same_bits(run(stage, r), in_one_process(r)));
+}
+
+BOOST_AUTO_TEST_CASE_TEMPLATE(a_detached_group_fails_the_step_at_once, Kind, kinds) {
+  cluster<Kind> c(2);
+  attach(*c.experts[0], 0, 8);
+  attach(*c.experts[1], 8, 16);
+  c.serve(1);
+  auto stage = c.stage({{0, 8, std::nullopt}, c.on(1, 8, 16)});
+  const routed r = route(1, 3, 41);
+  BOOST_TEST(same_bits(run(stage, r), in_one_process(r)));
+
+  c.experts[1]->detach("group_108");
+  std::vector<float> out(r.size());
+  const auto start = std::chrono::steady_clock::now();
+  const status s = stage.run(1, r.x.data(), r.tokens, top_k, r.chosen.data(), r.weights.data(), out.data());
+  BOOST_TEST(seconds_since(start) < 5.0);  // the server's answer, not the 20 s timeout
+  BOOST_TEST(contains(test::error_text(s), "expert group [8, 16) of layer 1 on peer"));
+  BOOST_TEST(contains(test::error_text(s), "no expert group serves experts [8, 16)"));
+}
+
+BOOST_AUTO_TEST_CASE_TEMPLATE(a_server_that_is_gone_fails_the_step_within_the_timeout, Kind, kinds) {
+  cluster<Kind> c(2);
+  attach(*c.experts[1], 8, 16);
+  c.serve(1);
+  const auto timeout = 500ms;
+  auto stage = c.stage({c.on(1, 8, 16)}, timeout);
+  const routed r = route(0, 3, 51, 8, 16);
+  BOOST_TEST(same_bits(run(stage, r), in_one_process(r)));
+
+  c.servers[1].reset();
+  c.nodes[1].reset();
+  std::vector<float> out(r.size());
+  const auto start = std::chrono::steady_clock::now();
+  const status s = stage.run(0, r.x.data(), r.tokens, top_k, r.chosen.data(), r.weights.data(), out.data());
+  BOOST_TEST(seconds_since(start) < 5.5);
+  BOOST_TEST(contains(test::error_text(s), "expert group [8, 16) of layer 0 on peer"));
+}
+
+// No server yet: the step times out. The server then started answers that request late;
+// its reply waits in node 0's endpoint while the next step takes its own.
+BOOST_AUTO_TEST_CASE_TEMPLATE(a_reply_after_its_step_timed_out_is_not_taken_for_a_later_one, Kind, kinds) {
+  cluster<Kind> c(2);
+  attach(*c.experts[1], 8, 16);
+  const routed early = route(0, 3, 61, 8, 16), later = route(0, 3, 62, 8, 16);
+  auto impatient = c.stage({c.on(1, 8, 16)}, 300ms);
+  std::vector<float> out(early.size());
+  const auto start = std::chrono::steady_clock::now();
+  const status s =
+      impatient.run(0, early.x.data(), early.tokens, top_k, early.chosen.data(), early.weights.data(), out.data());
+  BOOST_TEST(seconds_since(start) >= 0.29);
+  BOOST_TEST(seconds_since(start) < 5.3);
+  BOOST_TEST(contains(test::error_text(s), "expert group [8, 16) of layer 0 on peer"));
+  BOOST_TEST(contains(test::error_text(s), "no reply within 300 ms"));
+
+  c.serve(1);
+  auto stage = c.stage({c.on(1, 8, 16)});
+  BOOST_TEST(same_bits(run(stage, later), in_one_process(later)));
+  auto stale = c.nodes[0]->receive(make_tag(channel::moe_combine, 0, 0), channel_mask, patience);
+  BOOST_REQUIRE_MESSAGE(stale, test::error_text(stale));
+  std::vector<float> share(early.size());
+  BOOST_REQUIRE(decode_reply(stale->bytes, share.data(), share.size()));
+  BOOST_TEST(same_bits(share, in_one_process(early)));
+}
 
 BOOST_AUTO_TEST_CASE_TEMPLATE(bad_requests_get_error_replies_or_are_dropped_and_serving_goes_on, Kind, kinds) {
   cluster<Kind> c(2);
