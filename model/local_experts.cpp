@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -11,6 +12,11 @@ namespace troupe {
 
 status local_experts::run(int layer, const float* x, int tokens, int k, const int* chosen,
                         const float* weights, float* out) {
+  // `layer` may come from another process (transport/expert_server.cpp): checked, not trusted.
+  if (layer < 0 || size_t(layer) >= weights_.layers.size() ||
+      weights_.layers[size_t(layer)].experts.size() < size_t(last_))
+    return error{"layer " + std::to_string(layer) + " has no experts [" + std::to_string(first_) + ", " +
+                 std::to_string(last_) + ")"};
   const auto& experts = weights_.layers[size_t(layer)].experts;
   const int64_t hidden = weights_.embed.cols;
   // Bucket (token, weight) pairs by expert, then run each expert once on its tokens so

@@ -44,4 +44,21 @@ status in_process_experts::run(int layer, const float* x, int tokens, int k, con
   return ok();
 }
 
+status in_process_experts::run_group(int first_expert, int last_expert, int layer, const float* x, int tokens,
+                                     int k, const int* chosen, const float* weights, float* out) {
+  std::shared_ptr<expert_executor> executor;
+  {
+    std::lock_guard lock(mutex_);
+    for (const auto& [name, e] : groups_)
+      if (e.first == first_expert && e.last == last_expert) {
+        executor = e.executor;
+        break;
+      }
+  }
+  if (!executor)
+    return error{"no expert group serves experts [" + std::to_string(first_expert) + ", " +
+                 std::to_string(last_expert) + ") of layer " + std::to_string(layer) + " here"};
+  return executor->run(layer, x, tokens, k, chosen, weights, out);
+}
+
 }  // namespace troupe

@@ -2,7 +2,8 @@
 // The in-process transport for MoE dispatch: expert groups in this process attach their
 // expert range; a stage's MoE layer calls each group that holds a chosen expert directly,
 // on the stage's own thread, and sums their shares. A range nobody serves (its group
-// crashed and is restarting) fails the call, and with it the step.
+// crashed and is restarting) fails the call, and with it the step. One group alone
+// (run_group) serves the dispatches that reach this process over a transport.
 #include <map>
 #include <memory>
 #include <mutex>
@@ -20,8 +21,14 @@ class in_process_experts final : public expert_executor {
               int last_expert);
   void detach(const std::string& group);
 
+  int hidden_size() const { return hidden_; }
+
   status run(int layer, const float* x, int tokens, int k, const int* chosen, const float* weights,
              float* out) override;
+  // Writes to `out` the share of the group attached for exactly [first_expert, last_expert),
+  // as run() computes it for that group; an error naming the range when none is attached.
+  status run_group(int first_expert, int last_expert, int layer, const float* x, int tokens, int k,
+                   const int* chosen, const float* weights, float* out);
 
  private:
   struct entry {
