@@ -30,9 +30,10 @@ class transport {
   // A peer by its address; connecting twice to one address gives the same peer id.
   virtual result<int> connect(const std::vector<uint8_t>& address) = 0;
 
-  // Sends `bytes` to `peer` under `tag` and returns once `data` may be reused (for a large
-  // message that can mean once the peer has received it). An error when the peer is gone
-  // or the timeout passes.
+  // Sends `bytes` to `peer` under `tag`. It never waits for the peer's receive (the bytes
+  // are copied), so peers that send to each other before receiving cannot block each
+  // other. An error when the link to the peer is down; a peer that does not take the bytes
+  // within `timeout` has its link closed (the transport says how it reopens).
   virtual status send(int peer, uint64_t tag, const void* data, size_t bytes, std::chrono::milliseconds timeout) = 0;
 
   // The next message, from any peer, whose tag equals `tag` on the bits set in `mask`: its

@@ -47,8 +47,12 @@ struct ucx_transport::operation {
   void* request = nullptr;
   bool done = false;
   ucs_status_t status = UCS_INPROGRESS;
-  // A receive's buffer, owned here so a receive that times out can leave it to UCX.
+  // The bytes, owned here: a send's copy, which UCX reads until the peer has taken it, or
+  // a receive's buffer, which a receive that times out leaves to UCX.
   std::vector<uint8_t> bytes;
+  // A send's peer, and when its link is closed if the peer has not taken the bytes by then.
+  int peer = -1;
+  std::chrono::steady_clock::time_point deadline;
 };
 
 result<std::unique_ptr<ucx_transport>> ucx_transport::create() {
@@ -102,9 +106,10 @@ ucx_transport::~ucx_transport() {
   }
   progress_thread_.join();
   std::lock_guard lock(mutex_);
-  for (auto& p : peers_) close_link(*p);
+  for (auto& p : peers_) close_link(*p);  // which cancels the sends in flight
   // Released to UCX, which never touches them again: the worker goes before any progress.
   for (auto& op : abandoned_) ucp_request_free(op->request);
+  for (auto& op : sending_) ucp_request_free(op->request);
 }
 
 void ucx_transport::on_peer_error(void* p, ucp_ep_h, ucs_status_t status) { static_cast<peer*>(p)->failure = status; }
@@ -156,13 +161,15 @@ void ucx_transport::close_link(peer& p) {
 
 status ucx_transport::send(int peer_id, uint64_t tag, const void* data, size_t bytes,
                            std::chrono::milliseconds timeout) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
   std::unique_lock lock(mutex_);
   if (peer_id < 0 || size_t(peer_id) >= peers_.size()) return error{"no UCX peer " + std::to_string(peer_id)};
   peer& p = *peers_[size_t(peer_id)];
   if (!p.endpoint || p.failure != UCS_OK) return link_down(peer_id, p.failure);
 
-  operation op;
+  auto op = std::make_unique<operation>();
+  op->bytes.assign(static_cast<const uint8_t*>(data), static_cast<const uint8_t*>(data) + bytes);
+  op->peer = peer_id;
+  op->deadline = std::chrono::steady_clock::now() + timeout;
   ucp_request_param_t params{};
   params.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
   params.cb.send = [](void*, ucs_status_t s, void* user_data) {
@@ -170,26 +177,13 @@ status ucx_transport::send(int peer_id, uint64_t tag, const void* data, size_t b
     o->status = s;
     o->done = true;
   };
-  params.user_data = &op;
-  const ucp_ep_h endpoint = p.endpoint;
-  void* request = ucp_tag_send_nbx(endpoint, bytes ? data : &no_bytes, bytes, tag, &params);
+  params.user_data = op.get();
+  void* request = ucp_tag_send_nbx(p.endpoint, bytes ? op->bytes.data() : &no_bytes, bytes, tag, &params);
   if (UCS_PTR_IS_ERR(request)) return ucx_error("ucp_tag_send_nbx", UCS_PTR_STATUS(request));
-  if (!request) return ok();
-  const bool in_time = wait_locked(lock, deadline, [&] { return op.done; });
-  if (!in_time) {
-    if (p.endpoint == endpoint) close_link(p);  // unless another timed-out send did (and connect reopened)
-    p.failure = UCS_ERR_TIMED_OUT;
-    // The close cancels the send within a progress call or two; past the grace UCX broke
-    // its word, and returning would leave it our caller's buffer.
-    const auto grace = std::chrono::steady_clock::now() + close_grace;
-    while (!op.done && std::chrono::steady_clock::now() < grace) ucp_worker_progress(worker_.get());
-  }
-  TROUPE_CHECK(op.done, "a send outlived the forced close of its endpoint");
-  ucp_request_free(request);
-  if (!in_time)
-    return error{"send to UCX peer " + std::to_string(peer_id) + " timed out after " + std::to_string(timeout.count()) +
-                 " ms; its link is closed"};
-  if (op.status != UCS_OK) return ucx_error("send to UCX peer " + std::to_string(peer_id), op.status);
+  if (!request) return ok();  // sent already (a small message)
+  op->request = request;
+  sending_.push_back(std::move(op));
+  ucp_worker_signal(worker_.get());  // the send needs progress
   return ok();
 }
 
@@ -215,7 +209,10 @@ result<transport::message> ucx_transport::receive(uint64_t tag, uint64_t mask, s
       ucp_tag_msg_recv_nbx(worker_.get(), info.length ? op->bytes.data() : &no_bytes, info.length, found, &params);
   if (UCS_PTR_IS_ERR(request)) return ucx_error("ucp_tag_msg_recv_nbx", UCS_PTR_STATUS(request));
   if (request) {
-    if (!wait_locked(lock, deadline, [&] { return op->done; })) {
+    // The message has begun to arrive: its bytes get a timeout of their own, so a receive
+    // that found it just before its deadline does not drop it.
+    const auto arrival = std::chrono::steady_clock::now() + timeout;
+    if (!wait_locked(lock, arrival, [&] { return op->done; })) {
       op->request = request;
       abandoned_.push_back(std::move(op));
       char text[160];
@@ -262,13 +259,33 @@ void ucx_transport::progress_locked() {
     if (op->done) ucp_request_free(op->request);
     return op->done;
   });
+  std::erase_if(sending_, [this](const std::unique_ptr<operation>& op) {
+    if (!op->done) return false;
+    ucp_request_free(op->request);
+    peer& p = *peers_[size_t(op->peer)];
+    if (op->status != UCS_OK && op->status != UCS_ERR_CANCELED && p.failure == UCS_OK) p.failure = op->status;
+    return true;
+  });
   progressed_.notify_all();
+}
+
+// A send whose peer has not taken its bytes by its deadline closes the link (the peer is
+// hung or gone), which cancels every send on it.
+void ucx_transport::close_stalled_links_locked() {
+  const auto now = std::chrono::steady_clock::now();
+  for (const auto& op : sending_) {
+    peer& p = *peers_[size_t(op->peer)];
+    if (op->done || now < op->deadline || !p.endpoint) continue;
+    close_link(p);
+    p.failure = UCS_ERR_TIMED_OUT;
+  }
 }
 
 void ucx_transport::progress_loop() {
   std::unique_lock lock(mutex_);
   while (!stopping_) {
     progress_locked();
+    close_stalled_links_locked();
     const ucs_status_t armed = ucp_worker_arm(worker_.get());
     if (armed == UCS_ERR_BUSY) continue;  // events came in since the last progress
     TROUPE_CHECK(armed == UCS_OK, ucs_status_string(armed));

@@ -7,10 +7,10 @@
 //
 // UCX's own environment variables (UCX_TLS, UCX_NET_DEVICES, ...) choose what it uses;
 // without UCX_TLS it uses tcp and self, which work in any container (ucx_transport.cpp
-// says why). A dead peer (its connection reset) fails the sends to it at once; a receive,
-// which takes from any peer, fails at its timeout. A large send is a rendezvous: it
-// returns once the peer's receive has taken the bytes, so two peers that each send a
-// large message before receiving wait on each other until the timeout.
+// says why). A send never waits for the peer: it copies the bytes, which the peer takes
+// (a large message as a rendezvous) when it receives, so peers that each send before they
+// receive never wait on each other. A dead peer (its connection reset) fails the sends to
+// it from then on; a receive, which takes from any peer, fails at its timeout.
 #include <condition_variable>
 #include <map>
 #include <memory>
@@ -35,8 +35,9 @@ class ucx_transport final : public transport {
   // Connecting again to a peer whose link failed (or was closed by a timed-out send)
   // makes a new link under the same peer id.
   result<int> connect(const std::vector<uint8_t>& address) override;
-  // UCX cannot cancel a send, so a send that times out closes the link to its peer: every
-  // send on it fails, until connect is called again with the peer's address.
+  // Copies the bytes and returns: the peer takes them whenever it receives. A send the peer
+  // has not taken within `timeout` closes the link to it (UCX cannot cancel one send):
+  // every send on it fails, until connect is called again with the peer's address.
   status send(int peer, uint64_t tag, const void* data, size_t bytes, std::chrono::milliseconds timeout) override;
   // A receive that times out while its message is arriving drops that message.
   result<message> receive(uint64_t tag, uint64_t mask, std::chrono::milliseconds timeout) override;
@@ -59,6 +60,7 @@ class ucx_transport final : public transport {
   bool wait_locked(std::unique_lock<std::mutex>& lock, std::chrono::steady_clock::time_point deadline, Done done);
   void progress_loop();
   void progress_locked();
+  void close_stalled_links_locked();
 
   context_ptr context_;
   worker_ptr worker_;
@@ -71,6 +73,7 @@ class ucx_transport final : public transport {
   std::vector<std::unique_ptr<peer>> peers_;
   std::map<std::string, int> peer_ids_;                // by address
   std::vector<std::unique_ptr<operation>> abandoned_;  // timed-out receives still in UCX's hands
+  std::vector<std::unique_ptr<operation>> sending_;    // sends the peers have not taken yet
   bool stopping_ = false;
   std::thread progress_thread_;
 };
