@@ -1,5 +1,7 @@
 #include "actors/scheduler.hpp"
 
+#include <cstdio>
+
 #include <algorithm>
 #include <utility>
 
@@ -112,13 +114,15 @@ void run_step(self_ptr self, step_plan plan) {
   // Every stage was up when the KV request went out, and one going down since would have
   // made its reply stale.
   TROUPE_CHECK(pipeline_up(st), "a step planned without every stage");
-  self->request(st.stages.front(), caf::infinite, step_atom::value, plan)
+  self->request(st.stages.front(), st.options.step_timeout, step_atom::value, plan)
       .then(
           [=, epoch = st.epoch](const step_result& r) {
             if (epoch == self->state.epoch) on_step_result(self, plan, r);
           },
-          [=, epoch = st.epoch](const caf::error&) {
+          [=, epoch = st.epoch](const caf::error& e) {
             if (epoch != self->state.epoch) return;
+            std::fprintf(stderr, "troupe: step %llu failed (%s); its sequences run again\n",
+                         static_cast<unsigned long long>(plan.step), self->system().render(e).c_str());
             // The last stage may not have seen the plan: it hears of these again.
             auto& finished = self->state.finished;
             finished.insert(finished.end(), plan.finished.begin(), plan.finished.end());
