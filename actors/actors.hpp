@@ -45,6 +45,10 @@ using http_atom = caf::atom_constant<caf::atom("http")>;
 using closed_atom = caf::atom_constant<caf::atom("closed")>;
 using next_stage_atom = caf::atom_constant<caf::atom("nextstage")>;
 using handed_on_atom = caf::atom_constant<caf::atom("handedon")>;
+using challenge_atom = caf::atom_constant<caf::atom("challenge")>;
+using join_atom = caf::atom_constant<caf::atom("join")>;
+using load_atom = caf::atom_constant<caf::atom("load")>;
+using start_atom = caf::atom_constant<caf::atom("start")>;
 
 // A pipeline stage: a contiguous range of layers on one device, with their KV pool. A step
 // enters at the first stage and each stage hands it on: the plan as a message, its
@@ -116,4 +120,22 @@ using gateway_actor = caf::typed_actor<
     // The client of an HTTP call went away: its requests are cancelled.
     caf::reacts_to<closed_atom, uint64_t>>;
 
+// One per node process of a cluster: runs the node's part of cluster.conf (its pipeline
+// stages and expert groups, under a supervisor of its own) for the head, the process that
+// runs the gateway. Everything but challenge and join needs a joined head.
+using node_agent_actor = caf::typed_actor<
+    // A fresh nonce for the head's proof of the cluster secret.
+    caf::replies_to<challenge_atom>::with<std::vector<uint8_t>>,
+    // The head's proof (cluster/join_proof.hpp) over the last nonce it was given: the
+    // node's description, or an error for a wrong secret.
+    caf::replies_to<join_atom, std::vector<uint8_t>>::with<node_description>,
+    // Loads the model for the node's stages and expert groups: the KV blocks each of its
+    // stages holds (0 when it has no stage).
+    caf::replies_to<load_atom>::with<int>,
+    // Every node's transport address, in cluster.conf's order, and the head's scheduler and
+    // health monitor: the node links to its peers and starts its stages and expert groups,
+    // which report to them. The answer: how many it started.
+    caf::replies_to<start_atom, std::vector<std::vector<uint8_t>>, scheduler_actor, health_monitor_actor>::with<int>>;
+
 }  // namespace troupe
+

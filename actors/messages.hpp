@@ -116,6 +116,14 @@ struct engine_stats {
   TROUPE_FIELDS(engine_stats, running, waiting, steps, preemptions, recoveries, kv)
 };
 
+// node_agent -> head, once the head has joined: the node's name and the address of its
+// transport (how other nodes reach its stages and expert groups).
+struct node_description {
+  std::string name;
+  std::vector<uint8_t> transport_address;
+  TROUPE_FIELDS(node_description, name, transport_address)
+};
+
 // health_monitor's view of one monitored actor.
 struct component_health {
   std::string name;

@@ -48,7 +48,8 @@ int check(const char* file) {
 
 int cluster_command(int argc, char** argv) {
   if (argc == 2 && std::string(argv[0]) == "check") return check(argv[1]);
-  std::fprintf(stderr, "usage: troupe cluster check FILE\n");
+  if (argc >= 2 && std::string(argv[0]) == "up") return cluster_up_command(argc - 1, argv + 1);
+  std::fprintf(stderr, "usage: troupe cluster check FILE | troupe cluster up FILE [--port N]\n");
   return 2;
 }
 

@@ -8,5 +8,7 @@ int generate_command(int argc, char** argv);
 int serve_command(int argc, char** argv);
 int bench_command(int argc, char** argv);
 int cluster_command(int argc, char** argv);
+int cluster_up_command(int argc, char** argv);
+int node_command(int argc, char** argv);
 
 }  // namespace troupe::cli

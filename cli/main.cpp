@@ -26,7 +26,11 @@ constexpr const char* usage =
     "  generate --model DIR --prompt-ids I,J,... [--max-tokens N --load-format dummy]\n"
     "      greedy generation on the CPU; prints the token ids\n"
     "  cluster check FILE\n"
-    "      check a cluster.conf against its model; print where each stage and expert group runs\n";
+    "      check a cluster.conf against its model; print where each stage and expert group runs\n"
+    "  cluster up FILE [--port N]\n"
+    "      run the cluster FILE describes: this process is the gateway node; nodes with port 0 are started here\n"
+    "  node --config FILE --name NAME [--port N]\n"
+    "      run node NAME of a cluster, for the head's `troupe cluster up`\n";
 
 }  // namespace
 
@@ -40,6 +44,7 @@ int main(int argc, char** argv) {
   if (!std::strcmp(command, "serve")) return troupe::cli::serve_command(argc - 2, argv + 2);
   if (!std::strcmp(command, "bench")) return troupe::cli::bench_command(argc - 2, argv + 2);
   if (!std::strcmp(command, "cluster")) return troupe::cli::cluster_command(argc - 2, argv + 2);
+  if (!std::strcmp(command, "node")) return troupe::cli::node_command(argc - 2, argv + 2);
   if (!std::strcmp(command, "generate")) return troupe::cli::generate_command(argc - 2, argv + 2);
   std::fprintf(stderr, "troupe: unknown command \"%s\"\n%s", command, usage);
   return 2;

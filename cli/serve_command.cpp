@@ -1,14 +1,11 @@
-#include <csignal>
 #include <cstdio>
-#include <thread>
 
-#include "actors/gateway.hpp"
 #include "actors/local_engine.hpp"
 #include "actors/message_types.hpp"
 #include "cli/args.hpp"
 #include "cli/cluster_conf.hpp"
 #include "cli/commands.hpp"
-#include "gateway/http_server.hpp"
+#include "cli/serve_gateway.hpp"
 
 namespace troupe::cli {
 namespace {
@@ -83,24 +80,12 @@ int serve_command(int argc, char** argv) {
     std::fprintf(stderr, "troupe serve: %s\n", flags.err().message.c_str());
     return 2;
   }
-  // SIGTERM and SIGINT are taken by sigwait below, in every thread started from here on.
-  sigset_t stop_signals;
-  sigemptyset(&stop_signals);
-  sigaddset(&stop_signals, SIGTERM);
-  sigaddset(&stop_signals, SIGINT);
-  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
-
-  std::fprintf(stderr, "troupe: loading the tokenizer\n");
-  auto tok = tokenizer::load(flags->engine.backend.model_dir / "tokenizer.json");
-  if (!tok) {
-    std::fprintf(stderr, "troupe serve: %s\n", tok.err().message.c_str());
+  const sigset_t stop_signals = block_stop_signals();
+  auto codec = load_text_codec(flags->engine.backend.model_dir);
+  if (!codec) {
+    std::fprintf(stderr, "troupe serve: %s\n", codec.err().message.c_str());
     return 1;
   }
-  std::shared_ptr<const chat_template> chat;
-  if (auto t = chat_template::load(flags->engine.backend.model_dir / "tokenizer_config.json"))
-    chat = std::make_shared<const chat_template>(std::move(*t));
-  else
-    std::fprintf(stderr, "troupe: no chat template (%s); /v1/chat/completions will answer 400\n", t.err().message.c_str());
   caf::actor_system_config config;
   add_message_types(config);
   // The compute actors run detached; the scheduled ones (scheduler, kv_manager, gateway)
@@ -109,39 +94,13 @@ int serve_command(int argc, char** argv) {
   // variable.
   config.set("scheduler.policy", caf::atom("sharing"));
   caf::actor_system system{config};
-  flags->engine.vocabulary = vocabulary_of(*tok);
+  flags->engine.vocabulary = vocabulary_of(*codec->tok);
   auto engine = start_local_engine(system, flags->engine);
   if (!engine) {
     std::fprintf(stderr, "troupe serve: %s\n", engine.err().message.c_str());
     return 1;
   }
-  gateway_options g = flags->gateway;
-  g.max_model_len = engine->max_model_len;
-  g.vocab_size = engine->config.vocab_size;
-  g.eos_token_ids = engine->config.eos_token_ids;
-  auto gw = system.spawn(gateway, g, std::make_shared<const tokenizer>(std::move(*tok)), chat, engine->scheduler, engine->health);
-  auto server = http::server::start(flags->http, [gw](http::request req, std::shared_ptr<http::responder> r) {
-    caf::anon_send(gw, http_atom::value, std::make_shared<http_call>(http_call{std::move(req), std::move(r)}));
-  });
-  if (!server) {
-    std::fprintf(stderr, "troupe serve: %s\n", server.err().message.c_str());
-    engine->stop(system);
-    return 1;
-  }
-  std::printf("troupe: serving %s on http://%s:%d (max_model_len %d, %d KV blocks)\n", g.served_model_name.c_str(),
-              flags->http.host.c_str(), (*server)->port(), engine->max_model_len, engine->num_blocks);
-  std::fflush(stdout);
-
-  int signal = 0;
-  sigwait(&stop_signals, &signal);
-  std::fprintf(stderr, "troupe: %s: no new connections; finishing requests in flight\n", strsignal(signal));
-  (*server)->stop_accepting();
-  (*server)->shutdown(std::chrono::seconds(30));
-  server->reset();
-  caf::anon_send_exit(gw, caf::exit_reason::user_shutdown);
-  engine->stop(system);
-  std::fprintf(stderr, "troupe: stopped\n");
-  return 0;
+  return serve_until_stopped(system, *engine, *codec, flags->gateway, flags->http, stop_signals, "troupe serve");
 }
 
 }  // namespace troupe::cli

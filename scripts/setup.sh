@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.."
 # prometheus is there for promtool, which checks the metrics text in the tests.
 debian_packages=(cmake ninja-build g++ pkg-config nlohmann-json3-dev libboost-test-dev libpcre2-dev
                  libutf8proc-dev libuv1-dev libhttp-parser-dev libcaf-dev libmsgpack-cxx-dev libucx-dev
-                 prometheus)
+                 libssl-dev prometheus)
 missing=()
 for p in "${debian_packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")

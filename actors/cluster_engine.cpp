@@ -1,0 +1,105 @@
+#include "actors/cluster_engine.hpp"
+
+#include <algorithm>
+#include <thread>
+
+#include "actors/health_monitor.hpp"
+#include "actors/kv_manager.hpp"
+#include "cluster/join_proof.hpp"
+
+namespace troupe {
+namespace {
+
+// One blocking request to a node agent, its error prefixed with the node's name.
+template <class Result, class... Ts>
+result<Result> ask(caf::scoped_actor& self, const node_agent_actor& agent, caf::duration timeout,
+                   const std::string& node, Ts&&... xs) {
+  result<Result> out = error{"node " + node + ": no answer"};
+  self->request(agent, timeout, std::forward<Ts>(xs)...)
+      .receive([&](Result& r) { out = std::move(r); },
+               [&](caf::error& e) {
+                 const std::string why = self->system().render(e);
+                 out = error{why.find("node " + node) != std::string::npos ? why : "node " + node + ": " + why};
+               });
+  return out;
+}
+
+// Waits until the health monitor knows `expected` components and each is ready.
+status wait_until_ready(caf::scoped_actor& self, const health_monitor_actor& health, size_t expected,
+                        std::chrono::steady_clock::time_point deadline) {
+  std::vector<component_health> last;
+  while (std::chrono::steady_clock::now() < deadline) {
+    self->request(health, caf::infinite, health_atom::value).receive([&](std::vector<component_health> v) { last = v; },
+                                                                     [](caf::error&) {});
+    if (last.size() >= expected &&
+        std::all_of(last.begin(), last.end(), [](const component_health& c) { return c.ready; }))
+      return ok();
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  std::string waiting;
+  for (const auto& c : last)
+    if (!c.ready) waiting += (waiting.empty() ? "" : ", ") + c.name;
+  return error{"the cluster was not ready within its startup timeout; not ready: " +
+               (waiting.empty() ? std::string("components that never reported") : waiting)};
+}
+
+}  // namespace
+
+result<engine> start_cluster_engine(caf::actor_system& system, const cluster_spec& spec,
+                                    const std::vector<node_agent_actor>& agents, scheduler_options scheduler) {
+  caf::scoped_actor self{system, /*hide=*/true};
+  const auto deadline = std::chrono::steady_clock::now() + spec.cluster.startup_timeout;
+  const caf::duration control{std::chrono::duration_cast<std::chrono::milliseconds>(spec.cluster.startup_timeout)};
+  std::vector<std::vector<uint8_t>> addresses;
+  for (size_t i = 0; i < agents.size(); ++i) {
+    const std::string& name = spec.nodes[i].name;
+    auto nonce = ask<std::vector<uint8_t>>(self, agents[i], control, name, challenge_atom::value);
+    if (!nonce) return nonce.err();
+    auto joined = ask<node_description>(self, agents[i], control, name, join_atom::value,
+                                        join_proof(spec.cluster.secret, spec.cluster.name, *nonce));
+    if (!joined) return joined.err();
+    if (joined->name != name)
+      return error{"the process at node " + name + "'s address is node " + joined->name + " of its cluster.conf"};
+    addresses.push_back(joined->transport_address);
+  }
+  int num_blocks = 0;
+  for (size_t i = 0; i < agents.size(); ++i) {
+    auto blocks = ask<int>(self, agents[i], control, spec.nodes[i].name, load_atom::value);
+    if (!blocks) return blocks.err();
+    if (*blocks > 0) num_blocks = num_blocks == 0 ? *blocks : std::min(num_blocks, *blocks);
+  }
+  auto config = load_model_config(spec.model.path);
+  if (!config) return config.err();
+  engine e;
+  e.config = std::move(*config);
+  e.num_blocks = num_blocks;
+  const int model_len = spec.engine.max_model_len > 0 ? spec.engine.max_model_len : e.config.max_position_embeddings;
+  e.max_model_len = std::min(model_len, num_blocks * spec.engine.block_size);
+  if (e.max_model_len < 2) return error{"the cluster's KV cache holds fewer than two tokens of this model"};
+  const replica_spec& replica = spec.replicas.front();
+  e.health = system.spawn(health_monitor);
+  e.kv = system.spawn(kv_manager, num_blocks, spec.engine.block_size);
+  scheduler.max_model_len = e.max_model_len;
+  scheduler.pipeline_stages = int(replica.stages.size());
+  scheduler.step_timeout = caf::duration{std::chrono::duration_cast<std::chrono::milliseconds>(spec.cluster.step_timeout)};
+  e.scheduler = system.spawn(troupe::scheduler, scheduler, e.kv);
+  // The gateway node's agent, in this process, is what stops with the engine.
+  const std::string& head = spec.gateway.node.empty() ? spec.nodes.front().name : spec.gateway.node;
+  for (size_t i = 0; i < agents.size(); ++i)
+    if (spec.nodes[i].name == head) e.supervisor = caf::actor_cast<caf::actor>(agents[i]);
+  for (size_t i = 0; i < agents.size(); ++i) {
+    auto started = ask<int>(self, agents[i], control, spec.nodes[i].name, start_atom::value, addresses, e.scheduler,
+                            e.health);
+    if (!started) {
+      e.stop(system);
+      return started.err();
+    }
+  }
+  if (auto ready = wait_until_ready(self, e.health, replica.stages.size() + replica.experts.size(), deadline); !ready) {
+    e.stop(system);
+    return ready.err();
+  }
+  return e;
+}
+
+}  // namespace troupe

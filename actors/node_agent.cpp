@@ -1,0 +1,187 @@
+#include "actors/node_agent.hpp"
+
+#include <cstdio>
+
+#include "actors/expert_group.hpp"
+#include "actors/stage.hpp"
+#include "cluster/join_proof.hpp"
+#include "model/grammar/grammar_cache.hpp"
+#include "transport/remote_experts.hpp"
+
+namespace troupe {
+namespace {
+
+using self_ptr = node_agent_actor::stateful_pointer<node_agent_state>;
+
+int node_index(const cluster_spec& spec, const std::string& name) {
+  for (size_t i = 0; i < spec.nodes.size(); ++i)
+    if (spec.nodes[i].name == name) return int(i);
+  return -1;
+}
+
+caf::error refused(const node_agent_state& st, const std::string& why) {
+  return caf::make_error(caf::sec::runtime_error, "node " + st.options.spec.nodes[size_t(st.options.node)].name + ": " + why);
+}
+
+bool joined(self_ptr self) {
+  auto sender = self->current_sender();
+  return sender != nullptr && self->state.joined.count(sender->node()) > 0;
+}
+
+// The replica's expert groups as a stage on this node reaches them: in this process, or
+// through the peer of the node that holds them.
+std::vector<remote_experts::group> expert_route(const node_agent_state& st, const replica_spec& replica,
+                                                int num_experts) {
+  std::vector<remote_experts::group> route;
+  for (const placement& g : replica.experts) {
+    const int at = node_index(st.options.spec, g.node);
+    remote_experts::group r{g.first, g.last.value_or(num_experts - 1) + 1, std::nullopt};
+    if (at != st.options.node) r.peer = st.peers[size_t(at)];
+    route.push_back(r);
+  }
+  return route;
+}
+
+// The node's stages and expert groups, as a supervisor starts them.
+std::vector<child_spec> node_children(self_ptr self, const health_monitor_actor& health) {
+  auto& st = self->state;
+  const node_agent_options& o = st.options;
+  const replica_spec& replica = o.spec.replicas.front();
+  const model_config& c = st.backend->backend.config;
+  const std::string& me = o.spec.nodes[size_t(o.node)].name;
+  const auto timeout = std::chrono::duration_cast<std::chrono::milliseconds>(o.spec.cluster.step_timeout);
+  std::vector<child_spec> children;
+  for (size_t g = 0; g < replica.experts.size(); ++g) {
+    const placement& p = replica.experts[g];
+    if (p.node != me) continue;
+    expert_group_options opts{"expert_group_" + std::to_string(g), p.first, p.last.value_or(c.num_experts - 1) + 1};
+    children.push_back({opts.name, [opts, attach = st.backend->backend.attach_experts, health](caf::local_actor* parent) {
+                          return caf::actor_cast<caf::actor>(parent->spawn<caf::detached>(expert_group, opts, attach, health));
+                        }});
+  }
+  auto experts = c.num_experts > 0 ? std::make_shared<remote_experts>(o.link, st.backend->groups,
+                                                                      expert_route(st, replica, c.num_experts),
+                                                                      uint16_t(o.node), c.hidden_size, timeout)
+                                   : nullptr;
+  // As in one process: requests with the same response_format or tools reuse a grammar.
+  constexpr size_t cached_grammars = 64;
+  const auto grammars = std::make_shared<grammar_cache>(cached_grammars);
+  for (size_t k = 0; k < replica.stages.size(); ++k) {
+    const placement& p = replica.stages[k];
+    if (p.node != me) continue;
+    const int last = p.last.value_or(c.num_layers - 1) + 1;
+    const bool last_stage = k + 1 == replica.stages.size();
+    const int next_peer = last_stage ? -1 : st.peers[size_t(node_index(o.spec, replica.stages[k + 1].node))];
+    stage_options opts{stage_name(int(k)), int(k), p.first, last, last_stage, c.hidden_size,
+                       {o.link, next_peer, timeout}, o.vocabulary, grammars};
+    step_runner_factory make = [over = st.backend->make_runner_over, experts](int first, int last_layer) {
+      return over(first, last_layer, experts);
+    };
+    children.push_back({opts.name, [opts, make, health](caf::local_actor* parent) {
+                          return caf::actor_cast<caf::actor>(parent->spawn<caf::detached>(stage, opts, make, health));
+                        }});
+  }
+  return children;
+}
+
+bool has_stage(const node_agent_state& st) {
+  const std::string& me = st.options.spec.nodes[size_t(st.options.node)].name;
+  for (const placement& p : st.options.spec.replicas.front().stages)
+    if (p.node == me) return true;
+  return false;
+}
+
+}  // namespace
+
+backend_options backend_options_of(const cluster_spec& spec) {
+  backend_options b;
+  b.model_dir = spec.model.path;
+  b.dummy_weights = spec.model.load_format == weight_format::dummy;
+  b.block_size = spec.engine.block_size;
+  b.kv_cache_bytes = size_t(spec.engine.kv_cache_mb) << 20;
+  b.max_num_seqs = spec.engine.max_num_seqs;
+  b.max_num_batched_tokens = spec.engine.max_num_batched_tokens;
+  b.max_model_len = spec.engine.max_model_len;
+  return b;
+}
+
+node_agent_actor::behavior_type node_agent(self_ptr self, node_agent_options options) {
+  self->state.options = std::move(options);
+  self->set_down_handler([=](caf::down_msg& msg) {
+    if (msg.source != self->state.scheduler.address()) return;
+    std::fprintf(stderr, "troupe node %s: the head is gone (%s); stopping\n",
+                 self->state.options.spec.nodes[size_t(self->state.options.node)].name.c_str(),
+                 to_string(msg.reason).c_str());
+    if (self->state.supervisor) self->send_exit(self->state.supervisor, caf::exit_reason::user_shutdown);
+    self->quit();
+  });
+  return {
+      [=](challenge_atom) -> std::vector<uint8_t> {
+        auto nonce = make_join_nonce();
+        if (auto sender = self->current_sender()) self->state.nonces[sender->node()] = nonce;
+        return nonce;
+      },
+      [=](join_atom, const std::vector<uint8_t>& proof) -> caf::result<node_description> {
+        auto& st = self->state;
+        auto sender = self->current_sender();
+        auto nonce = sender == nullptr ? st.nonces.end() : st.nonces.find(sender->node());
+        if (nonce == st.nonces.end()) return refused(st, "ask for a challenge before joining");
+        const bool proven = join_proof_matches(st.options.spec.cluster.secret, st.options.spec.cluster.name,
+                                               nonce->second, proof);
+        st.nonces.erase(nonce);  // one proof per nonce
+        if (!proven) {
+          std::fprintf(stderr, "troupe node %s: refused a head that does not know the cluster secret\n",
+                       st.options.spec.nodes[size_t(st.options.node)].name.c_str());
+          return refused(st, "wrong cluster secret (the head's cluster.conf and this node's differ in `secret`)");
+        }
+        st.joined.insert(sender->node());
+        return node_description{st.options.spec.nodes[size_t(st.options.node)].name, st.options.link->address()};
+      },
+      [=](load_atom) -> caf::result<int> {
+        auto& st = self->state;
+        if (!joined(self)) return refused(st, "join the cluster first");
+        if (!st.backend) {
+          auto b = make_cpu_node_backend(st.options.backend);
+          if (!b) return refused(st, b.err().message);
+          if (auto valid = validate_against_model(st.options.spec, b->backend.config); !valid)
+            return refused(st, valid.err().message);
+          st.backend = std::move(*b);
+        }
+        return has_stage(st) ? st.backend->backend.num_blocks : 0;
+      },
+      [=](start_atom, const std::vector<std::vector<uint8_t>>& addresses, scheduler_actor scheduler,
+          health_monitor_actor health) -> caf::result<int> {
+        auto& st = self->state;
+        if (!joined(self)) return refused(st, "join the cluster first");
+        if (!st.backend) return refused(st, "load the model first");
+        if (st.supervisor) return refused(st, "already started");
+        if (addresses.size() != st.options.spec.nodes.size())
+          return refused(st, "the head has " + std::to_string(addresses.size()) + " nodes; this node's file has " +
+                                 std::to_string(st.options.spec.nodes.size()));
+        st.peers.clear();
+        for (size_t i = 0; i < addresses.size(); ++i) {
+          auto peer = st.options.link->connect(addresses[i]);
+          if (!peer) return refused(st, "reaching node " + st.options.spec.nodes[i].name + ": " + peer.err().message);
+          st.peers.push_back(*peer);
+        }
+        const auto timeout = std::chrono::duration_cast<std::chrono::milliseconds>(st.options.spec.cluster.step_timeout);
+        st.server = std::make_unique<expert_server>(
+            st.options.link, st.backend->groups,
+            [peers = st.peers](int node) -> std::optional<int> {
+              if (node < 0 || size_t(node) >= peers.size()) return std::nullopt;
+              return peers[size_t(node)];
+            },
+            timeout);
+        auto children = node_children(self, health);
+        const int started = int(children.size());
+        st.scheduler = scheduler;
+        self->monitor(scheduler);
+        st.supervisor = self->spawn(supervisor, std::move(children), st.options.restarts, health,
+                                    caf::actor_cast<caf::actor>(scheduler));
+        self->link_to(st.supervisor);
+        return started;
+      },
+  };
+}
+
+}  // namespace troupe

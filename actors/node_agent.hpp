@@ -1,0 +1,52 @@
+#pragma once
+// A cluster node's agent: the one actor a node process publishes on its control port. The
+// head (the process that runs the gateway) proves the cluster secret, has it load the
+// model, then starts the node's part of cluster.conf: its pipeline stages and expert
+// groups under a supervisor of the node's own, linked to the other nodes over the node's
+// transport. When the head's scheduler goes away (the head stopped, or the link to it
+// broke past the connection timeout) the agent stops its actors and ends.
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <vector>
+
+#include "actors/actors.hpp"
+#include "actors/cpu_backend.hpp"
+#include "actors/supervisor.hpp"
+#include "cluster/cluster_spec.hpp"
+#include "model/grammar/token_vocabulary.hpp"
+#include "transport/expert_server.hpp"
+#include "transport/transport.hpp"
+
+namespace troupe {
+
+struct node_agent_options {
+  cluster_spec spec;  // the cluster's whole file, as this process read it
+  int node = 0;       // this node's index in spec.nodes: its sender id on the transport
+  backend_options backend;
+  restart_policy restarts;
+  std::shared_ptr<transport> link;  // this process's transport to the other nodes
+  // The tokenizer's, for constrained decoding at the last stage; null: none.
+  std::shared_ptr<const token_vocabulary> vocabulary;
+};
+
+struct node_agent_state {
+  static inline const char* name = "node_agent";
+  node_agent_options options;
+  std::map<caf::node_id, std::vector<uint8_t>> nonces;  // the last one handed to each process
+  std::set<caf::node_id> joined;
+  std::optional<cpu_node_backend> backend;
+  std::vector<int> peers;  // every node's peer id on the link, by index
+  std::unique_ptr<expert_server> server;
+  scheduler_actor scheduler;
+  caf::actor supervisor;
+};
+
+node_agent_actor::behavior_type node_agent(node_agent_actor::stateful_pointer<node_agent_state> self,
+                                           node_agent_options options);
+
+// Backend options from the file's [model] and [engine].
+backend_options backend_options_of(const cluster_spec& spec);
+
+}  // namespace troupe

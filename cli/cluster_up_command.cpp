@@ -1,0 +1,122 @@
+// `troupe cluster up FILE [--port N]`: runs a cluster from its cluster.conf. This process
+// is the head: it runs the gateway node (the gateway, scheduler, kv_manager and health
+// monitor, plus that node's own stages and expert groups), starts a `troupe node` process
+// for every other node whose port is 0 (nodes with a port are started on their hosts with
+// `troupe node --config FILE --name NAME`), joins each with the cluster secret, waits until
+// every stage and expert group is ready, and serves the OpenAI API until SIGTERM.
+#include <caf/io/middleman.hpp>
+#include <cstdio>
+#include <optional>
+#include <thread>
+
+#include "actors/cluster_engine.hpp"
+#include "actors/node_agent.hpp"
+#include "cli/args.hpp"
+#include "cli/cluster_system.hpp"
+#include "cli/commands.hpp"
+#include "cli/node_processes.hpp"
+#include "cli/serve_gateway.hpp"
+#include "transport/ucx_transport.hpp"
+
+namespace troupe::cli {
+namespace {
+
+// What this version runs of a valid file; the rest is refused with a reason.
+status supported(const cluster_spec& spec) {
+  if (spec.replicas.size() != 1)
+    return error{spec.file.string() + ": " + std::to_string(spec.replicas.size()) +
+                 " replicas: `troupe cluster up` serves one replica for now"};
+  for (const node_spec& n : spec.nodes)
+    if (!n.gpus.empty())
+      return error{spec.file.string() + ":" + std::to_string(n.line) + ": node " + n.name +
+                   ": `troupe cluster up` runs CPU nodes for now (devices = cpu)"};
+  return ok();
+}
+
+// The agent of a node in another process, reached over CAF's middleman; retried until the
+// deadline, since a node may still be starting.
+result<node_agent_actor> reach(caf::actor_system& system, const node_spec& node, int port,
+                               std::chrono::steady_clock::time_point deadline) {
+  std::string last;
+  do {
+    auto agent = system.middleman().remote_actor<node_agent_actor>(node.address, uint16_t(port));
+    if (agent) return *agent;
+    last = system.render(agent.error());
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  } while (std::chrono::steady_clock::now() < deadline);
+  return error{"node " + node.name + " at " + node.address + ":" + std::to_string(port) +
+               " did not answer within the startup timeout (" + last + ")"};
+}
+
+int fail(const std::string& message, int code = 1) {
+  std::fprintf(stderr, "troupe cluster up: %s\n", message.c_str());
+  return code;
+}
+
+}  // namespace
+
+// argv: FILE, then the flags (--port N overrides [gateway] port).
+int cluster_up_command(int argc, char** argv) {
+  if (argc < 1 || argv[0][0] == '-') return fail("usage: troupe cluster up FILE [--port N]", 2);
+  auto a = args::parse(argc - 1, argv + 1, {});
+  if (!a) return fail(a.err().message, 2);
+  auto port = a->take_int("--port", -1);
+  if (auto s = a->finish(); !s || !port) return fail(!s ? s.err().message : port.err().message, 2);
+  auto spec = read_cluster_spec(argv[0]);
+  if (!spec) return fail(spec.err().message, 2);
+  auto model = load_model_config(spec->model.path);
+  if (!model) return fail(model.err().message, 2);
+  if (auto fits = validate_against_model(*spec, *model); !fits) return fail(fits.err().message, 2);
+  if (auto runs = supported(*spec); !runs) return fail(runs.err().message, 2);
+
+  const sigset_t stop_signals = block_stop_signals();
+  auto codec = load_text_codec(spec->model.path);
+  if (!codec) return fail(codec.err().message);
+  const auto deadline = std::chrono::steady_clock::now() + spec->cluster.startup_timeout;
+  const std::string head = spec->gateway.node.empty() ? spec->nodes.front().name : spec->gateway.node;
+  node_processes children;
+  std::vector<int> ports;
+  for (const node_spec& n : spec->nodes) {
+    if (n.name == head || n.port != 0) {
+      ports.push_back(n.port);
+      continue;
+    }
+    auto started = children.start(spec->file, n.name, deadline);
+    if (!started) return fail(started.err().message);
+    ports.push_back(*started);
+  }
+
+  auto link = ucx_transport::create();
+  if (!link) return fail("the transport: " + link.err().message);
+  caf::actor_system_config config;
+  configure_cluster_system(config, *spec);
+  caf::actor_system system{config};
+  std::vector<node_agent_actor> agents;
+  for (size_t i = 0; i < spec->nodes.size(); ++i) {
+    const node_spec& n = spec->nodes[i];
+    if (n.name == head) {
+      node_agent_options options{*spec, int(i), backend_options_of(*spec), {}, std::shared_ptr<transport>(std::move(*link)),
+                                 vocabulary_of(*codec->tok)};
+      agents.push_back(system.spawn(node_agent, std::move(options)));
+      continue;
+    }
+    auto agent = reach(system, n, ports[i], deadline);
+    if (!agent) return fail(agent.err().message);
+    agents.push_back(*agent);
+  }
+  std::fprintf(stderr, "troupe cluster up: %zu nodes joined; starting their stages and expert groups\n", agents.size());
+  auto engine = start_cluster_engine(system, *spec, agents, scheduler_options{spec->engine.max_num_seqs,
+                                                                            spec->engine.max_num_batched_tokens});
+  if (!engine) return fail(engine.err().message);
+  gateway_options g;
+  g.served_model_name = spec->model.served_model_name.empty() ? spec->model.path.filename().string()
+                                                              : spec->model.served_model_name;
+  g.api_key = spec->gateway.api_key;
+  g.max_pending = size_t(spec->gateway.max_pending);
+  http::server_options http;
+  http.host = spec->gateway.host;
+  http.port = *port >= 0 ? *port : spec->gateway.port;
+  return serve_until_stopped(system, *engine, *codec, g, http, stop_signals, "troupe cluster up");
+}
+
+}  // namespace troupe::cli

@@ -1,0 +1,93 @@
+// `troupe node --config FILE --name NAME [--port N]`: one node process of a cluster. It
+// publishes its node_agent on the node's control address and port (--port overrides the
+// file's; 0 picks a free one), prints "troupe node NAME: control on ADDRESS:PORT", and
+// runs what the head starts there until SIGTERM, SIGINT, or the head going away.
+#include <caf/io/middleman.hpp>
+#include <csignal>
+#include <cstdio>
+#include <ctime>
+
+#include "actors/node_agent.hpp"
+#include "cli/args.hpp"
+#include "cli/cluster_system.hpp"
+#include "cli/commands.hpp"
+#include "cli/serve_gateway.hpp"
+#include "transport/ucx_transport.hpp"
+
+namespace troupe::cli {
+
+int node_command(int argc, char** argv) {
+  auto a = args::parse(argc, argv, {});
+  if (!a) {
+    std::fprintf(stderr, "troupe node: %s\n", a.err().message.c_str());
+    return 2;
+  }
+  auto file = a->take("--config");
+  auto name = a->take("--name");
+  auto port = a->take_int("--port", -1);
+  if (auto s = a->finish(); !s || !file || !name || !port) {
+    std::fprintf(stderr, "troupe node: %s\nusage: troupe node --config FILE --name NAME [--port N]\n",
+                 !s ? s.err().message.c_str() : !port ? port.err().message.c_str() : "--config and --name are required");
+    return 2;
+  }
+  auto spec = read_cluster_spec(*file);
+  if (!spec) {
+    std::fprintf(stderr, "troupe node: %s\n", spec.err().message.c_str());
+    return 2;
+  }
+  int index = -1;
+  std::string names;
+  for (size_t i = 0; i < spec->nodes.size(); ++i) {
+    if (spec->nodes[i].name == *name) index = int(i);
+    names += (names.empty() ? "" : ", ") + spec->nodes[i].name;
+  }
+  if (index < 0) {
+    std::fprintf(stderr, "troupe node: %s has no node %s (its nodes: %s)\n", file->c_str(), name->c_str(), names.c_str());
+    return 2;
+  }
+  const node_spec& me = spec->nodes[size_t(index)];
+  const sigset_t stop_signals = block_stop_signals();
+  auto link = ucx_transport::create();
+  if (!link) {
+    std::fprintf(stderr, "troupe node %s: the transport: %s\n", name->c_str(), link.err().message.c_str());
+    return 1;
+  }
+  node_agent_options options;
+  options.spec = *spec;
+  options.node = index;
+  options.backend = backend_options_of(*spec);
+  options.link = std::shared_ptr<transport>(std::move(*link));
+  if (auto tok = tokenizer::load(spec->model.path / "tokenizer.json")) options.vocabulary = vocabulary_of(*tok);
+
+  caf::actor_system_config config;
+  configure_cluster_system(config, *spec);
+  caf::actor_system system{config};
+  auto agent = system.spawn(node_agent, std::move(options));
+  const uint16_t wanted = uint16_t(*port >= 0 ? *port : me.port);
+  auto published = system.middleman().publish(agent, wanted, me.address.c_str(), true);
+  if (!published) {
+    std::fprintf(stderr, "troupe node %s: cannot listen on %s:%d: %s\n", name->c_str(), me.address.c_str(), wanted,
+                 system.render(published.error()).c_str());
+    caf::anon_send_exit(agent, caf::exit_reason::user_shutdown);
+    return 1;
+  }
+  std::printf("troupe node %s: control on %s:%u\n", name->c_str(), me.address.c_str(), unsigned(*published));
+  std::fflush(stdout);
+
+  caf::scoped_actor self{system, /*hide=*/true};
+  self->monitor(agent);
+  const timespec poll{0, 200'000'000};
+  for (;;) {
+    if (sigtimedwait(&stop_signals, nullptr, &poll) > 0) {
+      caf::anon_send_exit(agent, caf::exit_reason::user_shutdown);
+      break;
+    }
+    bool ended = false;
+    self->receive([&](const caf::down_msg&) { ended = true; }, caf::after(std::chrono::seconds(0)) >> [] {});
+    if (ended) break;
+  }
+  std::fprintf(stderr, "troupe node %s: stopped\n", name->c_str());
+  return 0;
+}
+
+}  // namespace troupe::cli

@@ -1,0 +1,88 @@
+#include "cli/node_processes.hpp"
+
+#include <poll.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <csignal>
+#include <cstring>
+#include <regex>
+#include <thread>
+
+namespace troupe::cli {
+namespace {
+
+std::string exit_text(int status) {
+  if (WIFEXITED(status)) return "exited with status " + std::to_string(WEXITSTATUS(status));
+  if (WIFSIGNALED(status)) return std::string("was killed by ") + strsignal(WTERMSIG(status));
+  return "stopped";
+}
+
+}  // namespace
+
+result<int> node_processes::start(const std::filesystem::path& config, const std::string& name,
+                                  std::chrono::steady_clock::time_point deadline) {
+  int out[2];
+  if (pipe(out) != 0) return error{"node " + name + ": pipe: " + std::string(strerror(errno))};
+  const pid_t parent = getpid();
+  const pid_t pid = fork();
+  if (pid < 0) return error{"node " + name + ": fork: " + std::string(strerror(errno))};
+  if (pid == 0) {
+    prctl(PR_SET_PDEATHSIG, SIGTERM);
+    if (getppid() != parent) _exit(1);  // the parent died before prctl
+    sigset_t none;
+    sigemptyset(&none);
+    pthread_sigmask(SIG_SETMASK, &none, nullptr);
+    dup2(out[1], STDOUT_FILENO);
+    close(out[0]);
+    close(out[1]);
+    const std::string file = config.string();
+    execl("/proc/self/exe", "troupe", "node", "--config", file.c_str(), "--name", name.c_str(), "--port", "0",
+          static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  close(out[1]);
+  pids_.push_back(pid);
+  std::string text;
+  static const std::regex announced(": control on [^ ]*:(\\d+)\n");
+  std::smatch m;
+  while (!std::regex_search(text, m, announced)) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    pollfd p{out[0], POLLIN, 0};
+    if (left.count() <= 0 || poll(&p, 1, int(left.count())) <= 0) {
+      close(out[0]);
+      return error{"node " + name + " did not start within the startup timeout"};
+    }
+    char buffer[256];
+    const ssize_t n = read(out[0], buffer, sizeof buffer);
+    if (n <= 0) {
+      close(out[0]);
+      int status = 0;
+      waitpid(pid, &status, 0);
+      pids_.pop_back();
+      return error{"node " + name + " " + exit_text(status) + " before it was up (its errors are above)"};
+    }
+    text.append(buffer, size_t(n));
+  }
+  close(out[0]);  // the node's later output goes nowhere; its log lines go to stderr
+  return std::stoi(m[1]);
+}
+
+node_processes::~node_processes() {
+  for (int pid : pids_) kill(pid, SIGTERM);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  for (int pid : pids_) {
+    while (waitpid(pid, nullptr, WNOHANG) == 0) {
+      if (std::chrono::steady_clock::now() > deadline) {
+        kill(pid, SIGKILL);
+        waitpid(pid, nullptr, 0);
+        break;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+  }
+}
+
+}  // namespace troupe::cli

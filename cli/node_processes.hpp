@@ -1,0 +1,31 @@
+#pragma once
+// The node processes `troupe cluster up` starts on this machine (the nodes whose port is
+// 0): `troupe node --config FILE --name NAME` each, their stderr passed through, the
+// control port each picked read from its first line of output. They end with SIGTERM when
+// this object goes, and with SIGTERM of their own if this process dies.
+#include <chrono>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "base/result.hpp"
+
+namespace troupe::cli {
+
+class node_processes {
+ public:
+  node_processes() = default;
+  node_processes(const node_processes&) = delete;
+  node_processes& operator=(const node_processes&) = delete;
+  ~node_processes();
+
+  // Starts node `name` and waits until it prints its control port (or exits, or the
+  // deadline passes: an error that says which).
+  result<int> start(const std::filesystem::path& config, const std::string& name,
+                    std::chrono::steady_clock::time_point deadline);
+
+ private:
+  std::vector<int> pids_;
+};
+
+}  // namespace troupe::cli

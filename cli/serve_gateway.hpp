@@ -1,0 +1,32 @@
+#pragma once
+// What `troupe serve` and `troupe cluster up` share once their engine runs: the gateway
+// actor and its HTTP server, the "serving ... on http://..." line, and the graceful stop on
+// SIGTERM or SIGINT (no new connections, requests in flight finish, then the engine stops).
+#include <csignal>
+#include <memory>
+
+#include "actors/gateway.hpp"
+#include "actors/local_engine.hpp"
+#include "gateway/http_server.hpp"
+#include "model/chat_template.hpp"
+#include "model/tokenizer.hpp"
+
+namespace troupe::cli {
+
+// Blocks SIGTERM and SIGINT in this thread and every thread started after it (call it
+// before the actor system starts); serve_until_stopped takes them with sigwait.
+sigset_t block_stop_signals();
+
+// The tokenizer and chat template in `model_dir`; a missing template is logged (chat
+// completions then answer 400).
+struct text_codec {
+  std::shared_ptr<const tokenizer> tok;
+  std::shared_ptr<const chat_template> chat;
+};
+result<text_codec> load_text_codec(const std::filesystem::path& model_dir);
+
+// Runs the gateway over `e` until a stop signal; 0, or 1 when the HTTP server cannot start.
+int serve_until_stopped(caf::actor_system& system, engine& e, const text_codec& codec, gateway_options g,
+                        const http::server_options& http, const sigset_t& stop_signals, const char* command);
+
+}  // namespace troupe::cli
