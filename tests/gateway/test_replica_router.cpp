@@ -1,0 +1,150 @@
+// The gateway's choice of replica: weighted shares per policy, session and prefix
+// affinity that survives weight changes, drained and unhealthy replicas, circuit breaking
+// and ramped weights. Time is passed in, so the cool-downs and ramps are exact.
+#define BOOST_TEST_MODULE replica_router
+#include <boost/test/unit_test.hpp>
+
+#include <map>
+#include <random>
+
+#include "gateway/replica_router.hpp"
+
+using namespace troupe;
+using namespace std::chrono_literals;
+using clock_type = replica_router::clock;
+
+namespace {
+
+const clock_type::time_point t0 = clock_type::time_point{} + 1h;
+
+std::vector<int> random_prompt(std::mt19937& rng) {
+  std::vector<int> p(20 + rng() % 50);
+  for (int& t : p) t = int(rng() % 150000);
+  return p;
+}
+
+// Picks (each finished at once) and counts them per replica name.
+std::map<std::string, int> shares(replica_router& router, int picks, std::mt19937& rng, bool sessions = false) {
+  std::map<std::string, int> count;
+  for (int i = 0; i < picks; ++i) {
+    const std::string session = sessions ? "user-" + std::to_string(rng()) : "";
+    auto r = router.pick(session, random_prompt(rng), t0);
+    BOOST_REQUIRE(r);
+    ++count[router.name(*r)];
+    router.finished(*r, false, t0);
+  }
+  return count;
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(round_robin_gives_exact_weighted_shares_evenly_interleaved) {
+  replica_router router({"a", "b", "c"}, {3, 1, 0}, routing_policy::round_robin);
+  std::string order;
+  for (int i = 0; i < 400; ++i) {
+    auto r = router.pick("", {1, 2, 3}, t0);
+    BOOST_REQUIRE(r);
+    order += router.name(*r);
+    router.finished(*r, false, t0);
+  }
+  BOOST_TEST(std::count(order.begin(), order.end(), 'a') == 300);
+  BOOST_TEST(std::count(order.begin(), order.end(), 'b') == 100);
+  BOOST_TEST(order.find("aaaa") == std::string::npos, "a ran four times in a row: " << order.substr(0, 40));
+}
+
+BOOST_AUTO_TEST_CASE(least_load_takes_the_fewest_in_flight_per_weight) {
+  replica_router router({"a", "b"}, {2, 1}, routing_policy::least_load);
+  std::map<std::string, int> open;
+  for (int i = 0; i < 30; ++i) ++open[router.name(*router.pick("", {}, t0))];  // none finishes
+  BOOST_TEST(open["a"] == 20);
+  BOOST_TEST(open["b"] == 10);
+}
+
+BOOST_AUTO_TEST_CASE(prefix_aware_keeps_a_prefix_on_one_replica_and_spreads_by_weight) {
+  replica_router router({"a", "b", "c"}, {1, 1, 2}, routing_policy::prefix_aware);
+  std::mt19937 rng(7);
+  std::vector<int> prompt(100);
+  for (int& t : prompt) t = int(rng() % 150000);
+  const size_t first = *router.pick("", prompt, t0);
+  for (int i = 0; i < 20; ++i) {
+    auto longer = prompt;
+    longer.insert(longer.end(), {int(rng() % 100), int(rng() % 100)});  // same first 64 tokens
+    BOOST_TEST(*router.pick("", longer, t0) == first);
+  }
+  auto count = shares(router, 8000, rng);
+  BOOST_TEST(std::abs(count["c"] - 4000) < 300, count["c"]);
+  BOOST_TEST(std::abs(count["a"] - 2000) < 250, count["a"]);
+}
+
+BOOST_AUTO_TEST_CASE(a_session_keeps_its_replica_and_a_new_replica_takes_only_its_share) {
+  replica_router router({"a", "b", "c"}, {1, 1, 0}, routing_policy::round_robin);
+  std::map<std::string, size_t> before;
+  for (int i = 0; i < 3000; ++i) {
+    const std::string s = "session-" + std::to_string(i);
+    before[s] = *router.pick(s, {}, t0);
+    BOOST_TEST(*router.pick(s, {9, 9}, t0) == before[s]);  // whatever the prompt or policy
+  }
+  BOOST_REQUIRE(router.set_weights({{"c", 1}}, 0ms, t0));
+  int moved = 0, moved_elsewhere = 0;
+  for (const auto& [s, r] : before) {
+    const size_t now = *router.pick(s, {}, t0);
+    if (now != r) ++moved;
+    if (now != r && router.name(now) != "c") ++moved_elsewhere;
+  }
+  BOOST_TEST(moved_elsewhere == 0, "sessions moved between the replicas that stayed");
+  BOOST_TEST(std::abs(moved - 1000) < 150, moved);  // a third go to the new replica
+}
+
+BOOST_AUTO_TEST_CASE(drained_and_unhealthy_replicas_take_no_new_requests) {
+  replica_router router({"a", "b"}, {1, 1}, routing_policy::round_robin);
+  const size_t a = *router.pick("", {}, t0);  // in flight on a
+  BOOST_REQUIRE(router.name(a) == "a");
+  BOOST_REQUIRE(router.set_weights({{"a", 0}}, 0ms, t0));
+  std::mt19937 rng(3);
+  BOOST_TEST(shares(router, 50, rng, true)["a"] == 0);
+  router.finished(a, false, t0);  // the drained replica's request still ends normally
+  BOOST_TEST(router.view(t0)[a].in_flight == 0);
+  router.set_healthy(1, false);
+  BOOST_TEST(!router.pick("", {}, t0));
+  BOOST_TEST(!router.pick("a session", {}, t0));
+  router.set_healthy(1, true);
+  BOOST_TEST(router.name(*router.pick("", {}, t0)) == "b");
+}
+
+// least_load with every request finished at once picks a whenever a is routable.
+BOOST_AUTO_TEST_CASE(consecutive_failures_open_the_circuit_until_a_trial_succeeds) {
+  replica_router router({"a", "b"}, {1, 1}, routing_policy::least_load, {3, 5000ms});
+  auto pick_and_finish = [&](clock_type::time_point at) {
+    const size_t r = *router.pick("", {}, at);
+    router.finished(r, false, at);
+    return r;
+  };
+  for (int i = 0; i < 3; ++i) router.finished(0, true, t0);  // three failed requests on a
+  BOOST_TEST(router.view(t0)[0].circuit_open);
+  for (int i = 0; i < 10; ++i) BOOST_TEST(pick_and_finish(t0) == 1u);
+  const auto later = t0 + 5001ms;  // half-open: one trial
+  BOOST_TEST(*router.pick("", {}, later) == 0u);
+  BOOST_TEST(pick_and_finish(later) == 1u, "a second trial while the first runs");
+  router.finished(0, true, later);  // the trial failed: open again
+  BOOST_TEST(router.view(later)[0].circuit_open);
+  BOOST_TEST(pick_and_finish(later + 4000ms) == 1u);
+  const auto after = later + 5001ms;
+  BOOST_TEST(pick_and_finish(after) == 0u);  // the trial succeeded: closed
+  BOOST_TEST(!router.view(after)[0].circuit_open);
+  for (int i = 0; i < 10; ++i) BOOST_TEST(pick_and_finish(after) == 0u);
+}
+
+BOOST_AUTO_TEST_CASE(weights_ramp_linearly_and_bad_weights_change_nothing) {
+  replica_router router({"blue", "green"}, {1, 0}, routing_policy::round_robin);
+  BOOST_REQUIRE(router.set_weights({{"blue", 0}, {"green", 1}}, 10000ms, t0));
+  auto half = router.view(t0 + 5000ms);
+  BOOST_TEST(half[0].weight == 0.5, boost::test_tools::tolerance(1e-9));
+  BOOST_TEST(half[1].weight == 0.5, boost::test_tools::tolerance(1e-9));
+  BOOST_TEST(router.view(t0 + 20000ms)[1].weight == 1.0);
+  BOOST_TEST(!router.set_weights({{"red", 1}}, 0ms, t0));
+  BOOST_TEST(!router.set_weights({{"green", -1}}, 0ms, t0));
+  BOOST_TEST(!router.set_weights({{"green", 0}}, 0ms, t0 + 20000ms));  // blue is 0 too: nothing left
+  BOOST_TEST(router.view(t0 + 20000ms)[1].weight == 1.0);
+  BOOST_TEST(!routing_policy_named("random"));
+  BOOST_TEST((routing_policy_named("least_load").value() == routing_policy::least_load));
+}
