@@ -118,7 +118,9 @@ using gateway_actor = caf::typed_actor<
     // New tokens (or the end) of a request the gateway submitted.
     caf::reacts_to<token_event>,
     // The client of an HTTP call went away: its requests are cancelled.
-    caf::reacts_to<closed_atom, uint64_t>>;
+    caf::reacts_to<closed_atom, uint64_t>,
+    // Asks the health monitor which replicas can take requests (every second).
+    caf::reacts_to<tick_atom>>;
 
 // One per node process of a cluster: runs the node's part of cluster.conf (its pipeline
 // stages and expert groups, under a supervisor of its own) for the head, the process that
@@ -132,10 +134,12 @@ using node_agent_actor = caf::typed_actor<
     // Loads the model for the node's stages and expert groups: the KV blocks each of its
     // stages holds (0 when it has no stage).
     caf::replies_to<load_atom>::with<int>,
-    // Every node's transport address, in cluster.conf's order, and the head's scheduler and
-    // health monitor: the node links to its peers and starts its stages and expert groups,
-    // which report to them. The answer: how many it started.
-    caf::replies_to<start_atom, std::vector<std::vector<uint8_t>>, scheduler_actor, health_monitor_actor>::with<int>>;
+    // Every node's transport address, in cluster.conf's order, the head's scheduler of each
+    // replica (in the file's order) and its health monitor: the node links to its peers and
+    // starts its stages and expert groups, which report to them. The answer: how many it
+    // started.
+    caf::replies_to<start_atom, std::vector<std::vector<uint8_t>>, std::vector<scheduler_actor>,
+                    health_monitor_actor>::with<int>>;
 
 }  // namespace troupe
 

@@ -45,8 +45,17 @@ status wait_until_ready(caf::scoped_actor& self, const health_monitor_actor& hea
 
 }  // namespace
 
-result<engine> start_cluster_engine(caf::actor_system& system, const cluster_spec& spec,
-                                    const std::vector<node_agent_actor>& agents, scheduler_options scheduler) {
+void running_cluster::stop(caf::actor_system& system) {
+  caf::scoped_actor self{system, /*hide=*/true};
+  for (const caf::actor& a : actors) {
+    self->monitor(a);
+    self->send_exit(a, caf::exit_reason::user_shutdown);
+  }
+  for (size_t i = 0; i < actors.size(); ++i) self->receive([](const caf::down_msg&) {});
+}
+
+result<running_cluster> start_cluster_engine(caf::actor_system& system, const cluster_spec& spec,
+                                             const std::vector<node_agent_actor>& agents, scheduler_options scheduler) {
   caf::scoped_actor self{system, /*hide=*/true};
   const auto deadline = std::chrono::steady_clock::now() + spec.cluster.startup_timeout;
   const caf::duration control{std::chrono::duration_cast<std::chrono::milliseconds>(spec.cluster.startup_timeout)};
@@ -70,36 +79,47 @@ result<engine> start_cluster_engine(caf::actor_system& system, const cluster_spe
   }
   auto config = load_model_config(spec.model.path);
   if (!config) return config.err();
-  engine e;
-  e.config = std::move(*config);
-  e.num_blocks = num_blocks;
-  const int model_len = spec.engine.max_model_len > 0 ? spec.engine.max_model_len : e.config.max_position_embeddings;
-  e.max_model_len = std::min(model_len, num_blocks * spec.engine.block_size);
-  if (e.max_model_len < 2) return error{"the cluster's KV cache holds fewer than two tokens of this model"};
-  const replica_spec& replica = spec.replicas.front();
-  e.health = system.spawn(health_monitor);
-  e.kv = system.spawn(kv_manager, num_blocks, spec.engine.block_size);
-  scheduler.max_model_len = e.max_model_len;
-  scheduler.pipeline_stages = int(replica.stages.size());
-  scheduler.step_timeout = caf::duration{std::chrono::duration_cast<std::chrono::milliseconds>(spec.cluster.step_timeout)};
-  e.scheduler = system.spawn(troupe::scheduler, scheduler, e.kv);
-  // The gateway node's agent, in this process, is what stops with the engine.
+  running_cluster c;
+  c.config = std::move(*config);
+  c.num_blocks = num_blocks;
+  const int model_len = spec.engine.max_model_len > 0 ? spec.engine.max_model_len : c.config.max_position_embeddings;
+  c.max_model_len = std::min(model_len, num_blocks * spec.engine.block_size);
+  if (c.max_model_len < 2) return error{"the cluster's KV cache holds fewer than two tokens of this model"};
+  c.health = system.spawn(health_monitor);
+  c.actors.push_back(caf::actor_cast<caf::actor>(c.health));
+  // The gateway node's agent, in this process, stops with the rest.
   const std::string& head = spec.gateway.node.empty() ? spec.nodes.front().name : spec.gateway.node;
   for (size_t i = 0; i < agents.size(); ++i)
-    if (spec.nodes[i].name == head) e.supervisor = caf::actor_cast<caf::actor>(agents[i]);
+    if (spec.nodes[i].name == head) c.actors.push_back(caf::actor_cast<caf::actor>(agents[i]));
+  std::vector<scheduler_actor> schedulers;
+  size_t components = 0;
+  for (const replica_spec& r : spec.replicas) {
+    auto kv = system.spawn(kv_manager, num_blocks, spec.engine.block_size);
+    scheduler_options options = scheduler;
+    options.max_model_len = c.max_model_len;
+    options.pipeline_stages = int(r.stages.size());
+    options.component_prefix = r.name + "/";
+    options.step_timeout = caf::duration{std::chrono::duration_cast<std::chrono::milliseconds>(spec.cluster.step_timeout)};
+    auto s = system.spawn(troupe::scheduler, options, kv);
+    c.actors.push_back(caf::actor_cast<caf::actor>(kv));
+    c.actors.push_back(caf::actor_cast<caf::actor>(s));
+    c.replicas.push_back({r.name, s, r.weight, options.component_prefix});
+    schedulers.push_back(s);
+    components += r.stages.size() + r.experts.size();
+  }
   for (size_t i = 0; i < agents.size(); ++i) {
-    auto started = ask<int>(self, agents[i], control, spec.nodes[i].name, start_atom::value, addresses, e.scheduler,
-                            e.health);
+    auto started = ask<int>(self, agents[i], control, spec.nodes[i].name, start_atom::value, addresses, schedulers,
+                            c.health);
     if (!started) {
-      e.stop(system);
+      c.stop(system);
       return started.err();
     }
   }
-  if (auto ready = wait_until_ready(self, e.health, replica.stages.size() + replica.experts.size(), deadline); !ready) {
-    e.stop(system);
+  if (auto ready = wait_until_ready(self, c.health, components, deadline); !ready) {
+    c.stop(system);
     return ready.err();
   }
-  return e;
+  return c;
 }
 
 }  // namespace troupe

@@ -1,18 +1,33 @@
 #pragma once
 // The head's side of a cluster: it joins every node agent with the cluster secret, has
-// each load the model, spawns the health monitor, kv_manager and scheduler in this process,
-// hands every node the others' transport addresses and starts their stages and expert
-// groups, then waits until each reports ready. The gateway is opened on the result.
+// each load the model, spawns the health monitor and, per replica, a kv_manager and a
+// scheduler in this process, hands every node the others' transport addresses and starts
+// their stages and expert groups, then waits until each reports ready. The gateway is
+// opened on the result.
 #include <vector>
 
+#include "actors/gateway.hpp"
 #include "actors/local_engine.hpp"
 #include "cluster/cluster_spec.hpp"
 
 namespace troupe {
 
-// agents[i] is spec.nodes[i]'s; `scheduler` as in one process (its stage count and step
-// timeout come from the spec). An error names the node that failed and why.
-result<engine> start_cluster_engine(caf::actor_system& system, const cluster_spec& spec,
-                                    const std::vector<node_agent_actor>& agents, scheduler_options scheduler);
+struct running_cluster {
+  model_config config;
+  health_monitor_actor health;
+  std::vector<replica_endpoint> replicas;  // the file's, in order
+  std::vector<caf::actor> actors;          // this process's: health monitor, kv managers, schedulers, node agent
+  int num_blocks = 0;                      // per stage (the nodes' least)
+  int max_model_len = 0;
+
+  // Stops this process's actors (the nodes stop when their head's schedulers are gone).
+  void stop(caf::actor_system& system);
+};
+
+// agents[i] is spec.nodes[i]'s; the gateway node's runs in this process. `scheduler` as in
+// one process (stage count, prefix and step timeout come from the spec). An error names the
+// node that failed and why.
+result<running_cluster> start_cluster_engine(caf::actor_system& system, const cluster_spec& spec,
+                                             const std::vector<node_agent_actor>& agents, scheduler_options scheduler);
 
 }  // namespace troupe

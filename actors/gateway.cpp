@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "gateway/admin_traffic_json.hpp"
 #include "gateway/api_error.hpp"
 #include "gateway/chat_request_json.hpp"
 #include "gateway/generation_request_json.hpp"
@@ -50,8 +51,20 @@ void finish_call(self_ptr self, uint64_t id) {
   st.metrics->e2e_latency.observe(seconds(now - c.start));
   if (c.has_first_token && g.completion_tokens() > 1)
     st.metrics->time_per_output_token.observe(seconds(now - c.first_token) / (g.completion_tokens() - 1));
+  st.router->finished(c.replica, g.failed() && g.failure().status >= 500, now);
   for (request_id r : c.requests) st.by_request.erase(r);
   st.calls.erase(it);
+}
+
+// Whether every component of the replica reported ready (and there is one).
+bool replica_ready(const replica_endpoint& r, const std::vector<component_health>& parts) {
+  bool any = false;
+  for (const auto& p : parts) {
+    if (p.name.rfind(r.component_prefix, 0) != 0) continue;
+    if (!p.ready) return false;
+    any = true;
+  }
+  return any;
 }
 
 // Validates prompts against the model, builds the call and submits one engine request
@@ -90,8 +103,18 @@ void start_generation(self_ptr self, const http_call_ptr& http, const std::strin
   std::vector<generation_call::choice_prompt> choices;
   for (const auto& p : prompts)
     for (int j = 0; j < options.n; ++j) choices.push_back(p);
+  // One replica takes every choice of the call; a session (the user field, or the
+  // x-session-id header) keeps its replica.
+  const std::string session =
+      !options.user.empty() ? options.user : std::string(http->request.header_value("x-session-id"));
+  const auto replica = st.router->pick(session, choices.front().ids, clock_type::now());
+  if (!replica)
+    return answer_error(self, http, endpoint, {503, "no replica can take requests now (each is drained, down or failing)",
+                                               "service_unavailable", {}, {}});
+  st.metrics->replica_requests.add({{"replica", st.replicas[*replica].name}}).inc();
   const uint64_t call_id = st.next_call++;
   auto& c = st.calls[call_id];
+  c.replica = *replica;
   c.endpoint = endpoint;
   c.http = http;
   c.stream = options.stream;
@@ -117,7 +140,7 @@ void start_generation(self_ptr self, const http_call_ptr& http, const std::strin
     c.requests.push_back(r.id);
     st.by_request[r.id] = {call_id, int(i)};
     st.metrics->prompt_tokens.inc(double(r.prompt.size()));
-    self->send(st.scheduler, submit_atom::value, std::move(r), caf::actor_cast<caf::actor>(self));
+    self->send(st.replicas[c.replica].scheduler, submit_atom::value, std::move(r), caf::actor_cast<caf::actor>(self));
   }
 }
 
@@ -197,12 +220,14 @@ void detokenize(self_ptr self, const http_call_ptr& http) {
   answer(self, http, "/detokenize", 200, detokenize_json(st.tok->decode(r->tokens)));
 }
 
+// Ready when some replica is: every one of its components reported ready.
 void health(self_ptr self, const http_call_ptr& http) {
   self->request(self->state.health, std::chrono::seconds(5), health_atom::value)
       .then(
           [=](const std::vector<component_health>& parts) {
-            const bool ready = !parts.empty() && std::all_of(parts.begin(), parts.end(), [](const auto& p) { return p.ready; });
-            if (ready) return answer(self, http, "/health", 200, "");
+            const auto& replicas = self->state.replicas;
+            if (std::any_of(replicas.begin(), replicas.end(), [&](const auto& r) { return replica_ready(r, parts); }))
+              return answer(self, http, "/health", 200, "");
             std::string waiting;
             for (const auto& p : parts)
               if (!p.ready) waiting += (waiting.empty() ? "" : ", ") + p.name;
@@ -213,33 +238,84 @@ void health(self_ptr self, const http_call_ptr& http) {
           });
 }
 
+// GET: every replica's weight, load, health and circuit; POST: new weights (and a ramp).
+void admin_traffic(self_ptr self, const http_call_ptr& http) {
+  const std::string endpoint = "/admin/traffic";
+  auto& st = self->state;
+  const auto now = clock_type::now();
+  if (http->request.method == "POST") {
+    auto r = parse_traffic_request(http->request.body);
+    if (!r) return answer_error(self, http, endpoint, r.err());
+    if (auto set = st.router->set_weights(r->weights, r->ramp, now); !set)
+      return answer_error(self, http, endpoint, bad_param("weights", set.err().message));
+  }
+  answer(self, http, endpoint, 200, traffic_json(st.router->view(now)));
+}
+
+// The health monitor's components, and every replica's place in the router.
+void answer_metrics(self_ptr self, const http_call_ptr& http) {
+  auto& st = self->state;
+  self->request(st.health, std::chrono::seconds(5), health_atom::value)
+      .then([=](const std::vector<component_health>& parts) {
+        auto& st = self->state;
+        auto& m = *st.metrics;
+        for (const auto& p : parts) {
+          m.component_ready.add({{"component", p.name}}).set(p.ready ? 1 : 0);
+          m.component_restarts.add({{"component", p.name}}).set(p.restarts);
+        }
+        const auto view = st.router->view(clock_type::now());
+        for (const auto& r : view) {
+          m.replica_weight.add({{"replica", r.name}}).set(r.weight);
+          m.replica_in_flight.add({{"replica", r.name}}).set(r.in_flight);
+          m.replica_routable.add({{"replica", r.name}}).set(r.healthy && !r.circuit_open && r.weight > 0 ? 1 : 0);
+        }
+        answer(self, http, "/metrics", 200, st.registry->render(), metrics::content_type.data());
+      },
+      [=](const caf::error&) {
+        answer_error(self, http, "/metrics", {503, "the health monitor does not answer", "service_unavailable", {}, {}});
+      });
+}
+
+// Every replica's scheduler figures, summed, then the rest.
 void metrics_page(self_ptr self, const http_call_ptr& http) {
-  self->request(self->state.scheduler, std::chrono::seconds(5), stats_atom::value)
-      .then(
-          [=](const engine_stats& s) {
-            auto& st = self->state;
-            auto& m = *st.metrics;
-            m.running.set(s.running);
-            m.waiting.set(s.waiting);
-            m.kv_usage.set(s.kv.total_blocks ? double(s.kv.used_blocks) / s.kv.total_blocks : 0.0);
-            m.prefix_hit_rate.set(s.kv.prefix_queries ? double(s.kv.prefix_hits) / double(s.kv.prefix_queries) : 0.0);
-            m.preemptions.inc(double(s.preemptions - std::min(s.preemptions, st.engine_preemptions)));
-            m.recoveries.inc(double(s.recoveries - std::min(s.recoveries, st.engine_recoveries)));
-            st.engine_preemptions = s.preemptions;
-            st.engine_recoveries = s.recoveries;
-            self->request(st.health, std::chrono::seconds(5), health_atom::value)
-                .then([=](const std::vector<component_health>& parts) {
-                  auto& m = *self->state.metrics;
-                  for (const auto& p : parts) {
-                    m.component_ready.add({{"component", p.name}}).set(p.ready ? 1 : 0);
-                    m.component_restarts.add({{"component", p.name}}).set(p.restarts);
-                  }
-                  answer(self, http, "/metrics", 200, self->state.registry->render(), metrics::content_type.data());
-                });
-          },
-          [=](const caf::error&) {
-            answer_error(self, http, "/metrics", {503, "the scheduler does not answer", "service_unavailable", {}, {}});
-          });
+  struct gathered {
+    engine_stats sum;
+    size_t answers = 0;
+    bool failed = false;
+  };
+  auto all = std::make_shared<gathered>();
+  const size_t replicas = self->state.replicas.size();
+  for (const auto& replica : self->state.replicas)
+    self->request(replica.scheduler, std::chrono::seconds(5), stats_atom::value)
+        .then(
+            [=](const engine_stats& s) {
+              engine_stats& t = all->sum;
+              t.running += s.running;
+              t.waiting += s.waiting;
+              t.preemptions += s.preemptions;
+              t.recoveries += s.recoveries;
+              t.kv.total_blocks += s.kv.total_blocks;
+              t.kv.used_blocks += s.kv.used_blocks;
+              t.kv.prefix_queries += s.kv.prefix_queries;
+              t.kv.prefix_hits += s.kv.prefix_hits;
+              if (++all->answers < replicas || all->failed) return;
+              auto& st = self->state;
+              auto& m = *st.metrics;
+              m.running.set(t.running);
+              m.waiting.set(t.waiting);
+              m.kv_usage.set(t.kv.total_blocks ? double(t.kv.used_blocks) / t.kv.total_blocks : 0.0);
+              m.prefix_hit_rate.set(t.kv.prefix_queries ? double(t.kv.prefix_hits) / double(t.kv.prefix_queries) : 0.0);
+              m.preemptions.inc(double(t.preemptions - std::min(t.preemptions, st.engine_preemptions)));
+              m.recoveries.inc(double(t.recoveries - std::min(t.recoveries, st.engine_recoveries)));
+              st.engine_preemptions = t.preemptions;
+              st.engine_recoveries = t.recoveries;
+              answer_metrics(self, http);
+            },
+            [=](const caf::error&) {
+              if (all->failed) return;
+              all->failed = true;
+              answer_error(self, http, "/metrics", {503, "a scheduler does not answer", "service_unavailable", {}, {}});
+            });
 }
 
 bool authorized(const gateway_state& st, const http::request& req) {
@@ -251,7 +327,8 @@ void route(self_ptr self, const http_call_ptr& http) {
   const auto& req = http->request;
   const std::string& path = req.path;
   const bool get = req.method == "GET" || req.method == "HEAD", post = req.method == "POST";
-  const bool guarded = path.rfind("/v1/", 0) == 0 || path == "/tokenize" || path == "/detokenize";
+  const bool guarded =
+      path.rfind("/v1/", 0) == 0 || path.rfind("/admin/", 0) == 0 || path == "/tokenize" || path == "/detokenize";
   if (guarded && !authorized(self->state, req))
     return answer_error(self, http, path, {401, "Incorrect API key provided.", "invalid_request_error", {}, "invalid_api_key"});
   struct endpoint {
@@ -272,6 +349,11 @@ void route(self_ptr self, const http_call_ptr& http) {
       {"/tokenize", true, tokenize},
       {"/detokenize", true, detokenize},
   };
+  if (path == "/admin/traffic") {
+    if (!get && !post)
+      return answer_error(self, http, path, {405, "method " + req.method + " is not allowed on " + path, "invalid_request_error", {}, {}});
+    return admin_traffic(self, http);
+  }
   for (const auto& e : endpoints) {
     if (path != e.path) continue;
     if ((e.post && !post) || (!e.post && !get))
@@ -300,21 +382,30 @@ gateway_metrics::gateway_metrics(metrics::registry& r)
       preemptions(r.add_counter("troupe_preemptions_total", "Sequences preempted for lack of KV blocks.").add()),
       recoveries(r.add_counter("troupe_recoveries_total", "Sequences re-prefilled after a failure.").add()),
       component_ready(r.add_gauge("troupe_component_ready", "1 when the component reported ready.")),
-      component_restarts(r.add_gauge("troupe_component_restarts", "Restarts of the component by its supervisor.")) {}
+      component_restarts(r.add_gauge("troupe_component_restarts", "Restarts of the component by its supervisor.")),
+      replica_requests(r.add_counter("troupe_replica_requests_total", "Calls routed to the replica.")),
+      replica_weight(r.add_gauge("troupe_replica_weight", "The replica's share of new requests, relative to the others.")),
+      replica_in_flight(r.add_gauge("troupe_replica_requests_in_flight", "Requests the replica is running.")),
+      replica_routable(r.add_gauge("troupe_replica_routable", "1 when the replica takes new requests (healthy, circuit closed, weight above 0).")) {}
 
 gateway_actor::behavior_type gateway(gateway_actor::stateful_pointer<gateway_state> self, gateway_options options,
                                      std::shared_ptr<const tokenizer> tok,
-                                     std::shared_ptr<const chat_template> chat, scheduler_actor scheduler,
-                                     health_monitor_actor health) {
+                                     std::shared_ptr<const chat_template> chat,
+                                     std::vector<replica_endpoint> replicas, health_monitor_actor health) {
   auto& st = self->state;
   st.options = std::move(options);
   st.tok = std::move(tok);
   st.chat = std::move(chat);
   if (st.chat) st.tool_format = tool_call_parser::format_of_template(st.chat->tools_source());
-  st.scheduler = scheduler;
+  std::vector<std::string> names;
+  std::vector<double> weights;
+  for (const auto& r : replicas) names.push_back(r.name), weights.push_back(r.weight);
+  st.router = std::make_unique<replica_router>(names, weights, st.options.routing, st.options.circuit);
+  st.replicas = std::move(replicas);
   st.health = health;
   st.registry = std::make_shared<metrics::registry>();
   st.metrics = std::make_unique<gateway_metrics>(*st.registry);
+  self->send(self, tick_atom::value);
   return {
       [=](http_atom, const http_call_ptr& http) { route(self, http); },
       [=](const token_event& ev) {
@@ -331,11 +422,12 @@ gateway_actor::behavior_type gateway(gateway_actor::stateful_pointer<gateway_sta
         st.metrics->generation_tokens.inc(double(ev.tokens.size()));
         bool cancel = false;
         std::string out = c.generation->on_event(index, ev, cancel);
-        if (cancel) self->send(st.scheduler, cancel_atom::value, ev.id);
+        const scheduler_actor& scheduler = st.replicas[c.replica].scheduler;
+        if (cancel) self->send(scheduler, cancel_atom::value, ev.id);
         if (!out.empty()) c.http->responder->write(std::move(out));
         if (c.generation->failed())  // one failed choice fails the call: stop the others
           for (request_id r : c.requests)
-            if (r != ev.id) self->send(st.scheduler, cancel_atom::value, r);
+            if (r != ev.id) self->send(scheduler, cancel_atom::value, r);
         if (c.generation->done() || c.generation->failed()) finish_call(self, call_id);
       },
       [=](closed_atom, uint64_t call_id) {
@@ -343,11 +435,23 @@ gateway_actor::behavior_type gateway(gateway_actor::stateful_pointer<gateway_sta
         auto it = st.calls.find(call_id);
         if (it == st.calls.end()) return;
         for (request_id r : it->second.requests) {
-          self->send(st.scheduler, cancel_atom::value, r);
+          self->send(st.replicas[it->second.replica].scheduler, cancel_atom::value, r);
           st.by_request.erase(r);
         }
+        st.router->finished(it->second.replica, false, clock_type::now());
         st.metrics->requests.add({{"endpoint", it->second.endpoint}, {"status", "499"}}).inc();
         st.calls.erase(it);
+      },
+      [=](tick_atom) {
+        self->request(self->state.health, std::chrono::seconds(5), health_atom::value)
+            .then(
+                [=](const std::vector<component_health>& parts) {
+                  auto& st = self->state;
+                  for (size_t r = 0; r < st.replicas.size(); ++r)
+                    st.router->set_healthy(r, replica_ready(st.replicas[r], parts));
+                },
+                [](const caf::error&) {});  // no news: the replicas keep their last health
+        self->delayed_send(self, std::chrono::seconds(1), tick_atom::value);
       },
   };
 }

@@ -8,13 +8,25 @@
 #include "actors/actors.hpp"
 #include "gateway/generation_call.hpp"
 #include "gateway/metrics.hpp"
+#include "gateway/replica_router.hpp"
 #include "model/chat_template.hpp"
 #include "model/tokenizer.hpp"
 
 namespace troupe {
 
+// One replica of the model (a scheduler and what it drives) as the gateway sees it.
+struct replica_endpoint {
+  std::string name;
+  scheduler_actor scheduler;
+  double weight = 1;
+  // The health monitor names its components with this in front ("": every component).
+  std::string component_prefix;
+};
+
 struct gateway_options {
   std::string served_model_name;
+  routing_policy routing = routing_policy::round_robin;  // among several replicas
+  circuit_options circuit;
   std::string api_key;        // empty: no authentication
   int max_model_len = 0;
   int vocab_size = 0;         // ids the model accepts
@@ -38,6 +50,10 @@ struct gateway_metrics {
   metrics::counter& recoveries;
   metrics::family<metrics::gauge>& component_ready;
   metrics::family<metrics::gauge>& component_restarts;
+  metrics::family<metrics::counter>& replica_requests;
+  metrics::family<metrics::gauge>& replica_weight;
+  metrics::family<metrics::gauge>& replica_in_flight;
+  metrics::family<metrics::gauge>& replica_routable;
 };
 
 struct gateway_state {
@@ -51,12 +67,14 @@ struct gateway_state {
     std::chrono::steady_clock::time_point start;
     std::chrono::steady_clock::time_point first_token;
     bool has_first_token = false;
+    size_t replica = 0;  // where its requests run
   };
   gateway_options options;
   std::shared_ptr<const tokenizer> tok;
   std::shared_ptr<const chat_template> chat;  // null when the model ships none
   tool_call_format tool_format = tool_call_format::hermes;  // the markup the chat template teaches
-  scheduler_actor scheduler;
+  std::vector<replica_endpoint> replicas;
+  std::unique_ptr<replica_router> router;
   health_monitor_actor health;
   std::shared_ptr<metrics::registry> registry;
   std::unique_ptr<gateway_metrics> metrics;
@@ -70,7 +88,7 @@ struct gateway_state {
 
 gateway_actor::behavior_type gateway(gateway_actor::stateful_pointer<gateway_state> self, gateway_options options,
                                      std::shared_ptr<const tokenizer> tok,
-                                     std::shared_ptr<const chat_template> chat, scheduler_actor scheduler,
-                                     health_monitor_actor health);
+                                     std::shared_ptr<const chat_template> chat,
+                                     std::vector<replica_endpoint> replicas, health_monitor_actor health);
 
 }  // namespace troupe

@@ -27,6 +27,7 @@ void add_message_types(caf::actor_system_config& config) {
       .add_message_type<std::vector<uint8_t>>("std::vector<uint8_t>")
       .add_message_type<std::vector<std::vector<uint8_t>>>("std::vector<std::vector<uint8_t>>")
       .add_message_type<scheduler_actor>("troupe::scheduler_actor")
+      .add_message_type<std::vector<scheduler_actor>>("std::vector<troupe::scheduler_actor>")
       .add_message_type<health_monitor_actor>("troupe::health_monitor_actor")
       .add_message_type<stage_actor>("troupe::stage_actor")
       .add_message_type<std::vector<component_health>>("std::vector<troupe::component_health>")

@@ -42,19 +42,21 @@ std::vector<remote_experts::group> expert_route(const node_agent_state& st, cons
   return route;
 }
 
-// The node's stages and expert groups, as a supervisor starts them.
-std::vector<child_spec> node_children(self_ptr self, const health_monitor_actor& health) {
+// The node's stages and expert groups of replica `r`, as a supervisor starts them.
+std::vector<child_spec> node_children(self_ptr self, size_t r, const health_monitor_actor& health) {
   auto& st = self->state;
   const node_agent_options& o = st.options;
-  const replica_spec& replica = o.spec.replicas.front();
+  const replica_spec& replica = o.spec.replicas[r];
   const model_config& c = st.backend->backend.config;
   const std::string& me = o.spec.nodes[size_t(o.node)].name;
+  const std::string prefix = replica.name + "/";
   const auto timeout = std::chrono::duration_cast<std::chrono::milliseconds>(o.spec.cluster.step_timeout);
   std::vector<child_spec> children;
   for (size_t g = 0; g < replica.experts.size(); ++g) {
     const placement& p = replica.experts[g];
     if (p.node != me) continue;
-    expert_group_options opts{"expert_group_" + std::to_string(g), p.first, p.last.value_or(c.num_experts - 1) + 1};
+    expert_group_options opts{prefix + "expert_group_" + std::to_string(g), p.first,
+                              p.last.value_or(c.num_experts - 1) + 1};
     children.push_back({opts.name, [opts, attach = st.backend->backend.attach_experts, health](caf::local_actor* parent) {
                           return caf::actor_cast<caf::actor>(parent->spawn<caf::detached>(expert_group, opts, attach, health));
                         }});
@@ -72,8 +74,8 @@ std::vector<child_spec> node_children(self_ptr self, const health_monitor_actor&
     const int last = p.last.value_or(c.num_layers - 1) + 1;
     const bool last_stage = k + 1 == replica.stages.size();
     const int next_peer = last_stage ? -1 : st.peers[size_t(node_index(o.spec, replica.stages[k + 1].node))];
-    stage_options opts{stage_name(int(k)), int(k), p.first, last, last_stage, c.hidden_size,
-                       {o.link, next_peer, timeout}, o.vocabulary, grammars};
+    stage_options opts{prefix + stage_name(int(k)), int(k), p.first, last, last_stage, c.hidden_size,
+                       {o.link, next_peer, timeout, int(r)}, o.vocabulary, grammars};
     step_runner_factory make = [over = st.backend->make_runner_over, experts](int first, int last_layer) {
       return over(first, last_layer, experts);
     };
@@ -86,8 +88,9 @@ std::vector<child_spec> node_children(self_ptr self, const health_monitor_actor&
 
 bool has_stage(const node_agent_state& st) {
   const std::string& me = st.options.spec.nodes[size_t(st.options.node)].name;
-  for (const placement& p : st.options.spec.replicas.front().stages)
-    if (p.node == me) return true;
+  for (const replica_spec& r : st.options.spec.replicas)
+    for (const placement& p : r.stages)
+      if (p.node == me) return true;
   return false;
 }
 
@@ -108,11 +111,11 @@ backend_options backend_options_of(const cluster_spec& spec) {
 node_agent_actor::behavior_type node_agent(self_ptr self, node_agent_options options) {
   self->state.options = std::move(options);
   self->set_down_handler([=](caf::down_msg& msg) {
-    if (msg.source != self->state.scheduler.address()) return;
+    if (msg.source != self->state.head.address()) return;
     std::fprintf(stderr, "troupe node %s: the head is gone (%s); stopping\n",
                  self->state.options.spec.nodes[size_t(self->state.options.node)].name.c_str(),
                  to_string(msg.reason).c_str());
-    if (self->state.supervisor) self->send_exit(self->state.supervisor, caf::exit_reason::user_shutdown);
+    for (const auto& s : self->state.supervisors) self->send_exit(s, caf::exit_reason::user_shutdown);
     self->quit();
   });
   return {
@@ -149,22 +152,24 @@ node_agent_actor::behavior_type node_agent(self_ptr self, node_agent_options opt
         }
         return has_stage(st) ? st.backend->backend.num_blocks : 0;
       },
-      [=](start_atom, const std::vector<std::vector<uint8_t>>& addresses, scheduler_actor scheduler,
-          health_monitor_actor health) -> caf::result<int> {
+      [=](start_atom, const std::vector<std::vector<uint8_t>>& addresses,
+          const std::vector<scheduler_actor>& schedulers, health_monitor_actor health) -> caf::result<int> {
         auto& st = self->state;
+        const cluster_spec& spec = st.options.spec;
         if (!joined(self)) return refused(st, "join the cluster first");
         if (!st.backend) return refused(st, "load the model first");
-        if (st.supervisor) return refused(st, "already started");
-        if (addresses.size() != st.options.spec.nodes.size())
-          return refused(st, "the head has " + std::to_string(addresses.size()) + " nodes; this node's file has " +
-                                 std::to_string(st.options.spec.nodes.size()));
+        if (st.head) return refused(st, "already started");
+        if (addresses.size() != spec.nodes.size() || schedulers.size() != spec.replicas.size())
+          return refused(st, "the head's cluster has " + std::to_string(addresses.size()) + " nodes and " +
+                                 std::to_string(schedulers.size()) + " replicas; this node's file " +
+                                 std::to_string(spec.nodes.size()) + " and " + std::to_string(spec.replicas.size()));
         st.peers.clear();
         for (size_t i = 0; i < addresses.size(); ++i) {
           auto peer = st.options.link->connect(addresses[i]);
-          if (!peer) return refused(st, "reaching node " + st.options.spec.nodes[i].name + ": " + peer.err().message);
+          if (!peer) return refused(st, "reaching node " + spec.nodes[i].name + ": " + peer.err().message);
           st.peers.push_back(*peer);
         }
-        const auto timeout = std::chrono::duration_cast<std::chrono::milliseconds>(st.options.spec.cluster.step_timeout);
+        const auto timeout = std::chrono::duration_cast<std::chrono::milliseconds>(spec.cluster.step_timeout);
         st.server = std::make_unique<expert_server>(
             st.options.link, st.backend->groups,
             [peers = st.peers](int node) -> std::optional<int> {
@@ -172,13 +177,18 @@ node_agent_actor::behavior_type node_agent(self_ptr self, node_agent_options opt
               return peers[size_t(node)];
             },
             timeout);
-        auto children = node_children(self, health);
-        const int started = int(children.size());
-        st.scheduler = scheduler;
-        self->monitor(scheduler);
-        st.supervisor = self->spawn(supervisor, std::move(children), st.options.restarts, health,
-                                    caf::actor_cast<caf::actor>(scheduler));
-        self->link_to(st.supervisor);
+        st.head = schedulers.front();
+        self->monitor(st.head);
+        int started = 0;
+        for (size_t r = 0; r < spec.replicas.size(); ++r) {
+          auto children = node_children(self, r, health);
+          if (children.empty()) continue;
+          started += int(children.size());
+          auto s = self->spawn(supervisor, std::move(children), st.options.restarts, health,
+                               caf::actor_cast<caf::actor>(schedulers[r]));
+          self->link_to(s);
+          st.supervisors.push_back(s);
+        }
         return started;
       },
   };

@@ -2,7 +2,8 @@
 // A cluster node's agent: the one actor a node process publishes on its control port. The
 // head (the process that runs the gateway) proves the cluster secret, has it load the
 // model, then starts the node's part of cluster.conf: its pipeline stages and expert
-// groups under a supervisor of the node's own, linked to the other nodes over the node's
+// groups of every replica, each replica's under a supervisor of the node's own and named
+// "REPLICA/stage_K" and "REPLICA/expert_group_G", linked to the other nodes over the node's
 // transport. When the head's scheduler goes away (the head stopped, or the link to it
 // broke past the connection timeout) the agent stops its actors and ends.
 #include <map>
@@ -39,8 +40,8 @@ struct node_agent_state {
   std::optional<cpu_node_backend> backend;
   std::vector<int> peers;  // every node's peer id on the link, by index
   std::unique_ptr<expert_server> server;
-  scheduler_actor scheduler;
-  caf::actor supervisor;
+  scheduler_actor head;  // a scheduler of the head's: when it goes, the head has gone
+  std::vector<caf::actor> supervisors;  // one per replica with a part here
 };
 
 node_agent_actor::behavior_type node_agent(node_agent_actor::stateful_pointer<node_agent_state> self,

@@ -290,7 +290,7 @@ scheduler_actor::behavior_type scheduler(scheduler_actor::stateful_pointer<sched
       [=](child_up_atom, const std::string& name, const caf::actor& child) {
         auto& st = self->state;
         int k = 0;
-        while (k < int(st.stages.size()) && name != stage_name(k)) ++k;
+        while (k < int(st.stages.size()) && name != st.options.component_prefix + stage_name(k)) ++k;
         if (k == int(st.stages.size())) return;
         // A restart whose down message has not come yet: its KV memory is gone all the same.
         if (st.stages[size_t(k)]) recover(self);

@@ -1,6 +1,7 @@
 #pragma once
 #include <chrono>
 #include <deque>
+#include <string>
 #include <unordered_map>
 #include <vector>
 
@@ -15,6 +16,7 @@ struct scheduler_options {
   int max_recoveries = 10;            // re-prefills after failures before a request errors
   std::chrono::seconds stage_timeout{30};  // without a working pipeline this long, requests error
   int pipeline_stages = 1;            // stage_0 .. stage_{n-1}: steps go through all of them
+  std::string component_prefix;       // its stages' names start so (a cluster's replica: "main/")
   // A step not answered within this fails (and its sequences are re-run); a cluster's
   // step_timeout_s. In one process a step always ends.
   caf::duration step_timeout = caf::infinite;

@@ -10,6 +10,11 @@ namespace {
 
 using self_ptr = stage_actor::stateful_pointer<stage_state>;
 
+// The tag of the rows stage `index` of the options' replica hands on at `step`.
+uint64_t rows_tag(const stage_options& options, int index, uint64_t step) {
+  return make_tag(channel::residual, uint16_t(options.link.replica << 8 | index), step);
+}
+
 // A restarted sequence's grammar state, from scratch: the constraint's compiled grammar,
 // advanced over the output generated before this step (the prefix past the prompt).
 void restart_constraint(stage_state& st, const step_sequence& s) {
@@ -82,8 +87,8 @@ caf::result<step_result> run_step(self_ptr self, const step_plan& plan, std::vec
   TROUPE_CHECK(st.next, "a step at a stage that has no next stage");
   const stage_link& link = st.options.link;
   const auto& rows = out->hidden;
-  if (auto sent = link.rows->send(link.next_peer, make_tag(channel::residual, uint16_t(st.options.index), plan.step),
-                                  rows.data(), rows.size() * sizeof(float), link.timeout);
+  if (auto sent = link.rows->send(link.next_peer, rows_tag(st.options, st.options.index, plan.step), rows.data(),
+                                  rows.size() * sizeof(float), link.timeout);
       !sent)
     return caf::make_error(caf::sec::runtime_error, st.options.name + ": handing step " + std::to_string(plan.step) +
                                                         " on: " + sent.err().message);
@@ -92,8 +97,8 @@ caf::result<step_result> run_step(self_ptr self, const step_plan& plan, std::vec
 
 // The previous stage's residual rows of `plan`, from the transport.
 result<std::vector<float>> rows_handed_on(const stage_options& options, const step_plan& plan) {
-  const uint64_t tag = make_tag(channel::residual, uint16_t(options.index - 1), plan.step);
-  auto message = options.link.rows->receive(tag, ~uint64_t{0}, options.link.timeout);
+  auto message = options.link.rows->receive(rows_tag(options, options.index - 1, plan.step), ~uint64_t{0},
+                                            options.link.timeout);
   if (!message) return error{"the rows of step " + std::to_string(plan.step) + ": " + message.err().message};
   const size_t expected = plan.token_ids.size() * size_t(options.hidden_size) * sizeof(float);
   if (message->bytes.size() != expected)

@@ -18,6 +18,9 @@ struct stage_link {
   std::shared_ptr<transport> rows;
   int next_peer = -1;
   std::chrono::milliseconds timeout{60000};
+  // A cluster's replica (its index): tags carry it, so replicas sharing a process never take
+  // each other's rows. Up to 256 replicas of up to 256 stages.
+  int replica = 0;
 };
 
 struct stage_options {

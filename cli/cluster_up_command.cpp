@@ -23,9 +23,11 @@ namespace {
 
 // What this version runs of a valid file; the rest is refused with a reason.
 status supported(const cluster_spec& spec) {
-  if (spec.replicas.size() != 1)
-    return error{spec.file.string() + ": " + std::to_string(spec.replicas.size()) +
-                 " replicas: `troupe cluster up` serves one replica for now"};
+  // Transport tags carry a replica and a stage in 8 bits each (actors/stage.cpp).
+  if (spec.replicas.size() > 256) return error{spec.file.string() + ": more than 256 replicas"};
+  for (const replica_spec& r : spec.replicas)
+    if (r.stages.size() > 256)
+      return error{spec.file.string() + ":" + std::to_string(r.line) + ": replica " + r.name + " has more than 256 stages"};
   for (const node_spec& n : spec.nodes)
     if (!n.gpus.empty())
       return error{spec.file.string() + ":" + std::to_string(n.line) + ": node " + n.name +
@@ -105,10 +107,11 @@ int cluster_up_command(int argc, char** argv) {
     agents.push_back(*agent);
   }
   std::fprintf(stderr, "troupe cluster up: %zu nodes joined; starting their stages and expert groups\n", agents.size());
-  auto engine = start_cluster_engine(system, *spec, agents, scheduler_options{spec->engine.max_num_seqs,
-                                                                            spec->engine.max_num_batched_tokens});
-  if (!engine) return fail(engine.err().message);
+  auto cluster = start_cluster_engine(system, *spec, agents, scheduler_options{spec->engine.max_num_seqs,
+                                                                             spec->engine.max_num_batched_tokens});
+  if (!cluster) return fail(cluster.err().message);
   gateway_options g;
+  g.routing = routing_policy_named(spec->gateway.routing).value();
   g.served_model_name = spec->model.served_model_name.empty() ? spec->model.path.filename().string()
                                                               : spec->model.served_model_name;
   g.api_key = spec->gateway.api_key;
@@ -116,7 +119,9 @@ int cluster_up_command(int argc, char** argv) {
   http::server_options http;
   http.host = spec->gateway.host;
   http.port = *port >= 0 ? *port : spec->gateway.port;
-  return serve_until_stopped(system, *engine, *codec, g, http, stop_signals, "troupe cluster up");
+  const served_engine e{cluster->config,        cluster->health,     cluster->replicas,
+                        cluster->max_model_len, cluster->num_blocks, [&] { cluster->stop(system); }};
+  return serve_until_stopped(system, e, *codec, g, http, stop_signals, "troupe cluster up");
 }
 
 }  // namespace troupe::cli

@@ -100,7 +100,8 @@ int serve_command(int argc, char** argv) {
     std::fprintf(stderr, "troupe serve: %s\n", engine.err().message.c_str());
     return 1;
   }
-  return serve_until_stopped(system, *engine, *codec, flags->gateway, flags->http, stop_signals, "troupe serve");
+  return serve_until_stopped(system, served(system, *engine), *codec, flags->gateway, flags->http, stop_signals,
+                             "troupe serve");
 }
 
 }  // namespace troupe::cli

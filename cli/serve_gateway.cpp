@@ -26,19 +26,24 @@ result<text_codec> load_text_codec(const std::filesystem::path& model_dir) {
   return codec;
 }
 
-int serve_until_stopped(caf::actor_system& system, engine& e, const text_codec& codec, gateway_options g,
-                        const http::server_options& http, const sigset_t& stop_signals, const char* command) {
+served_engine served(caf::actor_system& system, engine& e) {
+  return {e.config, e.health, {{"main", e.scheduler, 1, ""}}, e.max_model_len, e.num_blocks, [&system, &e] { e.stop(system); }};
+}
+
+int serve_until_stopped(caf::actor_system& system, const served_engine& e, const text_codec& codec,
+                        gateway_options g, const http::server_options& http, const sigset_t& stop_signals,
+                        const char* command) {
   g.max_model_len = e.max_model_len;
   g.vocab_size = e.config.vocab_size;
   g.eos_token_ids = e.config.eos_token_ids;
-  auto gw = system.spawn(gateway, g, codec.tok, codec.chat, e.scheduler, e.health);
+  auto gw = system.spawn(gateway, g, codec.tok, codec.chat, e.replicas, e.health);
   auto server = http::server::start(http, [gw](http::request req, std::shared_ptr<http::responder> r) {
     caf::anon_send(gw, http_atom::value, std::make_shared<http_call>(http_call{std::move(req), std::move(r)}));
   });
   if (!server) {
     std::fprintf(stderr, "%s: %s\n", command, server.err().message.c_str());
     caf::anon_send_exit(gw, caf::exit_reason::user_shutdown);
-    e.stop(system);
+    e.stop();
     return 1;
   }
   std::printf("troupe: serving %s on http://%s:%d (max_model_len %d, %d KV blocks)\n", g.served_model_name.c_str(),
@@ -52,7 +57,7 @@ int serve_until_stopped(caf::actor_system& system, engine& e, const text_codec& 
   (*server)->shutdown(std::chrono::seconds(30));
   server->reset();
   caf::anon_send_exit(gw, caf::exit_reason::user_shutdown);
-  e.stop(system);
+  e.stop();
   std::fprintf(stderr, "troupe: stopped\n");
   return 0;
 }

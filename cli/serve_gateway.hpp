@@ -3,6 +3,7 @@
 // actor and its HTTP server, the "serving ... on http://..." line, and the graceful stop on
 // SIGTERM or SIGINT (no new connections, requests in flight finish, then the engine stops).
 #include <csignal>
+#include <functional>
 #include <memory>
 
 #include "actors/gateway.hpp"
@@ -25,8 +26,23 @@ struct text_codec {
 };
 result<text_codec> load_text_codec(const std::filesystem::path& model_dir);
 
-// Runs the gateway over `e` until a stop signal; 0, or 1 when the HTTP server cannot start.
-int serve_until_stopped(caf::actor_system& system, engine& e, const text_codec& codec, gateway_options g,
-                        const http::server_options& http, const sigset_t& stop_signals, const char* command);
+// What the gateway serves: the model's shape, its replicas and health, and how it stops.
+struct served_engine {
+  model_config config;
+  health_monitor_actor health;
+  std::vector<replica_endpoint> replicas;
+  int max_model_len = 0;
+  int num_blocks = 0;  // per stage, for the start-up line
+  std::function<void()> stop;
+};
+
+// One process's engine as one replica, "main".
+served_engine served(caf::actor_system& system, engine& e);
+
+// Runs the gateway over `e` until a stop signal, then stops it; 0, or 1 when the HTTP
+// server cannot start.
+int serve_until_stopped(caf::actor_system& system, const served_engine& e, const text_codec& codec,
+                        gateway_options g, const http::server_options& http, const sigset_t& stop_signals,
+                        const char* command);
 
 }  // namespace troupe::cli

@@ -174,6 +174,9 @@ status read_gateway(const ini_file& file, const ini_section& section, cluster_sp
       {"api_key", text(g.api_key)},
       {"max_pending", integer(file, g.max_pending, 1)},
       {"node", text(g.node)},
+      {"routing", choice<std::string>(file, g.routing, {{"round_robin", "round_robin"},
+                                                        {"least_load", "least_load"},
+                                                        {"prefix_aware", "prefix_aware"}})},
   });
 }
 

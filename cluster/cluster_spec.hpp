@@ -44,6 +44,7 @@ struct gateway_settings {
   std::string api_key;  // empty: no authentication
   int max_pending = 1024;
   std::string node;  // runs the gateway, scheduler and kv_manager; the first node unless given
+  std::string routing = "round_robin";  // among replicas: round_robin, least_load or prefix_aware
 };
 
 struct engine_settings {

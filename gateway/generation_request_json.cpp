@@ -104,6 +104,10 @@ result<generation_options, api_error> parse_generation_options(const json& body)
   f.boolean("ignore_eos", o.ignore_eos);
   f.boolean("skip_special_tokens", o.skip_special_tokens);
   f.boolean("return_tokens_as_token_ids", o.return_tokens_as_token_ids);
+  if (const json* user = f.get("user")) {
+    if (user->is_string()) o.user = user->get<std::string>();
+    else f.fail("user", "user must be a string");
+  }
   if (!o.stream && o.include_usage) o.include_usage = false;
   if (f.failed()) return f.failure();
   auto output = response_grammar(body);

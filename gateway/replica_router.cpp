@@ -50,7 +50,7 @@ double replica_router::weight(const replica& r, clock::time_point now) const {
 }
 
 bool replica_router::routable(const replica& r, clock::time_point now) const {
-  if (!r.healthy || weight(r, now) <= 0) return false;
+  if ((!r.healthy && !unhealthy_allowed_) || weight(r, now) <= 0) return false;
   if (r.consecutive_failures < circuit_.failures_to_open) return true;  // closed
   return now >= r.open_until && !r.trial;                                // half-open: one trial at a time
 }
@@ -73,6 +73,21 @@ std::optional<size_t> replica_router::rendezvous(uint64_t key, clock::time_point
 
 std::optional<size_t> replica_router::pick(std::string_view session, const std::vector<int>& prompt,
                                            clock::time_point now) {
+  auto chosen = choose(session, prompt, now);
+  if (!chosen) {  // no healthy replica: the unhealthy ones queue it
+    unhealthy_allowed_ = true;
+    chosen = choose(session, prompt, now);
+    unhealthy_allowed_ = false;
+  }
+  if (!chosen) return std::nullopt;
+  replica& r = replicas_[*chosen];
+  ++r.in_flight;
+  if (r.consecutive_failures >= circuit_.failures_to_open) r.trial = true;
+  return chosen;
+}
+
+std::optional<size_t> replica_router::choose(std::string_view session, const std::vector<int>& prompt,
+                                             clock::time_point now) {
   std::optional<size_t> chosen;
   if (!session.empty()) {
     chosen = rendezvous(hash_bytes(session.data(), session.size(), 1), now);
@@ -97,10 +112,6 @@ std::optional<size_t> replica_router::pick(std::string_view session, const std::
     }
     if (chosen) replicas_[*chosen].current -= total;
   }
-  if (!chosen) return std::nullopt;
-  replica& r = replicas_[*chosen];
-  ++r.in_flight;
-  if (r.consecutive_failures >= circuit_.failures_to_open) r.trial = true;
   return chosen;
 }
 

