@@ -2,7 +2,10 @@
 // 4096 new tokens with Qwen3-30B-A3B's attention shape: 32 query heads, 4 KV heads,
 // head_dim 128, keys in 16-position blocks scattered over the pool. Each size is the
 // median of 20 event-timed runs after 5 warm-ups; TFLOP/s counts the causal half of
-// Q K^T and P V, 4 * n^2 / 2 * heads * head_dim.
+// Q K^T and P V, 4 * n^2 / 2 * heads * head_dim. Then decode attention
+// (kernels/cuda/paged_attention) of one sequence of that shape at 512 and 4096 positions,
+// as a decode step runs it: 20 calls (layers) captured in a CUDA graph, the median of 20
+// replays after 5 warm-ups, per call.
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
@@ -16,6 +19,7 @@
 #include "bench/cuda_bench_support.cuh"
 #include "kernels/cuda/check.cuh"
 #include "kernels/cuda/flash_attention.cuh"
+#include "kernels/cuda/paged_attention.cuh"
 
 using namespace troupe::bench;
 
@@ -64,10 +68,58 @@ void prefill(int n) {
     TROUPE_CUDA_CHECK(cudaFree(p));
 }
 
+// Each call reads its own pool, as each layer of a decode step does, and L2 is flushed
+// before each replay: keys and values come from memory, not from the previous call.
+void decode(int context) {
+  const int heads = 32, kv_heads = 4, head_dim = 128, block_size = 16, calls = 20;
+  const int blocks = (context + block_size - 1) / block_size;
+  const size_t pool = size_t(blocks) * block_size * kv_heads * head_dim;
+  __nv_bfloat16* q = random_bf16(size_t(heads) * head_dim, 1);
+  __nv_bfloat16* keys = random_bf16(pool * calls, 2);
+  __nv_bfloat16* values = random_bf16(pool * calls, 3);
+  __nv_bfloat16* out;
+  TROUPE_CUDA_CHECK(cudaMalloc(&out, size_t(heads) * head_dim * sizeof(__nv_bfloat16)));
+  const size_t workspace_floats = troupe::cuda::paged_attention_workspace_floats(1, heads, kv_heads, head_dim, context);
+  float* workspace;
+  TROUPE_CUDA_CHECK(cudaMalloc(&workspace, workspace_floats * sizeof(float)));
+  std::vector<int> order(static_cast<size_t>(blocks));
+  std::iota(order.begin(), order.end(), 0);
+  std::shuffle(order.begin(), order.end(), std::mt19937(4));
+  int* table = device_copy(order);
+  int* seq_lens = device_copy(std::vector<int>{context});
+  int l2_bytes = 0;
+  TROUPE_CUDA_CHECK(cudaDeviceGetAttribute(&l2_bytes, cudaDevAttrL2CacheSize, 0));
+  const l2_flush flush(size_t(4) * size_t(l2_bytes));
+
+  cudaStream_t stream;
+  TROUPE_CUDA_CHECK(cudaStreamCreate(&stream));
+  auto attend = [&](int call) {
+    const troupe::cuda::paged_kv_batch kv{keys + pool * call, values + pool * call, block_size, table, blocks,
+                                          seq_lens, context};
+    troupe::cuda::paged_attention(q, heads * head_dim, 1, heads, kv_heads, head_dim, kv, workspace, out, stream);
+  };
+  attend(0);  // outside the capture: first-call set-up
+  cudaGraph_t graph;
+  cudaGraphExec_t exec;
+  TROUPE_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
+  for (int i = 0; i < calls; ++i) attend(i);
+  TROUPE_CUDA_CHECK(cudaStreamEndCapture(stream, &graph));
+  TROUPE_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
+  const float ms = median_ms(5, 20, [&] { TROUPE_CUDA_CHECK(cudaGraphLaunch(exec, nullptr)); }, flush);
+  std::printf("paged_attention: 1 sequence, %d positions, heads %d/%d, head_dim %d: median %.2f us a call\n",
+              context, heads, kv_heads, head_dim, ms * 1000 / calls);
+  TROUPE_CUDA_CHECK(cudaGraphExecDestroy(exec));
+  TROUPE_CUDA_CHECK(cudaGraphDestroy(graph));
+  TROUPE_CUDA_CHECK(cudaStreamDestroy(stream));
+  for (void* p : std::initializer_list<void*>{q, keys, values, out, workspace, table, seq_lens})
+    TROUPE_CUDA_CHECK(cudaFree(p));
+}
+
 }  // namespace
 
 int main() {
   describe_device();
   for (int n : {512, 2048, 4096}) prefill(n);
+  for (int context : {512, 4096}) decode(context);
   return 0;
 }

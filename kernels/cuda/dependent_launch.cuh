@@ -25,20 +25,32 @@ __device__ inline void begin_dependent() {
   allow_dependents();
 }
 
+// launch_dependent in thread block clusters of `cluster` blocks along x (the grid's x a
+// multiple of it); 0 launches without clusters.
 template <class... Params, class... Args>
-void launch_dependent(void (*kernel)(Params...), dim3 grid, dim3 block, size_t shared,
-                      cudaStream_t stream, Args... args) {
-  cudaLaunchAttribute early;
-  early.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  early.val.programmaticStreamSerializationAllowed = 1;
+void launch_dependent_clusters(void (*kernel)(Params...), dim3 grid, unsigned cluster, dim3 block, size_t shared,
+                               cudaStream_t stream, Args... args) {
+  cudaLaunchAttribute attributes[2] = {};
+  attributes[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attributes[0].val.programmaticStreamSerializationAllowed = 1;
+  attributes[1].id = cudaLaunchAttributeClusterDimension;
+  attributes[1].val.clusterDim.x = cluster;
+  attributes[1].val.clusterDim.y = 1;
+  attributes[1].val.clusterDim.z = 1;
   cudaLaunchConfig_t config = {};
   config.gridDim = grid;
   config.blockDim = block;
   config.dynamicSmemBytes = shared;
   config.stream = stream;
-  config.attrs = &early;
-  config.numAttrs = 1;
+  config.attrs = attributes;
+  config.numAttrs = cluster == 0 ? 1 : 2;
   TROUPE_CUDA_CHECK(cudaLaunchKernelEx(&config, kernel, Params(args)...));
+}
+
+template <class... Params, class... Args>
+void launch_dependent(void (*kernel)(Params...), dim3 grid, dim3 block, size_t shared, cudaStream_t stream,
+                      Args... args) {
+  launch_dependent_clusters(kernel, grid, 0, block, shared, stream, args...);
 }
 
 }  // namespace troupe::cuda

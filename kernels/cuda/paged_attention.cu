@@ -4,6 +4,8 @@
 #include <cmath>
 #include <cstdint>
 
+#include <cooperative_groups.h>
+
 #include "base/check.hpp"
 #include "kernels/cuda/check.cuh"
 #include "kernels/cuda/dependent_launch.cuh"
@@ -19,6 +21,16 @@ static constexpr int min_split_chunks = 4;
 static constexpr int few_kv_heads = 16;
 static constexpr int target_warps = 8192;
 static constexpr int max_splits_wanted = 128;  // the merge reads every split
+// cluster_kernel: eight warps a block, as the split body takes over 200 registers a thread
+// at head_dim 128 (sixteen warps would need at most 128, and spill), so a block fills an
+// SM's registers; at most eight blocks a cluster (the portable size) and 64 blocks in all,
+// so that every cluster fits on the GPU at once (a cluster's blocks share a GPC); at most
+// four chunks a warp (longer contexts take the split path's parallelism).
+static constexpr int cluster_warps = 8;
+static constexpr int cluster_threads = cluster_warps * 32;
+static constexpr int max_cluster = 8;
+static constexpr int cluster_blocks = 64;
+static constexpr int max_cluster_chunks = 4;
 static constexpr float log2e = 1.44269504f;
 
 namespace {
@@ -40,6 +52,20 @@ split_plan plan_splits(int seqs, int kv_heads, int max_seq_len) {
   const int splits = std::max(std::min(wanted, (chunks + min_chunks - 1) / min_chunks), least);
   const int split_len = (chunks + splits - 1) / splits * chunk;
   return {(max_seq_len + split_len - 1) / split_len, split_len};
+}
+
+// cluster_kernel's plan for `pairs` (sequence, KV head) pairs, or none (0 splits): a
+// cluster a pair, of enough blocks that each warp takes one chunk (so all of them load
+// their keys and values before waiting for the previous kernel) as far as the limits
+// allow. The splits are the cluster's warps, block after block.
+split_plan plan_cluster(int64_t pairs, int max_seq_len) {
+  if (pairs > few_kv_heads) return {0, 0};
+  const int most = std::min(max_cluster, std::max(1, cluster_blocks / int(pairs)));
+  const int chunks = (max_seq_len + chunk - 1) / chunk;
+  if (chunks > most * cluster_warps * max_cluster_chunks) return {0, 0};
+  const int blocks = std::min((chunks + cluster_warps - 1) / cluster_warps, most);
+  const int splits = blocks * cluster_warps;
+  return {splits, (chunks + splits - 1) / splits * chunk};
 }
 
 }  // namespace
@@ -108,27 +134,36 @@ static __device__ void load_words(const __nv_bfloat16* src, uint32_t (&dst)[word
   }
 }
 
-// Warp (split, kv head, sequence), FlashAttention-2 style on tensor cores with the query
-// heads of the KV head as the rows of the products (rows 8..15 only when wide). Lane
-// (g = lane / 4, t = lane % 4) of an m16n8k16 holds, in both products, k indices 2t, 2t+1,
-// 2t+8, 2t+9 of each k-step. The order of the head dimensions inside a dot product is
-// free, so for Q K^T logical k-step `step` of lane t maps to dimensions t * head_dim / 4 +
-// 4 step .. + 4: each lane reads one contiguous quarter of a key row. For P V the output
-// columns are permuted instead: column n of n-tile j is dimension n * head_dim / 8 + j, so
-// each lane reads one contiguous eighth of a value row. The scores' accumulator layout is
-// the A layout of P V (as in FlashAttention-2), so the probabilities never leave registers.
+// One warp's split `split` of KV head kvh of sequence s, FlashAttention-2 style on tensor
+// cores with the query heads of the KV head as the rows of the products (rows 8..15 only
+// when wide). Lane (g = lane / 4, t = lane % 4) of an m16n8k16 holds, in both products, k
+// indices 2t, 2t+1, 2t+8, 2t+9 of each k-step. The order of the head dimensions inside a
+// dot product is free, so for Q K^T logical k-step `step` of lane t maps to dimensions
+// t * head_dim / 4 + 4 step .. + 4: each lane reads one contiguous quarter of a key row.
+// For P V the output columns are permuted instead: column n of n-tile j is dimension
+// n * head_dim / 8 + j, so each lane reads one contiguous eighth of a value row. The
+// scores' accumulator layout is the A layout of P V (as in FlashAttention-2), so the
+// probabilities never leave registers.
+// Leaves in o this lane's part of the unnormalised output (o[j][0..1] row g, [2..3] row
+// g + 8), in m the two rows' maxima (log2 units) and in l their sums of exponentials (the
+// quad's, added up). Calls begin_dependent, as every thread must. A split past the
+// sequence's end reads nothing but the length and gives m = -inf, l = 0, o = 0 and false.
 template <int head_dim, bool wide>
-static __global__ void __launch_bounds__(threads)
-split_kernel(const __nv_bfloat16* q, int q_stride, split_shape sh, paged_kv_batch kv, split_results results) {
+static __device__ __forceinline__ bool attend_split(const __nv_bfloat16* q, int q_stride, const split_shape& sh,
+                                                    const paged_kv_batch& kv, int split, int kvh, int s,
+                                                    float (&o)[head_dim / 8][4], float (&m)[2], float (&l)[2]) {
   constexpr int quarter = head_dim / 4, k_steps = head_dim / 16, n_tiles = head_dim / 8;
   const int lane = int(threadIdx.x) % 32, g = lane / 4, t = lane % 4;
-  const int split = int(blockIdx.x) * warps + int(threadIdx.x) / 32, kvh = int(blockIdx.y), s = int(blockIdx.z);
+#pragma unroll
+  for (int j = 0; j < n_tiles; ++j) o[j][0] = o[j][1] = o[j][2] = o[j][3] = 0.0f;
+  m[0] = m[1] = -INFINITY;
+  l[0] = l[1] = 0.0f;
   // The block tables, the lengths and every key and value but the newest position's come
   // from before this step: they are read before the wait, while qk_norm_rope still runs.
   const int len = kv.seq_lens[s], first = split * sh.split_len;
   if (first >= len) {
     begin_dependent();
-    return;
+    return false;
   }
   const int last = min(first + sh.split_len, len);
   const size_t row = size_t(sh.kv_heads) * head_dim;
@@ -196,8 +231,6 @@ split_kernel(const __nv_bfloat16* q, int q_stride, split_shape sh, paged_kv_batc
   }
 
   const float scale = rsqrtf(float(head_dim)) * log2e;
-  float o[n_tiles][4] = {};
-  float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f};  // rows g and g + 8
   for (int c0 = first; c0 < last; c0 += chunk) {
     if (c0 != first) load_chunk(c0, true);
     // Scores: sc[half][0..1] row g, positions c0 + half * 8 + 2t + (0, 1); [2..3] row g + 8.
@@ -257,6 +290,21 @@ split_kernel(const __nv_bfloat16* q, int q_stride, split_shape sh, paged_kv_batc
   for (int r = 0; r < 2; ++r) {
     l[r] += __shfl_xor_sync(0xffffffffu, l[r], 1);
     l[r] += __shfl_xor_sync(0xffffffffu, l[r], 2);
+  }
+  return true;
+}
+
+// Warp (split, kv head, sequence): attend_split, its results to the workspace.
+template <int head_dim, bool wide>
+static __global__ void __launch_bounds__(threads)
+split_kernel(const __nv_bfloat16* q, int q_stride, split_shape sh, paged_kv_batch kv, split_results results) {
+  constexpr int n_tiles = head_dim / 8;
+  const int lane = int(threadIdx.x) % 32, g = lane / 4, t = lane % 4;
+  const int split = int(blockIdx.x) * warps + int(threadIdx.x) / 32, kvh = int(blockIdx.y), s = int(blockIdx.z);
+  float o[n_tiles][4], m[2], l[2];  // rows g and g + 8
+  if (!attend_split<head_dim, wide>(q, q_stride, sh, kv, split, kvh, s, o, m, l)) return;
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
     const int head = g + 8 * r;
     if (head >= sh.group || (r == 1 && !wide)) continue;
     const size_t out_row = (size_t(s) * sh.heads + size_t(kvh) * sh.group + head) * sh.splits + split;
@@ -313,11 +361,140 @@ static __global__ void merge_kernel(int heads, int head_dim, const int* seq_lens
   }
 }
 
+// A split's weight in a merge: 2^(m_i - m), zero for a split without positions (m_i =
+// -inf, and m may be too: the difference would be NaN).
+static __device__ float weight_of(float m_i, float m) { return m_i == -INFINITY ? 0.0f : exp2f(m_i - m); }
+
+static __device__ void add_scaled(float4& acc, const float4& x, float weight) {
+  acc.x += x.x * weight;
+  acc.y += x.y * weight;
+  acc.z += x.z * weight;
+  acc.w += x.w * weight;
+}
+
+// cluster_kernel's shared memory: each warp's unnormalised output in the accumulators' own
+// order (float4 k of lane `lane` in row half r at (r * per_lane + k) * 32 + lane, so a warp
+// stores 512 contiguous bytes at a time), each warp's maxima and sums of the rows, then the
+// block's.
+template <int head_dim, bool wide>
+struct cluster_layout {
+  static constexpr int halves = wide ? 2 : 1, rows = 8 * halves;
+  static constexpr int per_lane = head_dim / 16;          // float4s of a lane in a row half
+  static constexpr int vectors = halves * per_lane * 32;  // float4s of a warp
+  static constexpr size_t bytes = size_t(cluster_warps) * vectors * sizeof(float4) +
+                                  size_t(2 * cluster_warps * rows + 2 * rows) * sizeof(float);
+};
+
+// Cluster (KV head, sequence) of gridDim.x blocks: warp w of block b takes split
+// b * cluster_warps + w. The block's warps merge in its shared memory in warp order, then
+// the blocks through distributed shared memory in block order, each block normalising a
+// contiguous share of the output rows of the KV head's query heads. Nothing goes through
+// global memory but the output.
+template <int head_dim, bool wide>
+static __global__ void __launch_bounds__(cluster_threads, 1)
+cluster_kernel(const __nv_bfloat16* q, int q_stride, split_shape sh, paged_kv_batch kv, __nv_bfloat16* out) {
+  using layout = cluster_layout<head_dim, wide>;
+  constexpr int n_tiles = head_dim / 8, runs = n_tiles / 4, per_lane = layout::per_lane;
+  constexpr int rows = layout::rows, vectors = layout::vectors;
+  extern __shared__ float4 shared[];
+  float4* o_s = shared;  // [cluster_warps][vectors]; [0] is the block's once merged
+  float* m_s = reinterpret_cast<float*>(o_s + cluster_warps * vectors);  // [cluster_warps][rows]
+  float* l_s = m_s + cluster_warps * rows;
+  float* block_m = l_s + cluster_warps * rows;  // [rows]
+  float* block_l = block_m + rows;
+
+  const int warp = int(threadIdx.x) / 32, lane = int(threadIdx.x) % 32, g = lane / 4;
+  const int kvh = int(blockIdx.y), s = int(blockIdx.z);
+  float o[n_tiles][4], m[2], l[2];  // rows g and g + 8
+  attend_split<head_dim, wide>(q, q_stride, sh, kv, int(blockIdx.x) * cluster_warps + warp, kvh, s, o, m, l);
+#pragma unroll
+  for (int r = 0; r < layout::halves; ++r) {
+    if (lane % 4 == 0) {
+      m_s[warp * rows + 8 * r + g] = m[r];
+      l_s[warp * rows + 8 * r + g] = l[r];
+    }
+    // Float4 k holds dimensions 2t * n_tiles + 4k .. + 3: column 2t + k / runs of n-tiles
+    // 4 (k % runs) .. + 3.
+#pragma unroll
+    for (int k = 0; k < per_lane; ++k) {
+      const int j = k % runs * 4, c = 2 * r + k / runs;
+      o_s[warp * vectors + (r * per_lane + k) * 32 + lane] =
+          make_float4(o[j][c], o[j + 1][c], o[j + 2][c], o[j + 3][c]);
+    }
+  }
+  __syncthreads();
+
+  // Each thread merges its own float4s of every warp into warp 0's place.
+  for (int v = int(threadIdx.x); v < vectors; v += cluster_threads) {
+    const int row = v / (per_lane * 32) * 8 + v % 32 / 4;
+    float mx = -INFINITY;
+#pragma unroll
+    for (int w = 0; w < cluster_warps; ++w) mx = fmaxf(mx, m_s[w * rows + row]);
+    float sum = 0.0f;
+    float4 acc = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+#pragma unroll
+    for (int w = 0; w < cluster_warps; ++w) {
+      const float weight = weight_of(m_s[w * rows + row], mx);
+      sum += l_s[w * rows + row] * weight;
+      add_scaled(acc, o_s[w * vectors + v], weight);
+    }
+    o_s[v] = acc;
+    if (v % (per_lane * 32) < 32 && v % 4 == 0) {  // float4 0 of the quad's lane 0: once a row
+      block_m[row] = mx;
+      block_l[row] = sum;
+    }
+  }
+  namespace cg = cooperative_groups;
+  const cg::cluster_group cluster = cg::this_cluster();
+  cluster.sync();
+
+  const int blocks = int(cluster.num_blocks()), rank = int(cluster.block_rank());
+  const int share = (vectors + blocks - 1) / blocks, end = min((rank + 1) * share, vectors);
+  for (int v = rank * share + int(threadIdx.x); v < end; v += cluster_threads) {
+    const int quad_lane = v % 32, k = v / 32 % per_lane, row = v / (per_lane * 32) * 8 + quad_lane / 4;
+    if (row >= sh.group) continue;
+    float mb[max_cluster], mx = -INFINITY;
+#pragma unroll
+    for (int b = 0; b < max_cluster; ++b) {
+      mb[b] = b < blocks ? *cluster.map_shared_rank(block_m + row, b) : -INFINITY;
+      mx = fmaxf(mx, mb[b]);
+    }
+    float sum = 0.0f;
+    float4 acc = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+#pragma unroll
+    for (int b = 0; b < max_cluster; ++b) {
+      if (b >= blocks) break;
+      const float weight = weight_of(mb[b], mx);
+      sum += *cluster.map_shared_rank(block_l + row, b) * weight;
+      add_scaled(acc, *cluster.map_shared_rank(o_s + v, b), weight);
+    }
+    __nv_bfloat16* dst = out + (size_t(s) * sh.heads + size_t(kvh) * sh.group + row) * head_dim +
+                         2 * (quad_lane % 4) * n_tiles + 4 * k;
+    dst[0] = __float2bfloat16(acc.x / sum);
+    dst[1] = __float2bfloat16(acc.y / sum);
+    dst[2] = __float2bfloat16(acc.z / sum);
+    dst[3] = __float2bfloat16(acc.w / sum);
+  }
+  cluster.sync();  // the other blocks may still be reading this one's shared memory
+}
+
 template <int head_dim, bool wide>
 static void launch_splits(const __nv_bfloat16* q, int q_stride, int seqs, const split_shape& sh,
                           const paged_kv_batch& kv, const split_results& results, cudaStream_t stream) {
   const dim3 grid((sh.splits + warps - 1) / warps, sh.kv_heads, seqs);
   launch_dependent(split_kernel<head_dim, wide>, grid, threads, 0, stream, q, q_stride, sh, kv, results);
+}
+
+template <int head_dim, bool wide>
+static void launch_cluster(const __nv_bfloat16* q, int q_stride, int seqs, const split_shape& sh,
+                           const paged_kv_batch& kv, __nv_bfloat16* out, cudaStream_t stream) {
+  // 33344 bytes at head_dim 128, 66688 when wide: above the 48K a launch gets unasked.
+  constexpr size_t shared = cluster_layout<head_dim, wide>::bytes;
+  TROUPE_CUDA_CHECK(cudaFuncSetAttribute(cluster_kernel<head_dim, wide>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                         int(shared)));
+  const int blocks = sh.splits / cluster_warps;
+  launch_dependent_clusters(cluster_kernel<head_dim, wide>, dim3(blocks, sh.kv_heads, seqs), unsigned(blocks),
+                            cluster_threads, shared, stream, q, q_stride, sh, kv, out);
 }
 
 void paged_attention(const __nv_bfloat16* q, int q_stride, int seqs, int heads, int kv_heads, int head_dim,
@@ -333,8 +510,18 @@ void paged_attention(const __nv_bfloat16* q, int q_stride, int seqs, int heads, 
   TROUPE_CHECK(uintptr_t(q) % 16 == 0 && uintptr_t(kv.keys) % 16 == 0 && uintptr_t(kv.values) % 16 == 0,
                "pointers must be 16-byte aligned");
   if (seqs == 0) return;
-  const split_plan plan = plan_splits(seqs, kv_heads, kv.max_seq_len);
   const int group = heads / kv_heads;
+  if (const split_plan plan = plan_cluster(int64_t(seqs) * kv_heads, kv.max_seq_len); plan.splits > 0) {
+    const split_shape sh{heads, kv_heads, group, plan.split_len, plan.splits};
+    if (head_dim == 64)
+      group > 8 ? launch_cluster<64, true>(q, q_stride, seqs, sh, kv, out, stream)
+                : launch_cluster<64, false>(q, q_stride, seqs, sh, kv, out, stream);
+    else
+      group > 8 ? launch_cluster<128, true>(q, q_stride, seqs, sh, kv, out, stream)
+                : launch_cluster<128, false>(q, q_stride, seqs, sh, kv, out, stream);
+    return;
+  }
+  const split_plan plan = plan_splits(seqs, kv_heads, kv.max_seq_len);
   const split_results results = results_of(workspace, seqs, heads, head_dim, plan.splits);
   const split_shape sh{heads, kv_heads, group, plan.split_len, plan.splits};
   if (head_dim == 64)

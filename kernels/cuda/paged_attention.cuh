@@ -30,9 +30,13 @@ size_t paged_attention_workspace_floats(int seqs, int heads, int kv_heads, int h
 // (heads a multiple of kv_heads, at most 16 query heads per KV head). Each split of the
 // positions is a warp that runs both products on tensor cores with the query heads of its
 // KV head as rows, so a key or value row is read once for all of them; a second launch
-// merges the splits. bf16 products with fp32 accumulation, scores and sums (the
-// probabilities enter P V in bf16, as in FlashAttention); head_dim 64 or 128. Same
-// contract as cpu::paged_attention with tokens = 1, start = seq_lens[s] - 1.
+// merges the splits through the workspace. A batch of at most 16 (sequence, KV head) pairs
+// and max_seq_len up to 4096 (less above 8 pairs, down to 2048; decode at batch 1) takes
+// one launch instead: the splits of a pair are the warps of one thread block cluster,
+// merged in its shared memory, and the workspace is unused. bf16 products with fp32
+// accumulation, scores and sums (the probabilities enter P V in bf16, as in
+// FlashAttention); head_dim 64 or 128. Same contract as cpu::paged_attention with
+// tokens = 1, start = seq_lens[s] - 1.
 void paged_attention(const __nv_bfloat16* q, int q_stride, int seqs, int heads, int kv_heads, int head_dim,
                      const paged_kv_batch& kv, float* workspace, __nv_bfloat16* out,
                      cudaStream_t stream);

@@ -158,17 +158,33 @@ BOOST_AUTO_TEST_CASE(embedding_matches_cpu) {
   }
 }
 
-// Pools written by cpu::kv_cache_write into shuffled blocks, uploaded as bf16.
+// Pools written by cpu::kv_cache_write into shuffled blocks, uploaded as bf16. Both paths:
+// few (sequence, KV head) pairs and positions take the single-launch cluster kernel, here
+// Qwen3-30B's 32/4 heads at head_dim 128 and 64 with one and two sequences of 1, 16, 17,
+// 100, 513 and 3000 positions (warps and whole blocks without positions, a partial chunk,
+// one to eight blocks a cluster, several chunks a warp), a group above 8 (40/4, 16/1,
+// 48/4), block size 7, 16 pairs, and 4096 positions at 8 pairs (the bound). The rest take
+// split_kernel and merge_kernel: 24 pairs, 32 sequences, 4097 positions at 12 pairs and
+// 2049 at 16 (past the bound).
 BOOST_AUTO_TEST_CASE(paged_attention_matches_cpu) {
   struct shape {
     int heads, kv_heads, head_dim, block_size;
     std::vector<int> lens;
   };
+  std::vector<shape> shapes = {shape{32, 4, 128, 16, {1, 17, 300, 1000}}, shape{8, 8, 64, 32, {5, 257, 513}},
+                               shape{6, 2, 64, 7, {3, 100, 600, 2}},      shape{16, 1, 128, 16, {1, 2000}},
+                               shape{40, 4, 64, 16, {33, 1, 4097}},       shape{40, 4, 64, 16, {33, 4096}},
+                               shape{48, 4, 128, 16, {700, 33}},          shape{32, 4, 64, 16, {1, 17, 300, 2049}}};
+  for (int hd : {128, 64}) {
+    for (int len : {1, 16, 17, 100, 513, 3000}) shapes.push_back({32, 4, hd, 16, {len}});
+    for (const std::vector<int>& lens : std::vector<std::vector<int>>{{16, 17}, {513, 100}, {1, 3000}})
+      shapes.push_back({32, 4, hd, 16, lens});
+  }
+  std::vector<int> many(32);
+  for (size_t s = 0; s < many.size(); ++s) many[s] = 1 + int(s * 37 % 600);
+  shapes.push_back({32, 4, 128, 16, many});
   uint32_t seed = 200;
-  for (const auto& [heads, kv_heads, hd, block_size, lens] :
-       {shape{32, 4, 128, 16, {1, 17, 300, 1000}}, shape{8, 8, 64, 32, {5, 257, 513}},
-        shape{6, 2, 64, 7, {3, 100, 600, 2}}, shape{16, 1, 128, 16, {1, 2000}},
-        shape{40, 4, 64, 16, {33, 1, 4097}}}) {
+  for (const auto& [heads, kv_heads, hd, block_size, lens] : shapes) {
     const int seqs = int(lens.size()), row = kv_heads * hd;
     const int max_len = *std::max_element(lens.begin(), lens.end());
     const int max_blocks = (max_len + block_size - 1) / block_size;
