@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "gateway/admin_status_json.hpp"
 #include "gateway/admin_traffic_json.hpp"
 #include "gateway/api_error.hpp"
 #include "gateway/chat_request_json.hpp"
@@ -276,46 +277,77 @@ void answer_metrics(self_ptr self, const http_call_ptr& http) {
       });
 }
 
-// Every replica's scheduler figures, summed, then the rest.
-void metrics_page(self_ptr self, const http_call_ptr& http) {
+// Every replica's scheduler figures, in replica order, to `then`; a 503 on `endpoint` when
+// one does not answer.
+template <class Then>
+void gather_stats(self_ptr self, const http_call_ptr& http, const std::string& endpoint, Then then) {
   struct gathered {
-    engine_stats sum;
+    std::vector<engine_stats> stats;
     size_t answers = 0;
     bool failed = false;
   };
-  auto all = std::make_shared<gathered>();
   const size_t replicas = self->state.replicas.size();
-  for (const auto& replica : self->state.replicas)
-    self->request(replica.scheduler, std::chrono::seconds(5), stats_atom::value)
+  auto all = std::make_shared<gathered>();
+  all->stats.resize(replicas);
+  for (size_t i = 0; i < replicas; ++i)
+    self->request(self->state.replicas[i].scheduler, std::chrono::seconds(5), stats_atom::value)
         .then(
             [=](const engine_stats& s) {
-              engine_stats& t = all->sum;
-              t.running += s.running;
-              t.waiting += s.waiting;
-              t.preemptions += s.preemptions;
-              t.recoveries += s.recoveries;
-              t.kv.total_blocks += s.kv.total_blocks;
-              t.kv.used_blocks += s.kv.used_blocks;
-              t.kv.prefix_queries += s.kv.prefix_queries;
-              t.kv.prefix_hits += s.kv.prefix_hits;
-              if (++all->answers < replicas || all->failed) return;
-              auto& st = self->state;
-              auto& m = *st.metrics;
-              m.running.set(t.running);
-              m.waiting.set(t.waiting);
-              m.kv_usage.set(t.kv.total_blocks ? double(t.kv.used_blocks) / t.kv.total_blocks : 0.0);
-              m.prefix_hit_rate.set(t.kv.prefix_queries ? double(t.kv.prefix_hits) / double(t.kv.prefix_queries) : 0.0);
-              m.preemptions.inc(double(t.preemptions - std::min(t.preemptions, st.engine_preemptions)));
-              m.recoveries.inc(double(t.recoveries - std::min(t.recoveries, st.engine_recoveries)));
-              st.engine_preemptions = t.preemptions;
-              st.engine_recoveries = t.recoveries;
-              answer_metrics(self, http);
+              all->stats[i] = s;
+              if (++all->answers == replicas && !all->failed) then(all->stats);
             },
             [=](const caf::error&) {
               if (all->failed) return;
               all->failed = true;
-              answer_error(self, http, "/metrics", {503, "a scheduler does not answer", "service_unavailable", {}, {}});
+              answer_error(self, http, endpoint, {503, "a scheduler does not answer", "service_unavailable", {}, {}});
             });
+}
+
+// The replicas' scheduler figures, summed, then the rest.
+void metrics_page(self_ptr self, const http_call_ptr& http) {
+  gather_stats(self, http, "/metrics", [=](const std::vector<engine_stats>& stats) {
+    engine_stats t;
+    for (const engine_stats& s : stats) {
+      t.running += s.running;
+      t.waiting += s.waiting;
+      t.preemptions += s.preemptions;
+      t.recoveries += s.recoveries;
+      t.kv.total_blocks += s.kv.total_blocks;
+      t.kv.used_blocks += s.kv.used_blocks;
+      t.kv.prefix_queries += s.kv.prefix_queries;
+      t.kv.prefix_hits += s.kv.prefix_hits;
+    }
+    auto& st = self->state;
+    auto& m = *st.metrics;
+    m.running.set(t.running);
+    m.waiting.set(t.waiting);
+    m.kv_usage.set(t.kv.total_blocks ? double(t.kv.used_blocks) / t.kv.total_blocks : 0.0);
+    m.prefix_hit_rate.set(t.kv.prefix_queries ? double(t.kv.prefix_hits) / double(t.kv.prefix_queries) : 0.0);
+    m.preemptions.inc(double(t.preemptions - std::min(t.preemptions, st.engine_preemptions)));
+    m.recoveries.inc(double(t.recoveries - std::min(t.recoveries, st.engine_recoveries)));
+    st.engine_preemptions = t.preemptions;
+    st.engine_recoveries = t.recoveries;
+    answer_metrics(self, http);
+  });
+}
+
+// What `troupe cluster status` shows: every component's health and every replica's route
+// and load.
+void admin_status(self_ptr self, const http_call_ptr& http) {
+  const std::string endpoint = "/admin/status";
+  gather_stats(self, http, endpoint, [=](const std::vector<engine_stats>& stats) {
+    self->request(self->state.health, std::chrono::seconds(5), health_atom::value)
+        .then(
+            [=](const std::vector<component_health>& parts) {
+              cluster_status status{parts, {}};
+              const auto view = self->state.router->view(clock_type::now());
+              for (size_t i = 0; i < view.size(); ++i) status.replicas.push_back({view[i], stats[i]});
+              answer(self, http, endpoint, 200, status_json(status));
+            },
+            [=](const caf::error&) {
+              answer_error(self, http, endpoint, {503, "the health monitor does not answer", "service_unavailable", {}, {}});
+            });
+  });
 }
 
 bool authorized(const gateway_state& st, const http::request& req) {
@@ -339,6 +371,7 @@ void route(self_ptr self, const http_call_ptr& http) {
   static const endpoint endpoints[] = {
       {"/health", false, health},
       {"/metrics", false, metrics_page},
+      {"/admin/status", false, admin_status},
       {"/version", false, [](self_ptr s, const http_call_ptr& h) { answer(s, h, "/version", 200, version_json()); }},
       {"/v1/models", false,
        [](self_ptr s, const http_call_ptr& h) {

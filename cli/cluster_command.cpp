@@ -49,7 +49,10 @@ int check(const char* file) {
 int cluster_command(int argc, char** argv) {
   if (argc == 2 && std::string(argv[0]) == "check") return check(argv[1]);
   if (argc >= 2 && std::string(argv[0]) == "up") return cluster_up_command(argc - 1, argv + 1);
-  std::fprintf(stderr, "usage: troupe cluster check FILE | troupe cluster up FILE [--port N]\n");
+  if (argc >= 2 && std::string(argv[0]) == "status") return cluster_status_command(argc - 1, argv + 1);
+  std::fprintf(stderr,
+               "usage: troupe cluster check FILE | troupe cluster up FILE [--port N] | "
+               "troupe cluster status FILE [--url URL] [--api-key KEY]\n");
   return 2;
 }
 

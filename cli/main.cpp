@@ -29,6 +29,8 @@ constexpr const char* usage =
     "      check a cluster.conf against its model; print where each stage and expert group runs\n"
     "  cluster up FILE [--port N]\n"
     "      run the cluster FILE describes: this process is the gateway node; nodes with port 0 are started here\n"
+    "  cluster status FILE [--url URL] [--api-key KEY]\n"
+    "      each replica's load and each stage and expert group's node, device, health and restarts\n"
     "  node --config FILE --name NAME [--port N]\n"
     "      run node NAME of a cluster, for the head's `troupe cluster up`\n";
 

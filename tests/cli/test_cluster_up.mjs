@@ -62,6 +62,25 @@ test('three processes: the head and the two nodes it started, every stage and ex
   assert.deepEqual(ready.sort(), ['main/expert_group_0 1', 'main/expert_group_1 1', 'main/stage_0 1', 'main/stage_1 1']);
 });
 
+test('troupe cluster status shows where each part runs and that it is ready', () => {
+  const r = spawnSync(binary, ['cluster', 'status', join(work, 'cluster.conf'), '--url', cluster.baseURL],
+                      { encoding: 'utf8', timeout: 30000 });
+  assert.equal(r.status, 0, r.stderr);
+  const rows = Object.fromEntries(r.stdout.split('\n').filter((l) => l.startsWith('main/'))
+    .map((l) => { const f = l.trim().split(/\s+/); return [f[0], f.slice(1, 6).join(' ')]; }));
+  assert.deepEqual(rows, {
+    'main/stage_0': 'head cpu layers 0-1 yes',
+    'main/stage_1': 'second cpu layers 2-3 yes',
+    'main/expert_group_0': 'second cpu experts 0-7 yes',
+    'main/expert_group_1': 'third cpu experts 8-15 yes',
+  });
+  assert.match(r.stdout, /^main\s+1\s+\d+\s+yes\s/m, 'the replica row');
+  const gone = spawnSync(binary, ['cluster', 'status', join(work, 'cluster.conf'), '--url', 'http://127.0.0.1:1'],
+                         { encoding: 'utf8', timeout: 30000 });
+  assert.equal(gone.status, 1);
+  assert.match(gone.stderr, /the gateway at http:\/\/127\.0\.0\.1:1 does not answer/);
+});
+
 test("greedy decoding gives transformers' tokens (the golden fixture)", async () => {
   const got = await greedy(clientOf(cluster), golden.prompt, golden.greedy.length);
   assert.deepEqual(got.ids, golden.greedy);
