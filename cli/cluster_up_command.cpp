@@ -106,7 +106,7 @@ int cluster_up_command(int argc, char** argv) {
     if (!agent) return fail(agent.err().message);
     agents.push_back(*agent);
   }
-  std::fprintf(stderr, "troupe cluster up: %zu nodes joined; starting their stages and expert groups\n", agents.size());
+  std::fprintf(stderr, "troupe cluster up: reached all %zu nodes; joining them and starting their parts\n", agents.size());
   auto cluster = start_cluster_engine(system, *spec, agents, scheduler_options{spec->engine.max_num_seqs,
                                                                              spec->engine.max_num_batched_tokens});
   if (!cluster) return fail(cluster.err().message);

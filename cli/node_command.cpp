@@ -2,10 +2,13 @@
 // publishes its node_agent on the node's control address and port (--port overrides the
 // file's; 0 picks a free one), prints "troupe node NAME: control on ADDRESS:PORT", and
 // runs what the head starts there until SIGTERM, SIGINT, or the head going away.
-#include <caf/io/middleman.hpp>
+#include <unistd.h>
+
 #include <csignal>
 #include <cstdio>
 #include <ctime>
+
+#include <caf/io/middleman.hpp>
 
 #include "actors/node_agent.hpp"
 #include "cli/args.hpp"
@@ -73,6 +76,9 @@ int node_command(int argc, char** argv) {
   }
   std::printf("troupe node %s: control on %s:%u\n", name->c_str(), me.address.c_str(), unsigned(*published));
   std::fflush(stdout);
+  // Whoever started this process may stop reading its stdout once it has the port: anything
+  // printed later (a library's message) goes to stderr instead of into a closed pipe.
+  dup2(STDERR_FILENO, STDOUT_FILENO);
 
   caf::scoped_actor self{system, /*hide=*/true};
   self->monitor(agent);
