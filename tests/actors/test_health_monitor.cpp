@@ -1,5 +1,6 @@
 // What /health reports: not ready until every expected component said so, not ready again
-// after a restart, and the time since each last made progress.
+// after a restart or once the actor that said so is gone, and the time since each last
+// made progress.
 #define BOOST_TEST_MODULE health_monitor
 #include <boost/test/unit_test.hpp>
 
@@ -7,6 +8,7 @@
 
 #include "actors/health_monitor.hpp"
 #include "tests/actors/engine_harness.hpp"
+#include "tests/support/eventually.hpp"
 
 using namespace troupe;
 
@@ -50,5 +52,28 @@ BOOST_AUTO_TEST_CASE(ready_only_when_every_expected_component_is) {
   parts = ask(self, h);
   BOOST_TEST(parts[0].seconds_since_progress >= 0.2);  // expert_group_0: no progress since ready
   BOOST_TEST(parts[1].seconds_since_progress < 0.2);
+  self->send_exit(h, caf::exit_reason::user_shutdown);
+}
+
+// A component whose actor ends (a crash, or its node gone) is not ready, even though no
+// supervisor said it restarted; a new actor's ready makes it ready again.
+BOOST_AUTO_TEST_CASE(a_component_whose_actor_ends_is_not_ready) {
+  caf::actor_system system{test::engine_config()};
+  caf::scoped_actor self{system};
+  auto h = system.spawn(health_monitor);
+  auto say_ready = [&](const std::string& name) {
+    return system.spawn([h, name](caf::event_based_actor* a) -> caf::behavior {
+      a->send(h, ready_atom::value, name);
+      return {[](int) {}};
+    });
+  };
+  auto first = say_ready("stage_0");
+  BOOST_TEST(test::eventually([&] { return all_ready(ask(self, h)); }));
+  self->send_exit(first, caf::exit_reason::kill);
+  BOOST_TEST(test::eventually([&] { return !all_ready(ask(self, h)); }));
+  BOOST_TEST(ask(self, h).at(0).restarts == 0u);
+  auto second = say_ready("stage_0");
+  BOOST_TEST(test::eventually([&] { return all_ready(ask(self, h)); }));
+  self->send_exit(second, caf::exit_reason::user_shutdown);
   self->send_exit(h, caf::exit_reason::user_shutdown);
 }

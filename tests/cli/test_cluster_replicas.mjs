@@ -4,16 +4,18 @@
 // replicas give the same greedy tokens, transformers' (the golden fixture).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { clientOf, fixtureModel, golden, greedy, startCluster, writeConf } from './cluster_process.mjs';
 
-let cluster, client;
+let cluster, client, conf;
 
 before(async () => {
   const work = mkdtempSync(join(tmpdir(), 'troupe_replicas_'));
-  cluster = await startCluster(writeConf(join(work, 'replicas.conf'), fixtureModel(), `[node.head]
+  conf = join(work, 'replicas.conf');
+  cluster = await startCluster(writeConf(conf, fixtureModel(), `[node.head]
 address = 127.0.0.1
 port = 0
 
@@ -100,4 +102,25 @@ test('a ramp moves the weights gradually', async () => {
   const [blue, green] = (await traffic()).json.replicas;
   assert.ok(blue.weight < 1 && blue.weight > 0.9, `blue ${blue.weight} has only begun to fall`);
   assert.ok(green.weight > 0.99 && green.weight < 1.1, `green ${green.weight}`);
+});
+
+test("a replica whose node process dies is seen as down and skipped", async () => {
+  assert.equal((await traffic({ weights: { blue: 1, green: 1 } })).status, 200);
+  const pid = spawnSync('pgrep', ['-f', `node --config ${conf} --name second`], { encoding: 'utf8' }).stdout.trim();
+  assert.match(pid, /^\d+$/);
+  process.kill(Number(pid), 'SIGKILL');
+  const deadline = Date.now() + 15000;
+  let green;
+  do {
+    await new Promise((r) => setTimeout(r, 200));
+    green = (await traffic()).json.replicas.find((r) => r.name === 'green');
+  } while (green.healthy && Date.now() < deadline);
+  assert.equal(green.healthy, false, 'the gateway still routes to the dead replica');
+  const start = await routed();
+  const results = await Promise.all(Array.from({ length: 8 }, (_, i) => greedy(client, [9 + i, 4, 2], 4)));
+  assert.equal(results.length, 8);
+  const now = await routed();
+  assert.equal(now.blue - start.blue, 8);
+  assert.equal(now.green - start.green, 0);
+  assert.equal((await fetch(cluster.baseURL + '/health')).status, 200, 'blue still serves');
 });
