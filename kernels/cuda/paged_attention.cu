@@ -685,8 +685,10 @@ void paged_attention(const __nv_bfloat16* q, int q_stride, int seqs, int heads, 
   else
     group > 8 ? launch_splits<128, true>(q, q_stride, seqs, sh, kv, results, stream)
               : launch_splits<128, false>(q, q_stride, seqs, sh, kv, results, stream);
-  launch_dependent(merge_kernel, dim3(heads, seqs), threads, sizeof(float) * size_t(plan.splits), stream, heads,
-                   head_dim, kv.seq_lens, plan.splits, plan.split_len, results, out);
+  // Eight floats past the splits: the unrolled weighted sum may load past `used` (shared
+  // loads cannot fault, so the compiler may speculate them), and they must stay inside.
+  launch_dependent(merge_kernel, dim3(heads, seqs), threads, sizeof(float) * (size_t(plan.splits) + 8), stream,
+                   heads, head_dim, kv.seq_lens, plan.splits, plan.split_len, results, out);
 }
 
 void decode_attention(__nv_bfloat16* q, const __nv_bfloat16* k, const float* q_norm, const float* k_norm, float eps,
