@@ -2,7 +2,8 @@
 // (random weights), plus lm_head and sampling, at batch 1, 32 and 128 with 600 positions
 // of context, each timed alone: 20 calls captured in a CUDA graph, the graph replayed, the
 // mean per call (GPU time as the decode graph sees it, host work excluded). A step is
-// num_layers times the layer plus the tail.
+// num_layers times the layer plus the tail, the layer's attention the decode_attention row
+// (the qk_norm_rope and paged_attention rows are its parts, timed alone).
 //   bench_gpu_layer_ops CONFIG_DIR
 #include <cstdio>
 #include <random>
@@ -90,7 +91,7 @@ int main(int argc, char** argv) {
   const int qkv_dim = q_dim + 2 * kv_dim, e = c.num_experts, k = c.num_experts_per_tok;
   const int context = 600, block_size = 16, blocks_each = 64;
   std::printf("| op | batch 1 (us) | batch 32 (us) | batch 128 (us) |\n| --- | --- | --- | --- |\n");
-  std::vector<std::vector<float>> rows(10);
+  std::vector<std::vector<float>> rows(11);
   for (int n : {1, 32, 128}) {
     float* residual = zeros<float>(size_t(n) * h);
     bf16 *normed = zeros<bf16>(size_t(n) * h), *qkv = zeros<bf16>(size_t(n) * qkv_dim);
@@ -148,6 +149,13 @@ int main(int argc, char** argv) {
       cuda::paged_attention(qkv, qkv_dim, n, c.num_heads, c.num_kv_heads, c.head_dim,
                             {keys, values, block_size, d_tables, blocks_each, d_lens, 1024}, attn_workspace, attn, stream);
     }));
+    rows[r++].push_back(mean_us([&] {
+      cuda::decode_attention(qkv, qkv + q_dim, l.q_norm, l.k_norm, eps, n, c.num_heads, c.num_kv_heads, c.head_dim,
+                             qkv_dim, qkv_dim, d_positions, float(c.rope_theta),
+                             {qkv + q_dim + kv_dim, qkv_dim, d_slots, keys, values},
+                             {keys, values, block_size, d_tables, blocks_each, d_lens, 1024}, attn_workspace, attn,
+                             stream);
+    }));
     rows[r++].push_back(mean_us([&] { cuda::matmul(cublas, attn, n, q_dim, l.o, h, dtype::bf16, out); }));
     rows[r++].push_back(mean_us([&] { cuda::matmul(cublas, normed, n, h, l.router, e, dtype::f32, router); }));
     rows[r++].push_back(mean_us([&] { cuda::route_top_k(router, n, e, k, c.norm_topk_prob, chosen, route_weights, stream); }));
@@ -161,9 +169,17 @@ int main(int argc, char** argv) {
                           stream);
     }));
   }
-  const char* names[] = {"rms_norm (x2 per layer)", "qkv matmul", "qk_norm_rope + KV cache write",
-                         "paged_attention, 600 positions", "o matmul", "router matmul", "route_top_k",
-                         "fused_moe", "lm_head (once per step)", "sample_tokens, top_p 0.9 (once per step)"};
+  const char* names[] = {"rms_norm (x2 per layer)",
+                         "qkv matmul",
+                         "qk_norm_rope + KV cache write",
+                         "paged_attention, 600 positions",
+                         "decode_attention: the two above as the step runs them (one launch at batch 1)",
+                         "o matmul",
+                         "router matmul",
+                         "route_top_k",
+                         "fused_moe",
+                         "lm_head (once per step)",
+                         "sample_tokens, top_p 0.9 (once per step)"};
   for (size_t i = 0; i < rows.size(); ++i)
     std::printf("| %s | %.1f | %.1f | %.1f |\n", names[i], rows[i][0], rows[i][1], rows[i][2]);
   return 0;

@@ -9,6 +9,7 @@
 #include "base/check.hpp"
 #include "kernels/cuda/check.cuh"
 #include "kernels/cuda/dependent_launch.cuh"
+#include "kernels/cuda/qk_norm_rope_row.cuh"
 
 namespace troupe::cuda {
 
@@ -134,6 +135,16 @@ static __device__ void load_words(const __nv_bfloat16* src, uint32_t (&dst)[word
   }
 }
 
+// What attend_split reads of this step once the previous kernel is done: the KV head's
+// query rows (its group of heads, head_dim apart) and the newest position's key and value
+// rows of the KV head, both null to read those from the pool (where a previous kernel
+// wrote them). 16-byte aligned.
+struct step_rows {
+  const __nv_bfloat16* q;
+  const __nv_bfloat16* key;
+  const __nv_bfloat16* value;
+};
+
 // One warp's split `split` of KV head kvh of sequence s, FlashAttention-2 style on tensor
 // cores with the query heads of the KV head as the rows of the products (rows 8..15 only
 // when wide). Lane (g = lane / 4, t = lane % 4) of an m16n8k16 holds, in both products, k
@@ -146,11 +157,12 @@ static __device__ void load_words(const __nv_bfloat16* src, uint32_t (&dst)[word
 // probabilities never leave registers.
 // Leaves in o this lane's part of the unnormalised output (o[j][0..1] row g, [2..3] row
 // g + 8), in m the two rows' maxima (log2 units) and in l their sums of exponentials (the
-// quad's, added up). Calls begin_dependent, as every thread must. A split past the
+// quad's, added up). Calls begin_dependent, as every thread must, then after_wait() (once,
+// from one place: it may hold a block barrier) for the step's rows. A split past the
 // sequence's end reads nothing but the length and gives m = -inf, l = 0, o = 0 and false.
-template <int head_dim, bool wide>
-static __device__ __forceinline__ bool attend_split(const __nv_bfloat16* q, int q_stride, const split_shape& sh,
-                                                    const paged_kv_batch& kv, int split, int kvh, int s,
+template <int head_dim, bool wide, class After_wait>
+static __device__ __forceinline__ bool attend_split(const split_shape& sh, const paged_kv_batch& kv, int split,
+                                                    int kvh, int s, After_wait after_wait,
                                                     float (&o)[head_dim / 8][4], float (&m)[2], float (&l)[2]) {
   constexpr int quarter = head_dim / 4, k_steps = head_dim / 16, n_tiles = head_dim / 8;
   const int lane = int(threadIdx.x) % 32, g = lane / 4, t = lane % 4;
@@ -159,13 +171,12 @@ static __device__ __forceinline__ bool attend_split(const __nv_bfloat16* q, int 
   m[0] = m[1] = -INFINITY;
   l[0] = l[1] = 0.0f;
   // The block tables, the lengths and every key and value but the newest position's come
-  // from before this step: they are read before the wait, while qk_norm_rope still runs.
+  // from before this step: they are read before the wait, while the previous kernel still
+  // runs. An empty split (past the end) has last = first: it loads nothing, and no entry
+  // of the table (there may be none).
   const int len = kv.seq_lens[s], first = split * sh.split_len;
-  if (first >= len) {
-    begin_dependent();
-    return false;
-  }
-  const int last = min(first + sh.split_len, len);
+  const bool empty = first >= len;
+  const int last = empty ? first : min(first + sh.split_len, len);
   const size_t row = size_t(sh.kv_heads) * head_dim;
   // The split's first 32 blocks of the table sit one per lane, so a position's slot is a
   // shuffle away instead of a load the key and value loads would wait for. Every lane
@@ -173,7 +184,7 @@ static __device__ __forceinline__ bool attend_split(const __nv_bfloat16* q, int 
   const int* table = kv.block_tables + size_t(s) * kv.max_blocks;
   const int first_block = first / kv.block_size;
   const int last_block = (last - 1) / kv.block_size;
-  const int lane_block = first_block + lane <= last_block ? table[first_block + lane] : 0;
+  const int lane_block = !empty && first_block + lane <= last_block ? table[first_block + lane] : 0;
   auto slot_of = [&](int p) {
     const int b = min(p, last - 1) / kv.block_size - first_block;
     const int from_lane = __shfl_sync(0xffffffffu, lane_block, b % 32);
@@ -204,20 +215,30 @@ static __device__ __forceinline__ bool attend_split(const __nv_bfloat16* q, int 
   };
   load_chunk(first, false);
   begin_dependent();
-  if (newest < first + chunk) {  // the first chunk holds the newest position: its row now
-    const size_t slot = slot_of(newest);  // by every lane: a shuffle
+  const step_rows now = after_wait();
+  if (empty) return false;
+  // The newest position's key and value into the chunk at c0, if it holds them.
+  auto load_newest = [&](int c0) {
+    if (newest >= c0 + chunk) return;  // the same for the whole warp
+    const __nv_bfloat16 *key = now.key, *value = now.value;
+    if (key == nullptr) {
+      const size_t slot = slot_of(newest);  // by every lane: a shuffle
+      key = keys + slot * row;
+      value = values + slot * row;
+    }
 #pragma unroll
     for (int half = 0; half < 2; ++half)
-      if (first + half * 8 + g == newest) load_words(keys + slot * row + t * quarter, kw[half]);
+      if (c0 + half * 8 + g == newest) load_words(key + t * quarter, kw[half]);
 #pragma unroll
     for (int r = 0; r < 4; ++r)
-      if (first + 2 * t + r % 2 + r / 2 * 8 == newest) load_words(values + slot * row + g * n_tiles, vw[r]);
-  }
+      if (c0 + 2 * t + r % 2 + r / 2 * 8 == newest) load_words(value + g * n_tiles, vw[r]);
+  };
+  load_newest(first);
 
   // Query fragments: a[0]/a[2] row g, a[1]/a[3] row g + 8, zero past the group.
   uint32_t qa[k_steps][4];
   {
-    const __nv_bfloat16* q_head = q + size_t(s) * q_stride + (size_t(kvh) * sh.group) * head_dim + t * quarter;
+    const __nv_bfloat16* q_head = now.q + t * quarter;
     uint32_t low[quarter / 2], high[quarter / 2];
     load_words(g < sh.group ? q_head + size_t(g) * head_dim : nullptr, low);
     if constexpr (wide) load_words(g + 8 < sh.group ? q_head + size_t(g + 8) * head_dim : nullptr, high);
@@ -232,7 +253,10 @@ static __device__ __forceinline__ bool attend_split(const __nv_bfloat16* q, int 
 
   const float scale = rsqrtf(float(head_dim)) * log2e;
   for (int c0 = first; c0 < last; c0 += chunk) {
-    if (c0 != first) load_chunk(c0, true);
+    if (c0 != first) {  // the newest position from the pool with the rest, or from the step's rows
+      load_chunk(c0, now.key == nullptr);
+      if (now.key != nullptr) load_newest(c0);
+    }
     // Scores: sc[half][0..1] row g, positions c0 + half * 8 + 2t + (0, 1); [2..3] row g + 8.
     float sc[2][4] = {};
 #pragma unroll
@@ -301,8 +325,11 @@ split_kernel(const __nv_bfloat16* q, int q_stride, split_shape sh, paged_kv_batc
   constexpr int n_tiles = head_dim / 8;
   const int lane = int(threadIdx.x) % 32, g = lane / 4, t = lane % 4;
   const int split = int(blockIdx.x) * warps + int(threadIdx.x) / 32, kvh = int(blockIdx.y), s = int(blockIdx.z);
+  const __nv_bfloat16* q_heads = q + size_t(s) * q_stride + size_t(kvh) * sh.group * head_dim;
   float o[n_tiles][4], m[2], l[2];  // rows g and g + 8
-  if (!attend_split<head_dim, wide>(q, q_stride, sh, kv, split, kvh, s, o, m, l)) return;
+  if (!attend_split<head_dim, wide>(sh, kv, split, kvh, s, [&] { return step_rows{q_heads, nullptr, nullptr}; }, o,
+                                    m, l))
+    return;
 #pragma unroll
   for (int r = 0; r < 2; ++r) {
     const int head = g + 8 * r;
@@ -389,14 +416,14 @@ struct cluster_layout {
 // b * cluster_warps + w. The block's warps merge in its shared memory in warp order, then
 // the blocks through distributed shared memory in block order, each block normalising a
 // contiguous share of the output rows of the KV head's query heads. Nothing goes through
-// global memory but the output.
-template <int head_dim, bool wide>
-static __global__ void __launch_bounds__(cluster_threads, 1)
-cluster_kernel(const __nv_bfloat16* q, int q_stride, split_shape sh, paged_kv_batch kv, __nv_bfloat16* out) {
+// global memory but the output. `shared`: the kernel's dynamic shared memory, of which it
+// uses cluster_layout's bytes; after_wait as attend_split takes it, called by every thread.
+template <int head_dim, bool wide, class After_wait>
+static __device__ __forceinline__ void attend_in_cluster(const split_shape& sh, const paged_kv_batch& kv,
+                                                         __nv_bfloat16* out, float4* shared, After_wait after_wait) {
   using layout = cluster_layout<head_dim, wide>;
   constexpr int n_tiles = head_dim / 8, runs = n_tiles / 4, per_lane = layout::per_lane;
   constexpr int rows = layout::rows, vectors = layout::vectors;
-  extern __shared__ float4 shared[];
   float4* o_s = shared;  // [cluster_warps][vectors]; [0] is the block's once merged
   float* m_s = reinterpret_cast<float*>(o_s + cluster_warps * vectors);  // [cluster_warps][rows]
   float* l_s = m_s + cluster_warps * rows;
@@ -406,7 +433,7 @@ cluster_kernel(const __nv_bfloat16* q, int q_stride, split_shape sh, paged_kv_ba
   const int warp = int(threadIdx.x) / 32, lane = int(threadIdx.x) % 32, g = lane / 4;
   const int kvh = int(blockIdx.y), s = int(blockIdx.z);
   float o[n_tiles][4], m[2], l[2];  // rows g and g + 8
-  attend_split<head_dim, wide>(q, q_stride, sh, kv, int(blockIdx.x) * cluster_warps + warp, kvh, s, o, m, l);
+  attend_split<head_dim, wide>(sh, kv, int(blockIdx.x) * cluster_warps + warp, kvh, s, after_wait, o, m, l);
 #pragma unroll
   for (int r = 0; r < layout::halves; ++r) {
     if (lane % 4 == 0) {
@@ -479,6 +506,117 @@ cluster_kernel(const __nv_bfloat16* q, int q_stride, split_shape sh, paged_kv_ba
 }
 
 template <int head_dim, bool wide>
+static __global__ void __launch_bounds__(cluster_threads, 1)
+cluster_kernel(const __nv_bfloat16* q, int q_stride, split_shape sh, paged_kv_batch kv, __nv_bfloat16* out) {
+  extern __shared__ float4 shared[];
+  const __nv_bfloat16* q_heads = q + size_t(blockIdx.z) * q_stride + size_t(blockIdx.y) * sh.group * head_dim;
+  attend_in_cluster<head_dim, wide>(sh, kv, out, shared, [&] { return step_rows{q_heads, nullptr, nullptr}; });
+}
+
+// decode_attention's inputs beyond paged_attention's: the step's q, k and v rows (q_stride,
+// k_stride and cache.v_stride elements a sequence), and what qk_norm_rope does with them.
+struct step_qkv {
+  const __nv_bfloat16* q;
+  int q_stride;
+  const __nv_bfloat16* k;
+  int k_stride;
+  const float* q_norm;
+  const float* k_norm;
+  float eps;
+  const int* positions;
+  kv_cache_target cache;
+};
+
+// fused_cluster_kernel's shared memory: cluster_layout's, then the KV head's query rows
+// normed and rotated (bf16 [rows][head_dim]), the newest position's key and value rows of
+// the KV head (bf16 [head_dim] each), and a row of fp32 for each warp to stage its rows in.
+template <int head_dim, bool wide>
+struct fused_layout {
+  using base = cluster_layout<head_dim, wide>;
+  static constexpr size_t q_at = base::bytes;
+  static constexpr size_t key_at = q_at + size_t(base::rows) * head_dim * sizeof(__nv_bfloat16);
+  static constexpr size_t value_at = key_at + head_dim * sizeof(__nv_bfloat16);
+  static constexpr size_t stage_at = value_at + head_dim * sizeof(__nv_bfloat16);
+  static constexpr size_t bytes = stage_at + size_t(cluster_warps) * head_dim * sizeof(float);
+  static_assert(q_at % 16 == 0 && key_at % 16 == 0 && value_at % 16 == 0, "attend_split loads 16 bytes");
+};
+
+// cluster_kernel with qk_norm_rope's work for its (sequence, KV head) done inside: after
+// the wait every block normalises and rotates the KV head's query heads into its shared
+// memory (the bits qk_norm_rope would leave in q, which stays as it was), one warp a head;
+// the block that holds the newest position (the split (len - 1) / split_len) also
+// normalises and rotates the KV head's key and copies its value, into its shared memory,
+// where that split's warp reads them after the block barrier, and into the pools at the
+// sequence's slot for later kernels (grid completion publishes them). No block but that
+// one reads the newest position, so nothing of this step crosses blocks. The weights,
+// positions and slots depend on no earlier kernel: read, and the rotation computed,
+// before the wait.
+template <int head_dim, bool wide>
+static __global__ void __launch_bounds__(cluster_threads, 1)
+fused_cluster_kernel(step_qkv in, split_shape sh, paged_kv_batch kv, __nv_bfloat16* out,
+                     const __grid_constant__ inv_freq_table inv_freq) {
+  using layout = fused_layout<head_dim, wide>;
+  extern __shared__ float4 shared[];
+  char* const bytes = reinterpret_cast<char*>(shared);
+  __nv_bfloat16* const q_s = reinterpret_cast<__nv_bfloat16*>(bytes + layout::q_at);
+  __nv_bfloat16* const key_s = reinterpret_cast<__nv_bfloat16*>(bytes + layout::key_at);
+  __nv_bfloat16* const value_s = reinterpret_cast<__nv_bfloat16*>(bytes + layout::value_at);
+  const int warp = int(threadIdx.x) / 32, lane = int(threadIdx.x) % 32;
+  float* const stage = reinterpret_cast<float*>(bytes + layout::stage_at) + warp * head_dim;
+  const int kvh = int(blockIdx.y), s = int(blockIdx.z), block = int(blockIdx.x);
+  const int len = kv.seq_lens[s], slot = in.cache.slots[s];
+  const bool reads = block * cluster_warps * sh.split_len < len;  // some warp of it has positions
+  const bool holds_newest = (len - 1) / sh.split_len / cluster_warps == block;
+  const lane_rotation<head_dim> rotation = rotation_of<head_dim>(in.positions[s], inv_freq, head_dim);
+  const lane_elements<head_dim> q_weight = load_lane_elements<head_dim>(in.q_norm, head_dim);
+  const lane_elements<head_dim> k_weight = load_lane_elements<head_dim>(in.k_norm, head_dim);
+  // Rows 0 .. group - 1 are the query heads, row group the key (and the value): warp w
+  // takes rows w, w + cluster_warps, ... Its loads come first, so they wait for memory once.
+  auto after_wait = [&] {
+    constexpr int most = (max_group + 1 + cluster_warps - 1) / cluster_warps, per_lane = head_dim / 32;
+    const int rows = reads ? sh.group + (holds_newest ? 1 : 0) : 0;
+    lane_elements<head_dim> x[most] = {};
+    __nv_bfloat16 v[per_lane];
+#pragma unroll
+    for (int j = 0; j < most; ++j) {
+      const int r = warp + j * cluster_warps;
+      if (r < rows && r < sh.group) {
+        x[j] = load_lane_elements<head_dim>(in.q + size_t(s) * in.q_stride + (size_t(kvh) * sh.group + r) * head_dim,
+                                            head_dim);
+      } else if (r < rows) {
+        x[j] = load_lane_elements<head_dim>(in.k + size_t(s) * in.k_stride + size_t(kvh) * head_dim, head_dim);
+        const __nv_bfloat16* v_row = in.cache.v + size_t(s) * in.cache.v_stride + size_t(kvh) * head_dim;
+#pragma unroll
+        for (int e = 0; e < per_lane; ++e) v[e] = v_row[lane + 32 * e];
+      }
+    }
+#pragma unroll
+    for (int j = 0; j < most; ++j) {
+      const int r = warp + j * cluster_warps;
+      if (r < rows && r < sh.group) {
+        __nv_bfloat16* to = q_s + r * head_dim;
+        norm_rope_row(x[j], q_weight, in.eps, head_dim, rotation, stage, [&](int i, __nv_bfloat16 y) { to[i] = y; });
+      } else if (r < rows) {
+        // A padding row of a decode graph (slot < 0) writes no pool, as in qk_norm_rope.
+        const size_t pool_at = slot < 0 ? 0 : size_t(slot) * sh.kv_heads * head_dim + size_t(kvh) * head_dim;
+#pragma unroll
+        for (int e = 0; e < per_lane; ++e) {
+          value_s[lane + 32 * e] = v[e];
+          if (slot >= 0) in.cache.value_pool[pool_at + lane + 32 * e] = v[e];
+        }
+        norm_rope_row(x[j], k_weight, in.eps, head_dim, rotation, stage, [&](int i, __nv_bfloat16 y) {
+          key_s[i] = y;
+          if (slot >= 0) in.cache.key_pool[pool_at + i] = y;
+        });
+      }
+    }
+    __syncthreads();  // the rows in shared memory, for every warp of the block
+    return step_rows{q_s, key_s, value_s};
+  };
+  attend_in_cluster<head_dim, wide>(sh, kv, out, shared, after_wait);
+}
+
+template <int head_dim, bool wide>
 static void launch_splits(const __nv_bfloat16* q, int q_stride, int seqs, const split_shape& sh,
                           const paged_kv_batch& kv, const split_results& results, cudaStream_t stream) {
   const dim3 grid((sh.splits + warps - 1) / warps, sh.kv_heads, seqs);
@@ -497,9 +635,20 @@ static void launch_cluster(const __nv_bfloat16* q, int q_stride, int seqs, const
                             cluster_threads, shared, stream, q, q_stride, sh, kv, out);
 }
 
-void paged_attention(const __nv_bfloat16* q, int q_stride, int seqs, int heads, int kv_heads, int head_dim,
-                     const paged_kv_batch& kv, float* workspace, __nv_bfloat16* out,
-                     cudaStream_t stream) {
+template <int head_dim, bool wide>
+static void launch_fused(const step_qkv& in, int seqs, const split_shape& sh, const paged_kv_batch& kv,
+                         const inv_freq_table& inv_freq, __nv_bfloat16* out, cudaStream_t stream) {
+  // 40000 bytes at head_dim 128, 75392 when wide.
+  constexpr size_t shared = fused_layout<head_dim, wide>::bytes;
+  TROUPE_CUDA_CHECK(cudaFuncSetAttribute(fused_cluster_kernel<head_dim, wide>,
+                                         cudaFuncAttributeMaxDynamicSharedMemorySize, int(shared)));
+  const int blocks = sh.splits / cluster_warps;
+  launch_dependent_clusters(fused_cluster_kernel<head_dim, wide>, dim3(blocks, sh.kv_heads, seqs), unsigned(blocks),
+                            cluster_threads, shared, stream, in, sh, kv, out, inv_freq);
+}
+
+static void check_attention(const __nv_bfloat16* q, int q_stride, int seqs, int heads, int kv_heads, int head_dim,
+                            const paged_kv_batch& kv) {
   TROUPE_CHECK(seqs >= 0 && kv_heads > 0 && heads % kv_heads == 0, "heads must be a multiple of kv_heads");
   TROUPE_CHECK(heads / kv_heads <= max_group, "at most 16 query heads per KV head");
   TROUPE_CHECK(head_dim == 64 || head_dim == 128, "head_dim must be 64 or 128");
@@ -509,6 +658,12 @@ void paged_attention(const __nv_bfloat16* q, int q_stride, int seqs, int heads, 
   TROUPE_CHECK(seqs <= 65535 && kv_heads <= 65535, "grid too large");
   TROUPE_CHECK(uintptr_t(q) % 16 == 0 && uintptr_t(kv.keys) % 16 == 0 && uintptr_t(kv.values) % 16 == 0,
                "pointers must be 16-byte aligned");
+}
+
+void paged_attention(const __nv_bfloat16* q, int q_stride, int seqs, int heads, int kv_heads, int head_dim,
+                     const paged_kv_batch& kv, float* workspace, __nv_bfloat16* out,
+                     cudaStream_t stream) {
+  check_attention(q, q_stride, seqs, heads, kv_heads, head_dim, kv);
   if (seqs == 0) return;
   const int group = heads / kv_heads;
   if (const split_plan plan = plan_cluster(int64_t(seqs) * kv_heads, kv.max_seq_len); plan.splits > 0) {
@@ -530,8 +685,39 @@ void paged_attention(const __nv_bfloat16* q, int q_stride, int seqs, int heads, 
   else
     group > 8 ? launch_splits<128, true>(q, q_stride, seqs, sh, kv, results, stream)
               : launch_splits<128, false>(q, q_stride, seqs, sh, kv, results, stream);
-  launch_dependent(merge_kernel, dim3(heads, seqs), threads, sizeof(float) * size_t(plan.splits), stream, heads,
-                   head_dim, kv.seq_lens, plan.splits, plan.split_len, results, out);
+  // Eight floats past the splits: the unrolled weighted sum may load past `used` (shared
+  // loads cannot fault, so the compiler may speculate them), and they must stay inside.
+  launch_dependent(merge_kernel, dim3(heads, seqs), threads, sizeof(float) * (size_t(plan.splits) + 8), stream,
+                   heads, head_dim, kv.seq_lens, plan.splits, plan.split_len, results, out);
+}
+
+void decode_attention(__nv_bfloat16* q, const __nv_bfloat16* k, const float* q_norm, const float* k_norm, float eps,
+                      int seqs, int heads, int kv_heads, int head_dim, int q_stride, int k_stride,
+                      const int* positions, float theta, const kv_cache_target& cache, const paged_kv_batch& kv,
+                      float* workspace, __nv_bfloat16* out, cudaStream_t stream) {
+  check_attention(q, q_stride, seqs, heads, kv_heads, head_dim, kv);
+  TROUPE_CHECK(cache.key_pool == kv.keys && cache.value_pool == kv.values,
+               "the step's keys and values must go to the pools it attends over");
+  const split_plan plan = plan_cluster(int64_t(seqs) * kv_heads, kv.max_seq_len);
+  if (seqs == 0 || plan.splits == 0) {
+    qk_norm_rope(q, k, q_norm, k_norm, eps, seqs, heads, kv_heads, head_dim, q_stride, k_stride, positions, theta,
+                 cache, stream);
+    paged_attention(q, q_stride, seqs, heads, kv_heads, head_dim, kv, workspace, out, stream);
+    return;
+  }
+  TROUPE_CHECK(k_stride >= kv_heads * head_dim, "rows overlap");
+  TROUPE_CHECK(cache.v != nullptr && cache.slots != nullptr && cache.v_stride >= kv_heads * head_dim,
+               "a KV cache target needs v rows, slots and both pools");
+  const int group = heads / kv_heads;
+  const split_shape sh{heads, kv_heads, group, plan.split_len, plan.splits};
+  const step_qkv in{q, q_stride, k, k_stride, q_norm, k_norm, eps, positions, cache};
+  const inv_freq_table inv_freq = rope_inv_freq(theta, head_dim);
+  if (head_dim == 64)
+    group > 8 ? launch_fused<64, true>(in, seqs, sh, kv, inv_freq, out, stream)
+              : launch_fused<64, false>(in, seqs, sh, kv, inv_freq, out, stream);
+  else
+    group > 8 ? launch_fused<128, true>(in, seqs, sh, kv, inv_freq, out, stream)
+              : launch_fused<128, false>(in, seqs, sh, kv, inv_freq, out, stream);
 }
 
 }  // namespace troupe::cuda

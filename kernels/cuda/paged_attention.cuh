@@ -4,6 +4,8 @@
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
+#include "kernels/cuda/qk_norm_rope.cuh"
+
 namespace troupe::cuda {
 
 // A batch's keys and values in the paged bf16 pool, [blocks, block_size, kv_heads,
@@ -40,5 +42,21 @@ size_t paged_attention_workspace_floats(int seqs, int heads, int kv_heads, int h
 void paged_attention(const __nv_bfloat16* q, int q_stride, int seqs, int heads, int kv_heads, int head_dim,
                      const paged_kv_batch& kv, float* workspace, __nv_bfloat16* out,
                      cudaStream_t stream);
+
+// A decode step's qk_norm_rope then paged_attention: both contracts, with tokens = seqs
+// (sequence s's token at position seq_lens[s] - 1, slots[s] that position's slot), q, k and
+// v the step's rows from the qkv projection, and cache's pools those of kv. Where
+// paged_attention would take its cluster kernel (decode at batch 1) it is one launch: each
+// cluster normalises and rotates its KV head's queries into its shared memory, and the
+// block holding the newest position also its key and value, which that block reads from
+// there and writes into the pools (qk_norm_rope's bits). q is then left as it was instead
+// of rotated in place, so after the call its contents are unspecified. A padding sequence
+// (slot < 0) writes nothing, and its output is not meaningful (in one launch it attends
+// over its own new key; in two, over what the pool holds at its slot). Other batches run
+// the two launches.
+void decode_attention(__nv_bfloat16* q, const __nv_bfloat16* k, const float* q_norm, const float* k_norm, float eps,
+                      int seqs, int heads, int kv_heads, int head_dim, int q_stride, int k_stride,
+                      const int* positions, float theta, const kv_cache_target& cache, const paged_kv_batch& kv,
+                      float* workspace, __nv_bfloat16* out, cudaStream_t stream);
 
 }  // namespace troupe::cuda

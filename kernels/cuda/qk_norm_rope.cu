@@ -1,21 +1,13 @@
 #include "kernels/cuda/qk_norm_rope.cuh"
 
-#include <cmath>
-
 #include "base/check.hpp"
 #include "kernels/cuda/check.cuh"
 #include "kernels/cuda/dependent_launch.cuh"
+#include "kernels/cuda/qk_norm_rope_row.cuh"
 
 namespace troupe::cuda {
 
-static constexpr int max_head_dim = 256;
 static constexpr int warps_per_block = 4;
-
-// Computed on the host with std::pow, exactly as cpu::rope does, and passed by value so a
-// captured graph keeps it: no device buffer to own.
-struct inv_freq_table {
-  float v[max_head_dim / 2];
-};
 
 // One warp per (token, head) row, q heads first then k heads: the normed row is staged in
 // shared memory so each lane can rotate pairs half a head apart. A k head's warp also
@@ -23,9 +15,9 @@ struct inv_freq_table {
 static __global__ void qk_norm_rope_kernel(__nv_bfloat16* q, const __nv_bfloat16* k, const float* q_norm,
                                            const float* k_norm, float eps, int tokens, int heads,
                                            int kv_heads, int head_dim, int q_stride, int k_stride,
-                                           const int* positions, inv_freq_table inv_freq,
+                                           const int* positions, const __grid_constant__ inv_freq_table inv_freq,
                                            kv_cache_target cache) {
-  __shared__ float rows[warps_per_block][max_head_dim];
+  __shared__ float rows[warps_per_block][rope_max_head_dim];
   begin_dependent();
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int row = blockIdx.x * warps_per_block + warp;
@@ -39,34 +31,14 @@ static __global__ void qk_norm_rope_kernel(__nv_bfloat16* q, const __nv_bfloat16
   const __nv_bfloat16* x = is_q ? q + size_t(t) * q_stride + size_t(h) * head_dim
                                 : k + size_t(t) * k_stride + size_t(h - heads) * head_dim;
   __nv_bfloat16* to = is_q ? q + size_t(t) * q_stride + size_t(h) * head_dim : cache.key_pool + pool_at;
-  const float* weight = is_q ? q_norm : k_norm;
-  float* buf = rows[warp];
   if (!is_q) {
     const __nv_bfloat16* v = cache.v + size_t(t) * cache.v_stride + size_t(h - heads) * head_dim;
     for (int i = lane; i < head_dim; i += 32) cache.value_pool[pool_at + i] = v[i];
   }
-
-  float sum = 0.0f;
-  for (int i = lane; i < head_dim; i += 32) {
-    const float v = __bfloat162float(x[i]);
-    buf[i] = v;
-    sum += v * v;
-  }
-  for (int offset = 16; offset > 0; offset /= 2) sum += __shfl_xor_sync(0xffffffffu, sum, offset);
-  const float scale = rsqrtf(sum / float(head_dim) + eps);
-  __syncwarp();
-  for (int i = lane; i < head_dim; i += 32) buf[i] = weight[i] * (buf[i] * scale);
-  __syncwarp();
-
-  const int half = head_dim / 2;
-  const float pos = float(positions[t]);
-  for (int i = lane; i < half; i += 32) {
-    float s, c;
-    sincosf(pos * inv_freq.v[i], &s, &c);
-    const float a = buf[i], b = buf[i + half];
-    to[i] = __float2bfloat16(a * c - b * s);
-    to[i + half] = __float2bfloat16(b * c + a * s);
-  }
+  constexpr int most = rope_max_head_dim;
+  norm_rope_row(load_lane_elements<most>(x, head_dim), load_lane_elements<most>(is_q ? q_norm : k_norm, head_dim),
+                eps, head_dim, rotation_of<most>(positions[t], inv_freq, head_dim), rows[warp],
+                [&](int i, __nv_bfloat16 y) { to[i] = y; });
 }
 
 static void launch(__nv_bfloat16* q, const __nv_bfloat16* k, const float* q_norm, const float* k_norm,
@@ -84,7 +56,7 @@ void qk_norm_rope(__nv_bfloat16* q, const __nv_bfloat16* k, const float* q_norm,
                   int k_stride, const int* positions, float theta, const kv_cache_target& cache,
                   cudaStream_t stream) {
   TROUPE_CHECK(tokens >= 0 && heads > 0 && kv_heads > 0, "bad shape");
-  TROUPE_CHECK(head_dim > 0 && head_dim % 2 == 0 && head_dim <= max_head_dim,
+  TROUPE_CHECK(head_dim > 0 && head_dim % 2 == 0 && head_dim <= rope_max_head_dim,
                "head_dim must be even and at most 256");
   TROUPE_CHECK(q_stride >= heads * head_dim && k_stride >= kv_heads * head_dim, "rows overlap");
   TROUPE_CHECK(cache.v != nullptr && cache.slots != nullptr && cache.key_pool != nullptr &&
@@ -92,11 +64,8 @@ void qk_norm_rope(__nv_bfloat16* q, const __nv_bfloat16* k, const float* q_norm,
                "a KV cache target needs v rows, slots and both pools");
   TROUPE_CHECK(int64_t(tokens) * (heads + kv_heads) < (int64_t(1) << 31), "too many rows");
   if (tokens == 0) return;
-  inv_freq_table inv_freq{};
-  for (int i = 0; i < head_dim / 2; ++i)
-    inv_freq.v[i] = 1.0f / std::pow(theta, float(2 * i) / float(head_dim));
   launch(q, k, q_norm, k_norm, eps, tokens, heads, kv_heads, head_dim, q_stride, k_stride, positions,
-         inv_freq, cache, stream);
+         rope_inv_freq(theta, head_dim), cache, stream);
 }
 
 }  // namespace troupe::cuda

@@ -201,15 +201,16 @@ status gpu_step_runner::forward(const shape& s) {
     if (l.qkv_bias != nullptr) cuda::add_bias(b.qkv, n, qkv_dim, qkv_dim, l.qkv_bias, stream_);
     const bf16* k = b.qkv + q_dim;
     const bf16* v = k + kv_dim;
-    cuda::qk_norm_rope(b.qkv, k, l.q_norm, l.k_norm, eps, n, heads, kv_heads, hd, qkv_dim, qkv_dim,
-                       in.positions.device, float(c.rope_theta),
-                       {v, qkv_dim, in.slots.device, b.keys[size_t(i)], b.values[size_t(i)]}, stream_);
-    if (s.decode) {
-      cuda::paged_attention(b.qkv, qkv_dim, s.seqs, heads, kv_heads, hd,
-                            {b.keys[size_t(i)], b.values[size_t(i)], options_.block_size, in.block_tables.device,
-                             max_blocks, in.seq_lens.device, s.attn_len},
-                            b.attn_workspace, b.attn, stream_);
+    const cuda::kv_cache_target cache{v, qkv_dim, in.slots.device, b.keys[size_t(i)], b.values[size_t(i)]};
+    if (s.decode) {  // one token a sequence: n == s.seqs; b.qkv's q is not read after it
+      cuda::decode_attention(b.qkv, k, l.q_norm, l.k_norm, eps, s.seqs, heads, kv_heads, hd, qkv_dim, qkv_dim,
+                             in.positions.device, float(c.rope_theta), cache,
+                             {b.keys[size_t(i)], b.values[size_t(i)], options_.block_size, in.block_tables.device,
+                              max_blocks, in.seq_lens.device, s.attn_len},
+                             b.attn_workspace, b.attn, stream_);
     } else {
+      cuda::qk_norm_rope(b.qkv, k, l.q_norm, l.k_norm, eps, n, heads, kv_heads, hd, qkv_dim, qkv_dim,
+                         in.positions.device, float(c.rope_theta), cache, stream_);
       TROUPE_CUDA_CHECK(cudaMemcpy2DAsync(b.q, size_t(q_dim) * sizeof(bf16), b.qkv, size_t(qkv_dim) * sizeof(bf16),
                                           size_t(q_dim) * sizeof(bf16), size_t(n), cudaMemcpyDeviceToDevice, stream_));
       cuda::flash_attention(b.q, heads, kv_heads, hd,

@@ -241,6 +241,148 @@ BOOST_AUTO_TEST_CASE(paged_attention_matches_cpu) {
   }
 }
 
+// A decode step's qk_norm_rope then paged_attention in one call: the attention against
+// the CPU path (rms_norm per head, rope, kv_cache_write of the new key and value, then
+// paged_attention; the normed q and k rounded to bf16 as the device stores them), and the
+// pools against qk_norm_rope's on a copy of the inputs, to the bit: the new slots hold its
+// bits and every other slot its old bits or poison. The fused cluster kernel: Qwen3-30B's
+// 32/4 heads at head_dim 128 and 64 with one and two sequences of 1, 16, 17, 100, 513 and
+// 3000 positions (the newest position in a first chunk, a later chunk, a later block), a
+// group above 8 (48/4, 16/1), block size 7, 16 pairs, and a decode graph's padding row
+// (slot -1: writes nothing; its output is not compared). The fallback (qk_norm_rope, then
+// paged_attention's split kernels): 4097 positions, and 32 sequences with a padding row.
+BOOST_AUTO_TEST_CASE(decode_attention_matches_cpu_and_qk_norm_rope) {
+  struct shape {
+    int heads, kv_heads, head_dim, block_size;
+    std::vector<int> lens;
+    bool padding = false;  // the last sequence: one position in block 0, slot -1
+  };
+  std::vector<shape> shapes;
+  for (int hd : {128, 64}) {
+    for (int len : {1, 16, 17, 100, 513, 3000}) shapes.push_back({32, 4, hd, 16, {len}});
+    for (const std::vector<int>& lens : std::vector<std::vector<int>>{{16, 17}, {513, 100}, {1, 3000}})
+      shapes.push_back({32, 4, hd, 16, lens});
+  }
+  shapes.push_back({48, 4, 128, 16, {700, 33}});
+  shapes.push_back({48, 4, 64, 7, {513}});
+  shapes.push_back({16, 1, 128, 16, {1, 2000}});
+  shapes.push_back({32, 4, 128, 7, {100, 1}});
+  shapes.push_back({32, 4, 128, 16, {1, 17, 300, 1000}});
+  shapes.push_back({32, 4, 128, 16, {300, 17, 1}, true});
+  shapes.push_back({32, 4, 64, 16, {4097}});
+  std::vector<int> many(32);
+  for (size_t s = 0; s < many.size(); ++s) many[s] = 1 + int(s * 37 % 600);
+  many.back() = 1;
+  shapes.push_back({32, 4, 128, 16, many, true});
+  const float eps = 1e-6f, theta = 1e6f;
+  uint32_t seed = 700;
+  for (const auto& [heads, kv_heads, hd, block_size, lens, padding] : shapes) {
+    const int seqs = int(lens.size()), real = padding ? seqs - 1 : seqs;
+    const int row = kv_heads * hd, q_dim = heads * hd, qkv_dim = q_dim + 2 * row;
+    const int max_len = *std::max_element(lens.begin(), lens.end());
+    const int max_blocks = (max_len + block_size - 1) / block_size;
+    int used_blocks = 0;
+    for (int s = 0; s < real; ++s) used_blocks += (lens[size_t(s)] + block_size - 1) / block_size;
+    const int pool_blocks = used_blocks + 5;  // some blocks stay unused (and NaN)
+
+    // Each sequence's blocks are a random share of the pool, so tables interleave; the
+    // step's token of sequence s sits at position lens[s] - 1.
+    std::vector<int> pool_order(static_cast<size_t>(pool_blocks));
+    std::iota(pool_order.begin(), pool_order.end(), 0);
+    std::shuffle(pool_order.begin(), pool_order.end(), std::mt19937(seed++));
+    std::vector<int> tables(size_t(seqs) * max_blocks, 0), slots(size_t(seqs), -1);
+    std::vector<int> positions(static_cast<size_t>(seqs));
+    int next_block = 0;
+    for (int s = 0; s < seqs; ++s) {
+      const int len = lens[size_t(s)];
+      positions[size_t(s)] = len - 1;
+      if (s >= real) continue;
+      for (int b = 0; b < (len + block_size - 1) / block_size; ++b)
+        tables[size_t(s) * max_blocks + b] = pool_order[size_t(next_block++)];
+      slots[size_t(s)] = tables[size_t(s) * max_blocks + (len - 1) / block_size] * block_size + (len - 1) % block_size;
+    }
+
+    // Earlier steps' keys and values in the pools; the new slots hold poison.
+    const size_t pool_size = size_t(pool_blocks) * block_size * row;
+    std::vector<float> key_pool(pool_size, NAN), value_pool(pool_size, NAN);
+    for (int s = 0; s < real; ++s) {
+      const int old = lens[size_t(s)] - 1;
+      auto k = random_bf16(size_t(old) * row, seed++), v = random_bf16(size_t(old) * row, seed++);
+      cpu::kv_cache_write(k.values.data(), v.values.data(), old, row, tables.data() + size_t(s) * max_blocks,
+                          block_size, 0, key_pool.data(), value_pool.data());
+    }
+    std::vector<uint16_t> key_bits(pool_size), value_bits(pool_size);
+    for (size_t i = 0; i < pool_size; ++i) {
+      key_bits[i] = std::isnan(key_pool[i]) ? bf16_nan : f32_to_bf16(key_pool[i]);
+      value_bits[i] = std::isnan(value_pool[i]) ? bf16_nan : f32_to_bf16(value_pool[i]);
+    }
+
+    // The step's qkv rows through the CPU path.
+    auto qkv = random_bf16(size_t(seqs) * qkv_dim, seed++, 2.0f);
+    auto q_norm = test::random_floats(size_t(hd), seed++);
+    auto k_norm = test::random_floats(size_t(hd), seed++);
+    std::vector<float> q(size_t(seqs) * q_dim), k(size_t(seqs) * row), v(size_t(seqs) * row);
+    for (int s = 0; s < seqs; ++s) {
+      const float* at = qkv.values.data() + size_t(s) * qkv_dim;
+      std::copy(at, at + q_dim, q.begin() + ptrdiff_t(s) * q_dim);
+      std::copy(at + q_dim, at + q_dim + row, k.begin() + ptrdiff_t(s) * row);
+      std::copy(at + q_dim + row, at + qkv_dim, v.begin() + ptrdiff_t(s) * row);
+    }
+    cpu::rms_norm(q.data(), q_norm.data(), eps, seqs * heads, hd, q.data());
+    cpu::rms_norm(k.data(), k_norm.data(), eps, seqs * kv_heads, hd, k.data());
+    cpu::rope(q.data(), seqs, heads, hd, positions.data(), theta);
+    cpu::rope(k.data(), seqs, kv_heads, hd, positions.data(), theta);
+    for (float& x : q) x = bf16_to_f32(f32_to_bf16(x));
+    for (float& x : k) x = bf16_to_f32(f32_to_bf16(x));
+    std::vector<float> ref(size_t(real) * q_dim);
+    for (int s = 0; s < real; ++s) {
+      const int* table = tables.data() + size_t(s) * max_blocks;
+      cpu::kv_cache_write(k.data() + size_t(s) * row, v.data() + size_t(s) * row, 1, row, table, block_size,
+                          lens[size_t(s)] - 1, key_pool.data(), value_pool.data());
+      cpu::paged_attention(q.data() + size_t(s) * q_dim, 1, heads, kv_heads, hd,
+                           {key_pool.data(), value_pool.data(), table, block_size}, lens[size_t(s)] - 1,
+                           ref.data() + size_t(s) * q_dim);
+    }
+
+    device_buffer<uint16_t> d_qkv(qkv.bits), d_keys(key_bits), d_values(value_bits);
+    device_buffer<uint16_t> d_qkv_copy(qkv.bits), d_keys_want(key_bits), d_values_want(value_bits);
+    device_buffer<uint16_t> d_out(size_t(seqs) * q_dim, bf16_nan);
+    device_buffer<float> d_q_norm(q_norm), d_k_norm(k_norm);
+    device_buffer<float> d_workspace(cuda::paged_attention_workspace_floats(seqs, heads, kv_heads, hd, max_len), NAN);
+    device_buffer<int> d_tables(tables), d_lens(lens), d_positions(positions), d_slots(slots);
+    cuda::decode_attention(d_qkv.bf16(), d_qkv.bf16() + q_dim, d_q_norm.get(), d_k_norm.get(), eps, seqs, heads,
+                           kv_heads, hd, qkv_dim, qkv_dim, d_positions.get(), theta,
+                           {d_qkv.bf16() + q_dim + row, qkv_dim, d_slots.get(), d_keys.bf16(), d_values.bf16()},
+                           {d_keys.bf16(), d_values.bf16(), block_size, d_tables.get(), max_blocks, d_lens.get(),
+                            max_len},
+                           d_workspace.get(), d_out.bf16(), nullptr);
+    cuda::qk_norm_rope(d_qkv_copy.bf16(), d_qkv_copy.bf16() + q_dim, d_q_norm.get(), d_k_norm.get(), eps, seqs,
+                       heads, kv_heads, hd, qkv_dim, qkv_dim, d_positions.get(), theta,
+                       {d_qkv_copy.bf16() + q_dim + row, qkv_dim, d_slots.get(), d_keys_want.bf16(),
+                        d_values_want.bf16()},
+                       nullptr);
+
+    std::ostringstream name;
+    name << "decode_attention heads " << heads << "/" << kv_heads << " head_dim " << hd << " block " << block_size
+         << " lens";
+    for (int len : lens) name << " " << len;
+    if (padding) name << " (the last padding)";
+    auto out = to_f32(d_out.to_host());
+    out.resize(ref.size());
+    expect_close(name.str(), out, ref, bf16_tolerance);
+    const auto keys = d_keys.to_host(), values = d_values.to_host();
+    BOOST_TEST((keys == d_keys_want.to_host()), name.str() << ": the key pool differs from qk_norm_rope's");
+    BOOST_TEST((values == d_values_want.to_host()), name.str() << ": the value pool differs from qk_norm_rope's");
+    size_t stray = 0;
+    for (size_t slot = 0; slot < size_t(pool_blocks) * block_size; ++slot) {
+      if (std::find(slots.begin(), slots.end(), int(slot)) != slots.end()) continue;
+      for (size_t i = slot * row; i < (slot + 1) * row; ++i)
+        stray += keys[i] != key_bits[i] || values[i] != value_bits[i];
+    }
+    BOOST_TEST(stray == 0u, name.str() << ": " << stray << " writes outside the new slots");
+  }
+}
+
 BOOST_AUTO_TEST_CASE(matmul_matches_cpu) {
   struct shape {
     int m, k, n;
