@@ -647,6 +647,21 @@ static void launch_fused(const step_qkv& in, int seqs, const split_shape& sh, co
                             cluster_threads, shared, stream, in, sh, kv, out, inv_freq);
 }
 
+// The kernels' instantiations: f(shape<head_dim, wide>{}) for the call's shape.
+template <int head_dim_, bool wide_>
+struct shape {
+  static constexpr int head_dim = head_dim_;
+  static constexpr bool wide = wide_;
+};
+
+template <class F>
+static void with_shape(int head_dim, int group, F&& f) {
+  if (head_dim == 64)
+    group > 8 ? f(shape<64, true>{}) : f(shape<64, false>{});
+  else
+    group > 8 ? f(shape<128, true>{}) : f(shape<128, false>{});
+}
+
 static void check_attention(const __nv_bfloat16* q, int q_stride, int seqs, int heads, int kv_heads, int head_dim,
                             const paged_kv_batch& kv) {
   TROUPE_CHECK(seqs >= 0 && kv_heads > 0 && heads % kv_heads == 0, "heads must be a multiple of kv_heads");
@@ -668,23 +683,17 @@ void paged_attention(const __nv_bfloat16* q, int q_stride, int seqs, int heads, 
   const int group = heads / kv_heads;
   if (const split_plan plan = plan_cluster(int64_t(seqs) * kv_heads, kv.max_seq_len); plan.splits > 0) {
     const split_shape sh{heads, kv_heads, group, plan.split_len, plan.splits};
-    if (head_dim == 64)
-      group > 8 ? launch_cluster<64, true>(q, q_stride, seqs, sh, kv, out, stream)
-                : launch_cluster<64, false>(q, q_stride, seqs, sh, kv, out, stream);
-    else
-      group > 8 ? launch_cluster<128, true>(q, q_stride, seqs, sh, kv, out, stream)
-                : launch_cluster<128, false>(q, q_stride, seqs, sh, kv, out, stream);
+    with_shape(head_dim, group, [&](auto s) {
+      launch_cluster<decltype(s)::head_dim, decltype(s)::wide>(q, q_stride, seqs, sh, kv, out, stream);
+    });
     return;
   }
   const split_plan plan = plan_splits(seqs, kv_heads, kv.max_seq_len);
   const split_results results = results_of(workspace, seqs, heads, head_dim, plan.splits);
   const split_shape sh{heads, kv_heads, group, plan.split_len, plan.splits};
-  if (head_dim == 64)
-    group > 8 ? launch_splits<64, true>(q, q_stride, seqs, sh, kv, results, stream)
-              : launch_splits<64, false>(q, q_stride, seqs, sh, kv, results, stream);
-  else
-    group > 8 ? launch_splits<128, true>(q, q_stride, seqs, sh, kv, results, stream)
-              : launch_splits<128, false>(q, q_stride, seqs, sh, kv, results, stream);
+  with_shape(head_dim, group, [&](auto s) {
+    launch_splits<decltype(s)::head_dim, decltype(s)::wide>(q, q_stride, seqs, sh, kv, results, stream);
+  });
   // Eight floats past the splits: the unrolled weighted sum may load past `used` (shared
   // loads cannot fault, so the compiler may speculate them), and they must stay inside.
   launch_dependent(merge_kernel, dim3(heads, seqs), threads, sizeof(float) * (size_t(plan.splits) + 8), stream,
@@ -712,12 +721,9 @@ void decode_attention(__nv_bfloat16* q, const __nv_bfloat16* k, const float* q_n
   const split_shape sh{heads, kv_heads, group, plan.split_len, plan.splits};
   const step_qkv in{q, q_stride, k, k_stride, q_norm, k_norm, eps, positions, cache};
   const inv_freq_table inv_freq = rope_inv_freq(theta, head_dim);
-  if (head_dim == 64)
-    group > 8 ? launch_fused<64, true>(in, seqs, sh, kv, inv_freq, out, stream)
-              : launch_fused<64, false>(in, seqs, sh, kv, inv_freq, out, stream);
-  else
-    group > 8 ? launch_fused<128, true>(in, seqs, sh, kv, inv_freq, out, stream)
-              : launch_fused<128, false>(in, seqs, sh, kv, inv_freq, out, stream);
+  with_shape(head_dim, group, [&](auto s) {
+    launch_fused<decltype(s)::head_dim, decltype(s)::wide>(in, seqs, sh, kv, inv_freq, out, stream);
+  });
 }
 
 }  // namespace troupe::cuda
