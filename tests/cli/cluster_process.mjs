@@ -1,11 +1,11 @@
 // What the cluster tests share: a fixture model with a tokenizer, cluster.conf files,
 // `troupe cluster up` as a child process, and greedy completions through the openai SDK.
-import { spawn, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { copyFileSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import OpenAI from 'openai';
-import { binary, sourceDir } from '../gateway/server_process.mjs';
+import { sourceDir, startServing } from '../gateway/server_process.mjs';
 
 export const fixture = join(sourceDir, 'tests/golden/fixtures/sparse_step2_mqa_bias');  // 4 layers, 16 experts
 export const golden = JSON.parse(readFileSync(join(fixture, 'golden.json'), 'utf8'));
@@ -47,24 +47,9 @@ ${body}`);
   return path;
 }
 
-// Runs `troupe cluster up FILE --port 0` until it serves; its stderr is kept for failures.
-export async function startCluster(conf) {
-  const child = spawn(binary, ['cluster', 'up', conf, '--port', '0'], { stdio: ['ignore', 'pipe', 'pipe'] });
-  let stderr = '';
-  child.stderr.on('data', (d) => { stderr += d; });
-  const port = await new Promise((resolve, reject) => {
-    let out = '';
-    const timer = setTimeout(() => reject(new Error('the cluster did not start: ' + stderr)), 120000);
-    child.stdout.on('data', (d) => {
-      out += d;
-      const m = out.match(/on http:\/\/127\.0\.0\.1:(\d+)/);
-      if (m) { clearTimeout(timer); resolve(Number(m[1])); }
-    });
-    child.on('exit', (code) => { clearTimeout(timer); reject(new Error(`cluster up exited with ${code}: ${stderr}`)); });
-  });
-  const exited = new Promise((resolve) => child.on('exit', (code, signal) => resolve({ code, signal })));
-  return { baseURL: `http://127.0.0.1:${port}`, stderr: () => stderr,
-           async stop() { child.kill('SIGTERM'); return exited; } };
+// Runs `troupe cluster up FILE --port 0` until it serves.
+export function startCluster(conf) {
+  return startServing(['cluster', 'up', conf, '--port', '0'], 120000);
 }
 
 export function clientOf(server) {

@@ -17,24 +17,30 @@ export function makeTinyModel() {
 }
 
 export async function startServer(modelDir, extraArgs = []) {
-  const child = spawn(binary, ['serve', '--model', modelDir, '--port', '0', '--served-model-name', 'tiny', ...extraArgs],
-                      { stdio: ['ignore', 'pipe', 'pipe'] });
+  return startServing(['serve', '--model', modelDir, '--port', '0', '--served-model-name', 'tiny', ...extraArgs], 30000);
+}
+
+// Runs `troupe ARGS` until it prints the address it serves on (within `patience` ms);
+// its stderr is kept for failures.
+export async function startServing(args, patience) {
+  const child = spawn(binary, args, { stdio: ['ignore', 'pipe', 'pipe'] });
   let stderr = '';
   child.stderr.on('data', (d) => { stderr += d; });
   const port = await new Promise((resolve, reject) => {
     let out = '';
-    const timer = setTimeout(() => reject(new Error('server did not start: ' + stderr)), 30000);
+    const timer = setTimeout(() => reject(new Error(`troupe ${args[0]} did not start: ${stderr}`)), patience);
     child.stdout.on('data', (d) => {
       out += d;
       const m = out.match(/on http:\/\/127\.0\.0\.1:(\d+)/);
       if (m) { clearTimeout(timer); resolve(Number(m[1])); }
     });
-    child.on('exit', (code) => reject(new Error(`server exited with ${code}: ${stderr}`)));
+    child.on('exit', (code) => { clearTimeout(timer); reject(new Error(`troupe ${args[0]} exited with ${code}: ${stderr}`)); });
   });
   const exited = new Promise((resolve) => child.on('exit', (code, signal) => resolve({ code, signal })));
   return {
     port,
     baseURL: `http://127.0.0.1:${port}`,
+    stderr: () => stderr,
     async stop() { child.kill('SIGTERM'); return exited; },
   };
 }
