@@ -104,6 +104,24 @@ test('a ramp moves the weights gradually', async () => {
   assert.ok(green.weight > 0.99 && green.weight < 1.1, `green ${green.weight}`);
 });
 
+test('calls in flight finish on the replica drained under them', async () => {
+  assert.equal((await traffic({ weights: { blue: 1, green: 0 } })).status, 200);
+  const start = await routed();
+  const long = Array.from({ length: 4 }, (_, i) => greedy(client, [20 + i, 3, 3], 200));
+  for (let i = 0; i < 100; ++i) {  // until all four run on blue
+    if ((await traffic()).json.replicas[0].in_flight === 4) break;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  assert.equal((await traffic({ weights: { blue: 0, green: 1 } })).status, 200);
+  const fresh = await greedy(client, golden.prompt, 4);
+  const done = await Promise.all(long);
+  for (const d of done) assert.equal(d.ids.length, 200, 'a drained call was cut short');
+  assert.deepEqual(fresh.ids, golden.greedy.slice(0, 4));
+  const now = await routed();
+  assert.equal(now.blue - start.blue, 4);
+  assert.equal(now.green - start.green, 1);
+});
+
 test("a replica whose node process dies is seen as down and skipped", async () => {
   assert.equal((await traffic({ weights: { blue: 1, green: 1 } })).status, 200);
   const pid = spawnSync('pgrep', ['-f', `node --config ${conf} --name second`], { encoding: 'utf8' }).stdout.trim();
