@@ -144,3 +144,13 @@ test('a malformed cluster.conf: file:line error, exit 2', () => {
   assert.equal(r.status, 2);
   assert.match(r.stderr, /broken\.conf:\d+: .*nowhere/);
 });
+
+test('a head killed with SIGKILL takes its node processes with it', async () => {
+  const path = conf('killed.conf');
+  const doomed = await startCluster(path);
+  assert.equal(nodesOf(path).length, 2);
+  process.kill(doomed.pid, 'SIGKILL');
+  const deadline = Date.now() + 20000;
+  while (nodesOf(path).length > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 200));
+  assert.deepEqual(nodesOf(path), [], 'node processes outlived their head');
+});

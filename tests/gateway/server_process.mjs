@@ -1,5 +1,5 @@
-// Starts `troupe serve` on port 0 as a child process for the Node tests and stops it
-// with SIGTERM; also makes the tiny random-weight model they serve.
+// Starts `troupe serve` (or `troupe cluster up`) on port 0 as a child process for the Node
+// tests and stops it with SIGTERM; also makes the tiny random-weight model they serve.
 import { spawn, execFileSync } from 'node:child_process';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -40,6 +40,7 @@ export async function startServing(args, patience) {
   return {
     port,
     baseURL: `http://127.0.0.1:${port}`,
+    pid: child.pid,
     stderr: () => stderr,
     async stop() { child.kill('SIGTERM'); return exited; },
   };
