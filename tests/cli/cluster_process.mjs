@@ -1,6 +1,5 @@
 // What the cluster tests share: a fixture model with a tokenizer, cluster.conf files,
 // `troupe cluster up` as a child process, and greedy completions through the openai SDK.
-import { spawnSync } from 'node:child_process';
 import { copyFileSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -64,8 +63,21 @@ export async function greedy(client, prompt, maxTokens, extra = {}) {
   return { ids: lp.tokens.map((t) => Number(t.slice('token_id:'.length))), logprobs: lp.token_logprobs };
 }
 
-// Node processes started for `conf` that are still running.
-export function nodesOf(conf) {
-  const r = spawnSync('pgrep', ['-f', `node --config ${conf}`], { encoding: 'utf8' });
-  return r.stdout.trim().split('\n').filter((s) => s.length);
+// The pids of the node processes started for `conf` that are still running (and, given
+// `name`, that node's only), from /proc.
+export function nodesOf(conf, name) {
+  const wanted = ['node', '--config', conf, ...(name ? ['--name', name] : [])];
+  const pids = [];
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    let args;
+    try {
+      args = readFileSync(`/proc/${entry}/cmdline`, 'utf8').split('\0');
+    } catch {
+      continue;  // it ended meanwhile
+    }
+    const at = args.indexOf('node');
+    if (at >= 0 && wanted.every((w, i) => args[at + i] === w)) pids.push(Number(entry));
+  }
+  return pids;
 }

@@ -4,11 +4,10 @@
 // replicas give the same greedy tokens, transformers' (the golden fixture).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { clientOf, fixtureModel, golden, greedy, startCluster, writeConf } from './cluster_process.mjs';
+import { clientOf, fixtureModel, golden, greedy, nodesOf, startCluster, writeConf } from './cluster_process.mjs';
 
 let cluster, client, conf;
 
@@ -124,9 +123,9 @@ test('calls in flight finish on the replica drained under them', async () => {
 
 test("a replica whose node process dies is seen as down and skipped", async () => {
   assert.equal((await traffic({ weights: { blue: 1, green: 1 } })).status, 200);
-  const pid = spawnSync('pgrep', ['-f', `node --config ${conf} --name second`], { encoding: 'utf8' }).stdout.trim();
-  assert.match(pid, /^\d+$/);
-  process.kill(Number(pid), 'SIGKILL');
+  const pids = nodesOf(conf, 'second');
+  assert.equal(pids.length, 1);
+  process.kill(pids[0], 'SIGKILL');
   const deadline = Date.now() + 15000;
   let green;
   do {
