@@ -6,6 +6,7 @@
 
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <ctime>
 
 #include <caf/io/middleman.hpp>
@@ -18,6 +19,9 @@
 #include "transport/ucx_transport.hpp"
 
 namespace troupe::cli {
+
+// How long a stop signal waits for the agent to stop its actors (a step in flight finishes).
+constexpr auto stop_grace = std::chrono::seconds(10);
 
 int node_command(int argc, char** argv) {
   auto a = args::parse(argc, argv, {});
@@ -83,17 +87,22 @@ int node_command(int argc, char** argv) {
   caf::scoped_actor self{system, /*hide=*/true};
   self->monitor(agent);
   const timespec poll{0, 200'000'000};
-  for (;;) {
+  bool ended = false;
+  while (!ended) {
     if (sigtimedwait(&stop_signals, nullptr, &poll) > 0) {
       caf::anon_send_exit(agent, caf::exit_reason::user_shutdown);
+      self->receive([](const caf::down_msg&) {}, caf::after(stop_grace) >> [] {});
       break;
     }
-    bool ended = false;
     self->receive([&](const caf::down_msg&) { ended = true; }, caf::after(std::chrono::seconds(0)) >> [] {});
-    if (ended) break;
   }
+  // The agent is down and its stages and expert groups with it. The actor system's own
+  // teardown could still wait forever: CAF keeps an actor whose handle went to another node
+  // alive for that node, and a head that vanished (SIGKILL) never lets go. Nothing is left
+  // to do here, so the process ends without it.
   std::fprintf(stderr, "troupe node %s: stopped\n", name->c_str());
-  return 0;
+  std::fflush(nullptr);
+  std::_Exit(0);
 }
 
 }  // namespace troupe::cli
