@@ -19,6 +19,7 @@
 #include "tests/support/error_text.hpp"
 #include "tests/support/random.hpp"
 #include "tests/transport/byte_pattern.hpp"
+#include "tests/transport/transport_kinds.hpp"
 #include "transport/expert_server.hpp"
 #include "transport/expert_wire.hpp"
 #include "transport/in_process_transport.hpp"
@@ -111,18 +112,7 @@ bool contains(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;
 }
 
-struct in_process_kind {
-  std::shared_ptr<in_process_hub> hub = std::make_shared<in_process_hub>();
-  std::shared_ptr<transport> make() { return std::make_shared<in_process_transport>(hub); }
-};
-struct ucx_kind {
-  std::shared_ptr<transport> make() {
-    auto t = ucx_transport::create();
-    BOOST_REQUIRE_MESSAGE(t, test::error_text(t));
-    return std::move(t).value();
-  }
-};
-using kinds = std::tuple<in_process_kind, ucx_kind>;
+using kinds = test::transport_kinds;
 
 // Nodes 0..n-1, each an endpoint connected to every node in node order, with its own
 // in_process_experts (empty until attached) and, once started, an expert_server. Node 0

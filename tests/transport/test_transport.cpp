@@ -12,6 +12,7 @@
 
 #include "tests/support/error_text.hpp"
 #include "tests/transport/byte_pattern.hpp"
+#include "tests/transport/transport_kinds.hpp"
 #include "transport/in_process_transport.hpp"
 #include "transport/tags.hpp"
 #include "transport/ucx_transport.hpp"
@@ -19,19 +20,7 @@
 using namespace troupe;
 using namespace std::chrono_literals;
 
-// The kinds of transport the table runs over: each makes endpoints that reach each other.
-struct in_process_kind {
-  std::shared_ptr<in_process_hub> hub = std::make_shared<in_process_hub>();
-  std::unique_ptr<transport> make() { return std::make_unique<in_process_transport>(hub); }
-};
-struct ucx_kind {
-  std::unique_ptr<transport> make() {
-    auto t = ucx_transport::create();
-    BOOST_REQUIRE_MESSAGE(t, test::error_text(t));
-    return std::move(t).value();
-  }
-};
-using kinds = std::tuple<in_process_kind, ucx_kind>;
+using kinds = test::transport_kinds;
 
 namespace {
 
