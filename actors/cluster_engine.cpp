@@ -55,7 +55,8 @@ void running_cluster::stop(caf::actor_system& system) {
 }
 
 result<running_cluster> start_cluster_engine(caf::actor_system& system, const cluster_spec& spec,
-                                             const std::vector<node_agent_actor>& agents, scheduler_options scheduler) {
+                                             const model_config& model, const std::vector<node_agent_actor>& agents,
+                                             scheduler_options scheduler) {
   caf::scoped_actor self{system, /*hide=*/true};
   const auto deadline = std::chrono::steady_clock::now() + spec.cluster.startup_timeout;
   const caf::duration control{std::chrono::duration_cast<std::chrono::milliseconds>(spec.cluster.startup_timeout)};
@@ -77,10 +78,8 @@ result<running_cluster> start_cluster_engine(caf::actor_system& system, const cl
     if (!blocks) return blocks.err();
     if (*blocks > 0) num_blocks = num_blocks == 0 ? *blocks : std::min(num_blocks, *blocks);
   }
-  auto config = load_model_config(spec.model.path);
-  if (!config) return config.err();
   running_cluster c;
-  c.config = std::move(*config);
+  c.config = model;
   c.num_blocks = num_blocks;
   const int model_len = spec.engine.max_model_len > 0 ? spec.engine.max_model_len : c.config.max_position_embeddings;
   c.max_model_len = std::min(model_len, num_blocks * spec.engine.block_size);
@@ -88,9 +87,8 @@ result<running_cluster> start_cluster_engine(caf::actor_system& system, const cl
   c.health = system.spawn(health_monitor);
   c.actors.push_back(caf::actor_cast<caf::actor>(c.health));
   // The gateway node's agent, in this process, stops with the rest.
-  const std::string& head = spec.gateway.node.empty() ? spec.nodes.front().name : spec.gateway.node;
   for (size_t i = 0; i < agents.size(); ++i)
-    if (spec.nodes[i].name == head) c.actors.push_back(caf::actor_cast<caf::actor>(agents[i]));
+    if (spec.nodes[i].name == spec.gateway.node) c.actors.push_back(caf::actor_cast<caf::actor>(agents[i]));
   std::vector<scheduler_actor> schedulers;
   size_t components = 0;
   for (const replica_spec& r : spec.replicas) {

@@ -24,10 +24,12 @@ struct running_cluster {
   void stop(caf::actor_system& system);
 };
 
-// agents[i] is spec.nodes[i]'s; the gateway node's runs in this process. `scheduler` as in
+// `model` is the file's config.json; agents[i] is spec.nodes[i]'s, the gateway node's in
+// this process. `scheduler` as in
 // one process (stage count, prefix and step timeout come from the spec). An error names the
 // node that failed and why.
 result<running_cluster> start_cluster_engine(caf::actor_system& system, const cluster_spec& spec,
-                                             const std::vector<node_agent_actor>& agents, scheduler_options scheduler);
+                                             const model_config& model, const std::vector<node_agent_actor>& agents,
+                                             scheduler_options scheduler);
 
 }  // namespace troupe

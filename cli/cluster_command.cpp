@@ -15,31 +15,24 @@ std::string where(const placement& p) {
 }
 
 int check(const char* file) {
-  auto spec = read_cluster_spec(file);
-  if (!spec) {
-    std::fprintf(stderr, "troupe cluster check: %s\n", spec.err().message.c_str());
+  auto checked = read_cluster_with_model(file);
+  if (!checked) {
+    std::fprintf(stderr, "troupe cluster check: %s\n", checked.err().message.c_str());
     return 2;
   }
-  auto model = load_model_config(spec->model.path);
-  if (!model) {
-    std::fprintf(stderr, "troupe cluster check: %s\n", model.err().message.c_str());
-    return 2;
-  }
-  if (auto fits = validate_against_model(*spec, *model); !fits) {
-    std::fprintf(stderr, "troupe cluster check: %s\n", fits.err().message.c_str());
-    return 2;
-  }
+  const cluster_spec& spec = checked->spec;
+  const model_config& model = checked->model;
   std::printf("%s: %s, %zu node(s), %zu replica(s); model %s (%d layers, %d experts)\n", file,
-              spec->is_cluster ? "a cluster" : "a single node", spec->nodes.size(), spec->replicas.size(),
-              spec->model.path.string().c_str(), model->num_layers, model->num_experts);
-  for (const node_spec& n : spec->nodes)
+              spec.is_cluster ? "a cluster" : "a single node", spec.nodes.size(), spec.replicas.size(),
+              spec.model.path.string().c_str(), model.num_layers, model.num_experts);
+  for (const node_spec& n : spec.nodes)
     std::printf("  node %s at %s:%d\n", n.name.c_str(), n.address.c_str(), n.port);
-  for (const replica_spec& r : spec->replicas) {
+  for (const replica_spec& r : spec.replicas) {
     std::printf("  replica %s (weight %g)\n", r.name.c_str(), r.weight);
     for (const placement& s : r.stages)
-      std::printf("    stage layers %d-%d on %s\n", s.first, s.last.value_or(model->num_layers - 1), where(s).c_str());
+      std::printf("    stage layers %d-%d on %s\n", s.first, s.last.value_or(model.num_layers - 1), where(s).c_str());
     for (const placement& e : r.experts)
-      std::printf("    experts %d-%d on %s\n", e.first, e.last.value_or(model->num_experts - 1), where(e).c_str());
+      std::printf("    experts %d-%d on %s\n", e.first, e.last.value_or(model.num_experts - 1), where(e).c_str());
   }
   return 0;
 }

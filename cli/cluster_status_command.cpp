@@ -55,15 +55,15 @@ int cluster_status_command(int argc, char** argv) {
   auto url = a->take("--url");
   auto key = a->take("--api-key");
   if (auto s = a->finish(); !s) return fail(s.err().message, 2);
-  auto spec = read_cluster_spec(argv[0]);
-  if (!spec) return fail(spec.err().message, 2);
-  auto model = load_model_config(spec->model.path);
-  if (!model) return fail(model.err().message, 2);
+  auto checked = read_cluster_with_model(argv[0]);
+  if (!checked) return fail(checked.err().message, 2);
+  const cluster_spec& spec = checked->spec;
+  const model_config& model = checked->model;
   const std::string base =
-      url.value_or("http://" + spec->gateway.host + ":" + std::to_string(spec->gateway.port));
+      url.value_or("http://" + spec.gateway.host + ":" + std::to_string(spec.gateway.port));
   auto address = bench::parse_base_url(base);
   if (!address) return fail(address.err().message, 2);
-  const std::string api_key = key.value_or(spec->gateway.api_key);
+  const std::string api_key = key.value_or(spec.gateway.api_key);
   const std::string headers = api_key.empty() ? "" : "Authorization: Bearer " + api_key + "\r\n";
   bench::http_client client(*address, std::chrono::seconds(10));
   std::string body;
@@ -74,7 +74,7 @@ int cluster_status_command(int argc, char** argv) {
   auto status = parse_status_json(body);
   if (!status) return fail(status.err().message, 1);
 
-  std::printf("cluster %s, gateway %s\n\n", spec->cluster.name.c_str(), base.c_str());
+  std::printf("cluster %s, gateway %s\n\n", spec.cluster.name.c_str(), base.c_str());
   std::printf("%-12s %7s %9s %9s %8s %8s %15s\n", "replica", "weight", "in flight", "routable", "running", "waiting",
               "KV blocks used");
   for (const replica_status& r : status->replicas) {
@@ -91,7 +91,7 @@ int cluster_status_command(int argc, char** argv) {
     const bool stage = c.name.find("/stage_") != std::string::npos;
     char last[32] = "-";  // expert groups report no steps of their own
     if (stage) std::snprintf(last, sizeof last, "%.1f s ago", c.seconds_since_progress);
-    std::printf("%-24s %-35s %-6s %8u %10s\n", c.name.c_str(), placement_of(*spec, c.name, *model).c_str(),
+    std::printf("%-24s %-35s %-6s %8u %10s\n", c.name.c_str(), placement_of(spec, c.name, model).c_str(),
                 c.ready ? "yes" : "no", c.restarts, last);
   }
   return all_ready ? 0 : 1;

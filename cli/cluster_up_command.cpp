@@ -84,29 +84,27 @@ int cluster_up_command(int argc, char** argv) {
   if (!a) return fail(a.err().message, 2);
   auto port = a->take_int("--port", -1);
   if (auto s = a->finish(); !s || !port) return fail(!s ? s.err().message : port.err().message, 2);
-  auto spec = read_cluster_spec(argv[0]);
-  if (!spec) return fail(spec.err().message, 2);
-  auto model = load_model_config(spec->model.path);
-  if (!model) return fail(model.err().message, 2);
-  if (auto fits = validate_against_model(*spec, *model); !fits) return fail(fits.err().message, 2);
-  if (auto runs = supported(*spec); !runs) return fail(runs.err().message, 2);
-  const std::string head = spec->gateway.node.empty() ? spec->nodes.front().name : spec->gateway.node;
-  if (std::any_of(spec->nodes.begin(), spec->nodes.end(),
+  auto checked = read_cluster_with_model(argv[0]);
+  if (!checked) return fail(checked.err().message, 2);
+  const cluster_spec& spec = checked->spec;
+  if (auto runs = supported(spec); !runs) return fail(runs.err().message, 2);
+  const std::string& head = spec.gateway.node;  // the first node's when the file names none
+  if (std::any_of(spec.nodes.begin(), spec.nodes.end(),
                   [&](const node_spec& n) { return n.name != head && n.port == 0; }))
     share_cores_politely(argc, argv);
 
   const sigset_t stop_signals = block_stop_signals();
-  auto codec = load_text_codec(spec->model.path);
+  auto codec = load_text_codec(spec.model.path);
   if (!codec) return fail(codec.err().message);
-  const auto deadline = std::chrono::steady_clock::now() + spec->cluster.startup_timeout;
+  const auto deadline = std::chrono::steady_clock::now() + spec.cluster.startup_timeout;
   node_processes children;
   std::vector<int> ports;
-  for (const node_spec& n : spec->nodes) {
+  for (const node_spec& n : spec.nodes) {
     if (n.name == head || n.port != 0) {
       ports.push_back(n.port);
       continue;
     }
-    auto started = children.start(spec->file, n.name, deadline);
+    auto started = children.start(spec.file, n.name, deadline);
     if (!started) return fail(started.err().message);
     ports.push_back(*started);
   }
@@ -114,13 +112,13 @@ int cluster_up_command(int argc, char** argv) {
   auto link = ucx_transport::create();
   if (!link) return fail("the transport: " + link.err().message);
   caf::actor_system_config config;
-  configure_cluster_system(config, *spec);
+  configure_cluster_system(config, spec);
   caf::actor_system system{config};
   std::vector<node_agent_actor> agents;
-  for (size_t i = 0; i < spec->nodes.size(); ++i) {
-    const node_spec& n = spec->nodes[i];
+  for (size_t i = 0; i < spec.nodes.size(); ++i) {
+    const node_spec& n = spec.nodes[i];
     if (n.name == head) {
-      node_agent_options options{*spec, int(i), backend_options_of(*spec), {}, std::shared_ptr<transport>(std::move(*link)),
+      node_agent_options options{spec, int(i), backend_options_of(spec), {}, std::shared_ptr<transport>(std::move(*link)),
                                  vocabulary_of(*codec->tok)};
       agents.push_back(system.spawn(node_agent, std::move(options)));
       continue;
@@ -130,18 +128,18 @@ int cluster_up_command(int argc, char** argv) {
     agents.push_back(*agent);
   }
   std::fprintf(stderr, "troupe cluster up: reached all %zu nodes; joining them and starting their parts\n", agents.size());
-  auto cluster = start_cluster_engine(system, *spec, agents, scheduler_options{spec->engine.max_num_seqs,
-                                                                             spec->engine.max_num_batched_tokens});
+  auto cluster = start_cluster_engine(system, spec, checked->model, agents,
+                                     scheduler_options{spec.engine.max_num_seqs, spec.engine.max_num_batched_tokens});
   if (!cluster) return fail(cluster.err().message);
   gateway_options g;
-  g.routing = routing_policy_named(spec->gateway.routing).value();
-  g.served_model_name = spec->model.served_model_name.empty() ? spec->model.path.filename().string()
-                                                              : spec->model.served_model_name;
-  g.api_key = spec->gateway.api_key;
-  g.max_pending = size_t(spec->gateway.max_pending);
+  g.routing = routing_policy_named(spec.gateway.routing).value();
+  g.served_model_name = spec.model.served_model_name.empty() ? spec.model.path.filename().string()
+                                                              : spec.model.served_model_name;
+  g.api_key = spec.gateway.api_key;
+  g.max_pending = size_t(spec.gateway.max_pending);
   http::server_options http;
-  http.host = spec->gateway.host;
-  http.port = *port >= 0 ? *port : spec->gateway.port;
+  http.host = spec.gateway.host;
+  http.port = *port >= 0 ? *port : spec.gateway.port;
   const served_engine e{cluster->config,        cluster->health,     cluster->replicas,
                         cluster->max_model_len, cluster->num_blocks, [&] { cluster->stop(system); }};
   return serve_until_stopped(system, e, *codec, g, http, stop_signals, "troupe cluster up");

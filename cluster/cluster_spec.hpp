@@ -107,4 +107,12 @@ const ini_section* first_cluster_section(const ini_file& file);
 // experts, each exactly once (a model without experts takes no `experts`).
 status validate_against_model(const cluster_spec& spec, const model_config& model);
 
+// A file read and checked against its model's config.json ([model] path), as the
+// `troupe cluster` commands take it: the first error, file:line where the file is at fault.
+struct cluster_with_model {
+  cluster_spec spec;
+  model_config model;
+};
+result<cluster_with_model> read_cluster_with_model(const std::filesystem::path& file);
+
 }  // namespace troupe

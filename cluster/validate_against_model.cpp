@@ -33,4 +33,13 @@ status validate_against_model(const cluster_spec& spec, const model_config& mode
   return ok();
 }
 
+result<cluster_with_model> read_cluster_with_model(const std::filesystem::path& file) {
+  auto spec = read_cluster_spec(file);
+  if (!spec) return spec.err();
+  auto model = load_model_config(spec->model.path);
+  if (!model) return model.err();
+  if (auto fits = validate_against_model(*spec, *model); !fits) return fits.err();
+  return cluster_with_model{std::move(*spec), std::move(*model)};
+}
+
 }  // namespace troupe
