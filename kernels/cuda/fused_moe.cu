@@ -10,11 +10,12 @@
 #include "kernels/cuda/moe_gemv.cuh"
 #include "kernels/cuda/moe_gate_up.cuh"
 #include "kernels/cuda/moe_grouped.cuh"
+#include "kernels/cuda/moe_stream.cuh"
 #include "kernels/cuda/moe_tile_gemm.cuh"
 
 namespace troupe::cuda {
 
-static constexpr int decode_rows = moe_tile::decode::rows;
+static constexpr int decode_rows = moe_stream::rows;
 static constexpr int prefill_rows = moe_tile::prefill::rows;
 // Pairs per local expert from which a caller with a cuBLAS handle gets moe_grouped: each
 // expert's GEMM then has rows enough for cuBLAS's large tiles.

@@ -5,9 +5,55 @@
 #include "base/check.hpp"
 #include "kernels/cuda/check.cuh"
 #include "kernels/cuda/dependent_launch.cuh"
+#include "kernels/cuda/moe_stream.cuh"
 #include "kernels/cuda/moe_tile_gemm.cuh"
 
 namespace troupe::cuda {
+
+static constexpr int stream_warps = 4;
+
+// A decode tile's warp: output columns h0 .. h0 + 15 as the mma's rows.
+template <int n_tiles>
+static __device__ __forceinline__ void down_outputs(const __nv_bfloat16* act, int inter, const __nv_bfloat16* w,
+                                                    int hidden, const float* weights, const moe_tile::tile& tile,
+                                                    int h0, float* y) {
+  const int g = int(threadIdx.x) % 32 / 4, t = int(threadIdx.x) % 4;
+  const __nv_bfloat16* rows[n_tiles];
+#pragma unroll
+  for (int n = 0; n < n_tiles; ++n) rows[n] = act + size_t(tile.row + n * moe_stream::n_tile + g) * inter;
+  float acc[n_tiles][4];
+  moe_stream::multiply<n_tiles>(w + size_t(h0 + g) * inter, w + size_t(h0 + 8 + g) * inter, rows, inter, acc,
+                                [] { begin_dependent(); });
+#pragma unroll
+  for (int n = 0; n < n_tiles; ++n)
+#pragma unroll
+    for (int i = 0; i < 2; ++i) {
+      const int pair = tile.pairs[n * moe_stream::n_tile + 2 * t + i];
+      if (pair < 0) continue;
+      float* out = y + size_t(pair) * hidden + h0 + g;
+      out[0] = weights[pair] * acc[n][i];
+      out[8] = weights[pair] * acc[n][2 + i];
+    }
+}
+
+// Block (column block, 16-row tile): a warp per 16 output columns. It reads the plan
+// before its wait (moe_align, two kernels back, is done once moe_gate_up's blocks are past
+// theirs) and starts streaming w2; only act comes from the kernel before.
+static __global__ void __launch_bounds__(stream_warps * 32)
+    moe_down_stream_kernel(const __nv_bfloat16* act, int inter, const __nv_bfloat16* w2, int hidden,
+                           const float* weights, moe_plan plan, float* y) {
+  const moe_tile::tile tile = moe_tile::find_tile(plan, blockIdx.y);
+  const int h0 = (int(blockIdx.x) * stream_warps + int(threadIdx.x) / 32) * moe_stream::rows;
+  if (tile.expert < 0 || h0 >= hidden) {
+    begin_dependent();
+    return;
+  }
+  const __nv_bfloat16* w = w2 + size_t(tile.expert) * hidden * inter;
+  if (tile.pairs[moe_stream::n_tile] < 0)
+    down_outputs<1>(act, inter, w, hidden, weights, tile, h0, y);
+  else
+    down_outputs<2>(act, inter, w, hidden, weights, tile, h0, y);
+}
 
 // Block (column block, tile): S::cols output columns of the tile's rows.
 template <class S>
@@ -70,16 +116,19 @@ void moe_down(const __nv_bfloat16* act, int inter, const __nv_bfloat16* w2, int 
   TROUPE_CHECK(hidden > 0 && hidden % 16 == 0, "hidden must be a positive multiple of 16");
   TROUPE_CHECK(inter > 0 && inter % 16 == 0, "inter must be a positive multiple of 16");
   TROUPE_CHECK(
-      plan.tile_rows == moe_tile::decode::rows || plan.tile_rows == moe_tile::prefill::rows,
+      plan.tile_rows == moe_stream::rows || plan.tile_rows == moe_tile::prefill::rows,
       "tile height must be 16 or 64");
   TROUPE_CHECK(plan.max_tiles >= 0 && plan.max_tiles <= 65535, "too many tiles for the grid");
   TROUPE_CHECK(uintptr_t(act) % 16 == 0 && uintptr_t(w2) % 16 == 0 && uintptr_t(y) % 16 == 0,
                "pointers must be 16-byte aligned");
   if (plan.max_tiles == 0) return;
-  if (plan.tile_rows == moe_tile::decode::rows)
-    launch<moe_tile::decode>(act, inter, w2, hidden, weights, plan, y, stream);
-  else
+  if (plan.tile_rows == moe_tile::prefill::rows) {
     launch<moe_tile::prefill>(act, inter, w2, hidden, weights, plan, y, stream);
+    return;
+  }
+  constexpr int block_columns = stream_warps * moe_stream::rows;
+  launch_dependent(moe_down_stream_kernel, dim3((hidden + block_columns - 1) / block_columns, plan.max_tiles),
+                   stream_warps * 32, 0, stream, act, inter, w2, hidden, weights, plan, y);
 }
 
 }  // namespace troupe::cuda

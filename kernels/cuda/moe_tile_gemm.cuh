@@ -1,6 +1,6 @@
 #pragma once
-// The main loop moe_gate_up and moe_down share, and how their blocks find their tiles. A
-// block multiplies `rows` activation rows by `cols` weight rows (Linear weights, [out,
+// The main loop of moe_gate_up's and moe_down's prefill tiles (64 rows; the decode tiles
+// are moe_stream.cuh's), and how their blocks find their tiles. A block multiplies `rows` activation rows by `cols` weight rows (Linear weights, [out,
 // in]) over k: bf16 WMMA with fp32 accumulators, both operands streamed through shared
 // memory in a ring of `stages` k-chunks filled by 16-byte cp.async copies. With warps_k >
 // 1 the block is that many groups of warps, each with its own ring over its share of k
@@ -36,11 +36,6 @@ struct shape {
                 "the epilogue's and the k groups' scratch must fit in the rings");
 };
 
-// Decode: a few pairs per expert and the weights streamed once. One warp and 32 weight
-// rows per block give batch 128 thousands of blocks; each keeps 3 k-chunks (12 KB of
-// weights) in flight, and eight fit on an SM: more blocks beat deeper rings
-// (bench_cuda_moe on the H200, 128 tokens: 0.357 ms against 0.404 ms with 8 stages).
-using decode = shape<16, 1, 1, 1, 2, 64, 4, 1>;
 // Prefill: 8 warps of 32 x 64 outputs on a 64 x 256 tile, two blocks per SM, k in chunks
 // of 64 with one in flight: half the barriers of 32-wide chunks, which is what counts
 // (bench_cuda_moe on the H200, 512 tokens: 0.468 ms against 0.587 ms with 4 stages of 32).

@@ -265,14 +265,15 @@ BOOST_AUTO_TEST_CASE(fused_moe_matches_cpu) {
   // moe_gemv (at most 64 pairs): the real shape at batch 1 and 8, hidden and inter
   // multiples of 16 but not of the k-chunk or the column block, an expert chosen by 18
   // tokens, a local range where token 0 has no local expert.
-  // moe_align's 16-row tiles (65 pairs up to 16 per expert), also on a local range where
-  // token 0 has no local expert. 64-row tiles, or with a handle moe_grouped (64 pairs per
+  // moe_align's 16-row tiles (65 pairs up to 16 per expert; moe_stream's one and two
+  // n-tiles and half k-chunks), also on a local range where token 0 has no local expert,
+  // and the real shape at batch 24. 64-row tiles, or with a handle moe_grouped (64 pairs per
   // expert and up), on local ranges, with an expert of no pair and one of a single pair,
   // and with the real hidden and inter.
   for (auto [tokens, experts, k, hidden, inter, first, last, hot, thin] :
        {shape{1, 128, 8, 2048, 768, 0, 128}, shape{8, 16, 8, 2048, 768, 0, 16},
         shape{5, 16, 4, 80, 48, 0, 16}, shape{20, 8, 2, 80, 48, 0, 8, 18}, shape{6, 16, 4, 80, 48, 3, 11},
-        shape{60, 16, 4, 80, 48, 0, 16}, shape{40, 16, 2, 128, 64, 3, 11},
+        shape{60, 16, 4, 80, 48, 0, 16}, shape{24, 128, 8, 2048, 768, 0, 128}, shape{40, 16, 2, 128, 64, 3, 11},
         shape{300, 8, 2, 256, 128, 0, 8}, shape{200, 16, 4, 96, 80, 3, 11},
         shape{600, 12, 2, 96, 80, 0, 9, 0, true}, shape{256, 8, 2, 2048, 768, 0, 8}}) {
     const int local = last - first;
