@@ -32,10 +32,10 @@ size_t paged_attention_workspace_floats(int seqs, int heads, int kv_heads, int h
 // (heads a multiple of kv_heads, at most 16 query heads per KV head). Each split of the
 // positions is a warp that runs both products on tensor cores with the query heads of its
 // KV head as rows, so a key or value row is read once for all of them; a second launch
-// merges the splits through the workspace. A batch of at most 16 (sequence, KV head) pairs
-// and max_seq_len up to 4096 (less above 8 pairs, down to 2048; decode at batch 1) takes
-// one launch instead: the splits of a pair are the warps of one thread block cluster,
-// merged in its shared memory, and the workspace is unused. bf16 products with fp32
+// merges the splits through the workspace. A batch of at most 128 (sequence, KV head)
+// pairs (decode up to batch 32) and max_seq_len up to 4096 (less above 8 pairs, down to
+// 2048, for at most 16 pairs) takes one launch instead: the splits of a pair are the warps
+// of one thread block cluster, merged in its shared memory, and the workspace is unused. bf16 products with fp32
 // accumulation, scores and sums (the probabilities enter P V in bf16, as in
 // FlashAttention); head_dim 64 or 128. Same contract as cpu::paged_attention with
 // tokens = 1, start = seq_lens[s] - 1.
@@ -46,7 +46,7 @@ void paged_attention(const __nv_bfloat16* q, int q_stride, int seqs, int heads, 
 // A decode step's qk_norm_rope then paged_attention: both contracts, with tokens = seqs
 // (sequence s's token at position seq_lens[s] - 1, slots[s] that position's slot), q, k and
 // v the step's rows from the qkv projection, and cache's pools those of kv. Where
-// paged_attention would take its cluster kernel (decode at batch 1) it is one launch: each
+// paged_attention would take its cluster kernel (decode up to batch 32) it is one launch: each
 // cluster normalises and rotates its KV head's queries into its shared memory, and the
 // block holding the newest position also its key and value, which that block reads from
 // there and writes into the pools (qk_norm_rope's bits). q is then left as it was instead
