@@ -30,8 +30,9 @@ size_t fused_moe_workspace_bytes(int max_tokens, int k, int local_experts, int h
 // batch of up to moe_gemv_pairs pairs (batch 1 to 8 of Qwen3-30B-A3B, as cuda::matmul's
 // gemv rows: moe_gemv); larger batches sum each dot product in another order (tensor-core
 // tiles), within bf16 rounding.
-// With a cuBLAS handle (its stream `stream`), a batch of at least 64 pairs per local
-// expert goes through cuBLAS grouped GEMMs instead (moe_grouped): much faster for prefill,
+// With a cuBLAS handle (its stream `stream`), a batch of at least 32 pairs per local
+// expert goes through cuBLAS's batched or grouped GEMMs instead (moe_grouped): much faster
+// for prefill,
 // but it copies the expert counts to the host and waits for the stream (never pass a
 // handle while capturing), it rounds the gate and up projections and each expert's output
 // to bf16 as torch does, and cuBLAS picks its summation order by shape, so a token's bits

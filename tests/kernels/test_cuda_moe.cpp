@@ -163,7 +163,7 @@ std::vector<float> reference_moe(const std::vector<float>& x, int tokens, int hi
 }
 
 // How a test calls fused_moe: directly, replaying a captured CUDA graph, or directly with a
-// cuBLAS handle (moe_grouped for batches of at least 64 pairs per local expert).
+// cuBLAS handle (moe_grouped for batches of at least 32 pairs per local expert).
 enum class path { direct, graph, cublas };
 
 // fused_moe on device copies, with a workspace of all-ones bytes sized for `tokens`, run
@@ -267,14 +267,15 @@ BOOST_AUTO_TEST_CASE(fused_moe_matches_cpu) {
   // tokens, a local range where token 0 has no local expert.
   // moe_align's 16-row tiles (65 pairs up to 16 per expert; moe_stream's one and two
   // n-tiles and half k-chunks), also on a local range where token 0 has no local expert,
-  // and the real shape at batch 24. 64-row tiles, or with a handle moe_grouped (64 pairs per
-  // expert and up), on local ranges, with an expert of no pair and one of a single pair,
-  // and with the real hidden and inter.
+  // and the real shape at batch 24. 64-row tiles, or with a handle moe_grouped (32 pairs per
+  // expert and up: batched GEMMs over padded rows), on local ranges, with an expert of no
+  // pair and one of a single pair, and with the real hidden and inter; an expert chosen by
+  // 200 of 300 tokens takes the grouped GEMMs instead.
   for (auto [tokens, experts, k, hidden, inter, first, last, hot, thin] :
        {shape{1, 128, 8, 2048, 768, 0, 128}, shape{8, 16, 8, 2048, 768, 0, 16},
         shape{5, 16, 4, 80, 48, 0, 16}, shape{20, 8, 2, 80, 48, 0, 8, 18}, shape{6, 16, 4, 80, 48, 3, 11},
         shape{60, 16, 4, 80, 48, 0, 16}, shape{24, 128, 8, 2048, 768, 0, 128}, shape{40, 16, 2, 128, 64, 3, 11},
-        shape{300, 8, 2, 256, 128, 0, 8}, shape{200, 16, 4, 96, 80, 3, 11},
+        shape{300, 8, 2, 256, 128, 0, 8}, shape{300, 8, 2, 256, 128, 0, 8, 200}, shape{200, 16, 4, 96, 80, 3, 11},
         shape{600, 12, 2, 96, 80, 0, 9, 0, true}, shape{256, 8, 2, 2048, 768, 0, 8}}) {
     const int local = last - first;
     routing r = random_routing(tokens, experts, k, seed++);
