@@ -36,6 +36,8 @@ class in_process_transport final : public transport {
 
   std::vector<uint8_t> address() const override;
   result<int> connect(const std::vector<uint8_t>& address) override;
+  // An endpoint of a hub lives as long as its process: none is ever started again.
+  status repoint(int peer, const std::vector<uint8_t>& address) override;
   status send(int peer, uint64_t tag, const void* data, size_t bytes, std::chrono::milliseconds timeout) override;
   result<message> receive(uint64_t tag, uint64_t mask, std::chrono::milliseconds timeout) override;
 

@@ -30,6 +30,10 @@ class transport {
   // A peer by its address; connecting twice to one address gives the same peer id.
   virtual result<int> connect(const std::vector<uint8_t>& address) = 0;
 
+  // Points `peer` at another address: the peer's process was started again, and what was
+  // sent to its old one went nowhere. Its id stays, so whoever holds it reaches the new one.
+  virtual status repoint(int peer, const std::vector<uint8_t>& address) = 0;
+
   // Sends `bytes` to `peer` under `tag`. It never waits for the peer's receive (the bytes
   // are copied), so peers that send to each other before receiving cannot block each
   // other. An error when the link to the peer is down; a peer that does not take the bytes

@@ -126,6 +126,21 @@ result<int> ucx_transport::connect(const std::vector<uint8_t>& address) {
   return it->second;
 }
 
+status ucx_transport::repoint(int peer_id, const std::vector<uint8_t>& address) {
+  if (address.empty()) return error{"an empty UCX worker address"};
+  std::lock_guard lock(mutex_);
+  if (peer_id < 0 || size_t(peer_id) >= peers_.size()) return error{"no UCX peer " + std::to_string(peer_id)};
+  const std::string key(address.begin(), address.end());
+  if (auto it = peer_ids_.find(key); it != peer_ids_.end() && it->second != peer_id)
+    return error{"that address is UCX peer " + std::to_string(it->second) + "'s"};
+  peer& p = *peers_[size_t(peer_id)];
+  peer_ids_.erase(std::string(p.address.begin(), p.address.end()));
+  peer_ids_[key] = peer_id;
+  p.address = address;
+  close_link(p);
+  return open_link(p);
+}
+
 status ucx_transport::open_link(peer& p) {
   ucp_ep_params_t params{};
   params.field_mask =

@@ -35,6 +35,8 @@ class ucx_transport final : public transport {
   // Connecting again to a peer whose link failed (or was closed by a timed-out send)
   // makes a new link under the same peer id.
   result<int> connect(const std::vector<uint8_t>& address) override;
+  // Closes the peer's link and opens one to the new address under the same id.
+  status repoint(int peer, const std::vector<uint8_t>& address) override;
   // Copies the bytes and returns: the peer takes them whenever it receives. A send the peer
   // has not taken within `timeout` closes the link to it (UCX cannot cancel one send):
   // every send on it fails, until connect is called again with the peer's address.

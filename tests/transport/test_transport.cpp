@@ -206,3 +206,20 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(sends_to_a_peer_that_is_gone_fail, Kind, kinds) {
   BOOST_TEST(!s);
   BOOST_TEST_MESSAGE(test::error_text(s));
 }
+
+// An in-process endpoint lives as long as its process, so none is ever started again at
+// another address: repointing a peer is refused, and the peer still works.
+BOOST_AUTO_TEST_CASE(an_in_process_peer_cannot_be_repointed) {
+  test::in_process_kind kind;
+  auto a = kind.make();
+  auto b = kind.make();
+  auto c = kind.make();
+  auto id = a->connect(b->address());
+  BOOST_REQUIRE_MESSAGE(id, test::error_text(id));
+  const status moved = a->repoint(*id, c->address());
+  BOOST_TEST(!moved);
+  BOOST_TEST(test::error_text(moved).find("cannot move") != std::string::npos, test::error_text(moved));
+  const auto bytes = test::byte_pattern(64, 3);
+  const auto m = pass(*a, *id, make_tag(channel::residual, 0, 1), bytes, *b);
+  BOOST_TEST((m.bytes == bytes));
+}

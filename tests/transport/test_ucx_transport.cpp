@@ -141,3 +141,30 @@ BOOST_AUTO_TEST_CASE(a_peer_process_killed_mid_exchange_fails_sends_and_receives
   BOOST_TEST((std::chrono::steady_clock::now() - start < timeout + 5s));
   BOOST_TEST_MESSAGE("then: " << test::error_text(s));
 }
+
+// A peer's process started again listens at a new address: repoint moves the peer id
+// there, so whoever holds the id reaches the new process; the old address is free again.
+BOOST_AUTO_TEST_CASE(repoint_moves_a_peer_id_to_a_restarted_process) {
+  auto a = make_endpoint();
+  auto old_b = make_endpoint();
+  auto id = a->connect(old_b->address());
+  BOOST_REQUIRE_MESSAGE(id, test::error_text(id));
+  old_b.reset();  // its process died
+  auto new_b = make_endpoint();
+  const status moved = a->repoint(*id, new_b->address());
+  BOOST_REQUIRE_MESSAGE(moved, test::error_text(moved));
+  const auto bytes = test::byte_pattern(4096, 7);
+  const status sent = a->send(*id, make_tag(channel::residual, 0, 1), bytes.data(), bytes.size(), patience);
+  BOOST_REQUIRE_MESSAGE(sent, test::error_text(sent));
+  auto m = new_b->receive(make_tag(channel::residual, 0, 1), exact, patience);
+  BOOST_REQUIRE_MESSAGE(m, test::error_text(m));
+  BOOST_TEST((m->bytes == bytes));
+  auto same = a->connect(new_b->address());
+  BOOST_REQUIRE_MESSAGE(same, test::error_text(same));
+  BOOST_TEST(*same == *id, "the new address is the moved peer's");
+  auto other = make_endpoint();
+  auto second = a->connect(other->address());
+  BOOST_REQUIRE_MESSAGE(second, test::error_text(second));
+  BOOST_TEST(!a->repoint(*second, new_b->address()), "two peers at one address");
+  BOOST_TEST(!a->repoint(99, other->address()), "a peer id never handed out");
+}
