@@ -49,6 +49,7 @@ using challenge_atom = caf::atom_constant<caf::atom("challenge")>;
 using join_atom = caf::atom_constant<caf::atom("join")>;
 using load_atom = caf::atom_constant<caf::atom("load")>;
 using start_atom = caf::atom_constant<caf::atom("start")>;
+using repoint_atom = caf::atom_constant<caf::atom("repoint")>;
 
 // A pipeline stage: a contiguous range of layers on one device, with their KV pool. A step
 // enters at the first stage and each stage hands it on: the plan as a message, its
@@ -68,6 +69,7 @@ using stage_actor = caf::typed_actor<
 
 // Pipeline stage k's name: what supervisors, health reports and crash drills call it.
 inline std::string stage_name(int k) { return "stage_" + std::to_string(k); }
+inline std::string expert_group_name(int g) { return "expert_group_" + std::to_string(g); }
 
 // The experts of a set of layers on one device; stages reach them through transport/.
 using expert_group_actor = caf::typed_actor<
@@ -139,7 +141,10 @@ using node_agent_actor = caf::typed_actor<
     // starts its stages and expert groups, which report to them. The answer: how many it
     // started.
     caf::replies_to<start_atom, std::vector<std::vector<uint8_t>>, std::vector<scheduler_actor>,
-                    health_monitor_actor>::with<int>>;
+                    health_monitor_actor>::with<int>,
+    // Node N's process was started again at a new transport address: this node's link to
+    // it moves there (the peer keeps its id). The answer: N's peer id.
+    caf::replies_to<repoint_atom, int, std::vector<uint8_t>>::with<int>>;
 
 }  // namespace troupe
 

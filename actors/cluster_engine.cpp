@@ -24,6 +24,23 @@ result<Result> ask(caf::scoped_actor& self, const node_agent_actor& agent, caf::
   return out;
 }
 
+// The head proves the cluster secret to node `name`'s agent: its transport address.
+result<std::vector<uint8_t>> join(caf::scoped_actor& self, const cluster_spec& spec, const node_agent_actor& agent,
+                                  caf::duration timeout, const std::string& name) {
+  auto nonce = ask<std::vector<uint8_t>>(self, agent, timeout, name, challenge_atom::value);
+  if (!nonce) return nonce.err();
+  auto joined = ask<node_description>(self, agent, timeout, name, join_atom::value,
+                                      join_proof(spec.cluster.secret, spec.cluster.name, *nonce));
+  if (!joined) return joined.err();
+  if (joined->name != name)
+    return error{"the process at node " + name + "'s address is node " + joined->name + " of its cluster.conf"};
+  return joined->transport_address;
+}
+
+caf::duration control_timeout(const cluster_spec& spec) {
+  return caf::duration{std::chrono::duration_cast<std::chrono::milliseconds>(spec.cluster.startup_timeout)};
+}
+
 // Waits until the health monitor knows `expected` components and each is ready.
 status wait_until_ready(caf::scoped_actor& self, const health_monitor_actor& health, size_t expected,
                         std::chrono::steady_clock::time_point deadline) {
@@ -59,18 +76,12 @@ result<running_cluster> start_cluster_engine(caf::actor_system& system, const cl
                                              scheduler_options scheduler) {
   caf::scoped_actor self{system, /*hide=*/true};
   const auto deadline = std::chrono::steady_clock::now() + spec.cluster.startup_timeout;
-  const caf::duration control{std::chrono::duration_cast<std::chrono::milliseconds>(spec.cluster.startup_timeout)};
+  const caf::duration control = control_timeout(spec);
   std::vector<std::vector<uint8_t>> addresses;
   for (size_t i = 0; i < agents.size(); ++i) {
-    const std::string& name = spec.nodes[i].name;
-    auto nonce = ask<std::vector<uint8_t>>(self, agents[i], control, name, challenge_atom::value);
-    if (!nonce) return nonce.err();
-    auto joined = ask<node_description>(self, agents[i], control, name, join_atom::value,
-                                        join_proof(spec.cluster.secret, spec.cluster.name, *nonce));
-    if (!joined) return joined.err();
-    if (joined->name != name)
-      return error{"the process at node " + name + "'s address is node " + joined->name + " of its cluster.conf"};
-    addresses.push_back(joined->transport_address);
+    auto address = join(self, spec, agents[i], control, spec.nodes[i].name);
+    if (!address) return address.err();
+    addresses.push_back(std::move(*address));
   }
   int num_blocks = 0;
   for (size_t i = 0; i < agents.size(); ++i) {
@@ -96,6 +107,7 @@ result<running_cluster> start_cluster_engine(caf::actor_system& system, const cl
     scheduler_options options = scheduler;
     options.max_model_len = c.max_model_len;
     options.pipeline_stages = int(r.stages.size());
+    options.expert_groups = int(r.experts.size());
     options.component_prefix = r.name + "/";
     options.step_timeout = caf::duration{std::chrono::duration_cast<std::chrono::milliseconds>(spec.cluster.step_timeout)};
     auto s = system.spawn(troupe::scheduler, options, kv);
@@ -117,7 +129,36 @@ result<running_cluster> start_cluster_engine(caf::actor_system& system, const cl
     c.stop(system);
     return ready.err();
   }
+  c.agents = agents;
+  c.addresses = std::move(addresses);
+  c.schedulers = std::move(schedulers);
   return c;
+}
+
+status rejoin_node(caf::actor_system& system, const cluster_spec& spec, running_cluster& cluster, size_t node,
+                   node_agent_actor agent) {
+  caf::scoped_actor self{system, /*hide=*/true};
+  const caf::duration control = control_timeout(spec);
+  const std::string& name = spec.nodes[node].name;
+  auto address = join(self, spec, agent, control, name);
+  if (!address) return address.err();
+  auto loaded = ask<int>(self, agent, control, name, load_atom::value);
+  if (!loaded) return loaded.err();
+  if (*loaded > 0 && *loaded < cluster.num_blocks)
+    return error{"node " + name + " came back with " + std::to_string(*loaded) + " KV blocks a stage, fewer than the " +
+                 std::to_string(cluster.num_blocks) + " the cluster runs with"};
+  cluster.agents[node] = agent;
+  cluster.addresses[node] = *address;
+  for (size_t i = 0; i < cluster.agents.size(); ++i)
+    if (i != node)
+      if (auto moved = ask<int>(self, cluster.agents[i], control, spec.nodes[i].name, repoint_atom::value, int(node),
+                                *address);
+          !moved)
+        return moved.err();
+  auto started = ask<int>(self, agent, control, name, start_atom::value, cluster.addresses, cluster.schedulers,
+                          cluster.health);
+  if (!started) return started.err();
+  return ok();
 }
 
 }  // namespace troupe

@@ -19,6 +19,10 @@ struct running_cluster {
   std::vector<caf::actor> actors;          // this process's: health monitor, kv managers, schedulers, node agent
   int num_blocks = 0;                      // per stage (the nodes' least)
   int max_model_len = 0;
+  // What a node started again needs to take its part back.
+  std::vector<node_agent_actor> agents;              // spec.nodes' order
+  std::vector<std::vector<uint8_t>> addresses;       // their transport addresses
+  std::vector<scheduler_actor> schedulers;           // the replicas'
 
   // Stops this process's actors (the nodes stop when their head's schedulers are gone).
   void stop(caf::actor_system& system);
@@ -31,5 +35,13 @@ struct running_cluster {
 result<running_cluster> start_cluster_engine(caf::actor_system& system, const cluster_spec& spec,
                                              const model_config& model, const std::vector<node_agent_actor>& agents,
                                              scheduler_options scheduler);
+
+// Node `node`'s process was started again (its predecessor died) and `agent` is its new
+// agent: joins it, has it load the model and start its stages and expert groups, which
+// report to the running schedulers and health monitor as restarts do, and points every
+// other node's transport at its new address. Whoever holds `cluster` must not use it
+// meanwhile.
+status rejoin_node(caf::actor_system& system, const cluster_spec& spec, running_cluster& cluster, size_t node,
+                   node_agent_actor agent);
 
 }  // namespace troupe

@@ -56,11 +56,12 @@ result<engine> start_local_engine(caf::actor_system& system, const engine_option
   scheduler_options sched = options.scheduler;
   sched.max_model_len = e.max_model_len;
   sched.pipeline_stages = int(layout->size());
+  sched.expert_groups = groups;
   e.scheduler = system.spawn(scheduler, sched, e.kv);
 
   std::vector<child_spec> children;
   for (int g = 0; g < groups; ++g) {
-    expert_group_options opts{"expert_group_" + std::to_string(g), c.num_experts * g / groups,
+    expert_group_options opts{expert_group_name(g), c.num_experts * g / groups,
                               c.num_experts * (g + 1) / groups};
     children.push_back({opts.name, [opts, attach = backend->attach_experts, health = e.health](caf::local_actor* parent) {
                           return caf::actor_cast<caf::actor>(parent->spawn<caf::detached>(expert_group, opts, attach, health));

@@ -55,7 +55,7 @@ std::vector<child_spec> node_children(self_ptr self, size_t r, const health_moni
   for (size_t g = 0; g < replica.experts.size(); ++g) {
     const placement& p = replica.experts[g];
     if (p.node != me) continue;
-    expert_group_options opts{prefix + "expert_group_" + std::to_string(g), p.first,
+    expert_group_options opts{prefix + expert_group_name(int(g)), p.first,
                               p.last.value_or(c.num_experts - 1) + 1};
     children.push_back({opts.name, [opts, attach = st.backend->backend.attach_experts, health](caf::local_actor* parent) {
                           return caf::actor_cast<caf::actor>(parent->spawn<caf::detached>(expert_group, opts, attach, health));
@@ -190,6 +190,14 @@ node_agent_actor::behavior_type node_agent(self_ptr self, node_agent_options opt
           st.supervisors.push_back(s);
         }
         return started;
+      },
+      [=](repoint_atom, int node, const std::vector<uint8_t>& address) -> caf::result<int> {
+        auto& st = self->state;
+        if (!joined(self)) return refused(st, "join the cluster first");
+        if (node < 0 || size_t(node) >= st.peers.size()) return refused(st, "no node " + std::to_string(node) + " to repoint");
+        if (auto moved = st.options.link->repoint(st.peers[size_t(node)], address); !moved)
+          return refused(st, "reaching node " + st.options.spec.nodes[size_t(node)].name + " again: " + moved.err().message);
+        return st.peers[size_t(node)];
       },
   };
 }

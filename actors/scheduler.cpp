@@ -40,8 +40,13 @@ void requeue(scheduler_state& st, request_id id) {
   st.waiting.push_front(id);
 }
 
-bool pipeline_up(const scheduler_state& st) {
+bool stages_up(const scheduler_state& st) {
   return std::all_of(st.stages.begin(), st.stages.end(), [](const stage_actor& s) { return bool(s); });
+}
+
+bool pipeline_up(const scheduler_state& st) {
+  return stages_up(st) &&
+         std::all_of(st.expert_groups.begin(), st.expert_groups.end(), [](const caf::actor& g) { return bool(g); });
 }
 
 // Ticks until the pipeline works again (or stage_timeout gives up on its requests).
@@ -112,8 +117,8 @@ void on_step_result(self_ptr self, const step_plan& plan, const step_result& res
 void run_step(self_ptr self, step_plan plan) {
   auto& st = self->state;
   // Every stage was up when the KV request went out, and one going down since would have
-  // made its reply stale.
-  TROUPE_CHECK(pipeline_up(st), "a step planned without every stage");
+  // made its reply stale. An expert group that went down since fails the step instead.
+  TROUPE_CHECK(stages_up(st), "a step planned without every stage");
   self->request(st.stages.front(), st.options.step_timeout, step_atom::value, plan)
       .then(
           [=, epoch = st.epoch](const step_result& r) {
@@ -242,12 +247,17 @@ scheduler_actor::behavior_type scheduler(scheduler_actor::stateful_pointer<sched
   self->state.options = options;
   self->state.kv = kv;
   self->state.stages.resize(size_t(options.pipeline_stages));
+  self->state.expert_groups.resize(size_t(options.expert_groups));
   self->set_down_handler([=](caf::down_msg& msg) {
     for (auto& stage : self->state.stages)
       if (stage && msg.source == stage.address()) {
         stage = nullptr;
         recover(self);
       }
+    // An expert group holds no KV memory: a step that needed it fails on its own, and none
+    // starts until it is back.
+    for (auto& group : self->state.expert_groups)
+      if (group && msg.source == group.address()) group = nullptr;
   });
   return {
       [=](submit_atom, generation_request& r, caf::actor& sink) {
@@ -289,6 +299,12 @@ scheduler_actor::behavior_type scheduler(scheduler_actor::stateful_pointer<sched
       },
       [=](child_up_atom, const std::string& name, const caf::actor& child) {
         auto& st = self->state;
+        for (int g = 0; g < int(st.expert_groups.size()); ++g)
+          if (name == st.options.component_prefix + expert_group_name(g)) {
+            st.expert_groups[size_t(g)] = child;
+            self->monitor(child);
+            return schedule(self);
+          }
         int k = 0;
         while (k < int(st.stages.size()) && name != st.options.component_prefix + stage_name(k)) ++k;
         if (k == int(st.stages.size())) return;

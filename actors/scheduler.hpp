@@ -16,6 +16,9 @@ struct scheduler_options {
   int max_recoveries = 10;            // re-prefills after failures before a request errors
   std::chrono::seconds stage_timeout{30};  // without a working pipeline this long, requests error
   int pipeline_stages = 1;            // stage_0 .. stage_{n-1}: steps go through all of them
+  // expert_group_0 .. expert_group_{n-1}: the stages' MoE layers need them all, so no step
+  // is run while one is down (its node's process restarting). 0: not followed.
+  int expert_groups = 0;
   std::string component_prefix;       // its stages' names start so (a cluster's replica: "main/")
   // A step not answered within this fails (and its sequences are re-run); a cluster's
   // step_timeout_s. In one process a step always ends.
@@ -41,6 +44,7 @@ struct scheduler_state {
   std::deque<request_id> waiting;
   std::vector<request_id> running;  // admission order: the oldest gets blocks first
   std::vector<stage_actor> stages;  // in pipeline order; null while one is down
+  std::vector<caf::actor> expert_groups;  // null while one is down
   kv_manager_actor kv;
   bool busy = false;                // a step (or its KV request) is in flight
   // Bumped by every recovery: what answers a request sent before it is stale.

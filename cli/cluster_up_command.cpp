@@ -3,7 +3,8 @@
 // monitor, plus that node's own stages and expert groups), starts a `troupe node` process
 // for every other node whose port is 0 (nodes with a port are started on their hosts with
 // `troupe node --config FILE --name NAME`), joins each with the cluster secret, waits until
-// every stage and expert group is ready, and serves the OpenAI API until SIGTERM.
+// every stage and expert group is ready, and serves the OpenAI API until SIGTERM. A node
+// process it started that dies is started again and given its part back (node_keeper).
 #include <unistd.h>
 
 #include <algorithm>
@@ -20,6 +21,7 @@
 #include "cli/args.hpp"
 #include "cli/cluster_system.hpp"
 #include "cli/commands.hpp"
+#include "cli/node_keeper.hpp"
 #include "cli/node_processes.hpp"
 #include "cli/serve_gateway.hpp"
 #include "transport/ucx_transport.hpp"
@@ -69,6 +71,11 @@ void share_cores_politely(int argc, char** argv) {
   execv("/proc/self/exe", args.data());
   std::fprintf(stderr, "troupe cluster up: could not run again with OMP_WAIT_POLICY=passive: %s\n", strerror(errno));
 }
+
+// How the head restarts the node processes it started: a node killed 20 times within a
+// minute is left down (a chaos drill kills that many; a node that crashes on every start
+// ends sooner, a startup timeout at a time).
+constexpr restart_policy node_restarts{20, std::chrono::seconds(60), std::chrono::milliseconds(200)};
 
 int fail(const std::string& message, int code = 1) {
   std::fprintf(stderr, "troupe cluster up: %s\n", message.c_str());
@@ -128,9 +135,20 @@ int cluster_up_command(int argc, char** argv) {
     agents.push_back(*agent);
   }
   std::fprintf(stderr, "troupe cluster up: reached all %zu nodes; joining them and starting their parts\n", agents.size());
-  auto cluster = start_cluster_engine(system, spec, checked->model, agents,
-                                     scheduler_options{spec.engine.max_num_seqs, spec.engine.max_num_batched_tokens});
+  scheduler_options scheduling;
+  scheduling.max_num_seqs = spec.engine.max_num_seqs;
+  scheduling.max_num_batched_tokens = spec.engine.max_num_batched_tokens;
+  auto cluster = start_cluster_engine(system, spec, checked->model, agents, scheduling);
   if (!cluster) return fail(cluster.err().message);
+  node_keeper keeper(children, spec.file, node_restarts, spec.cluster.startup_timeout,
+                     [&](const std::string& name, int node_port) -> status {
+                       const auto at = std::find_if(spec.nodes.begin(), spec.nodes.end(),
+                                                    [&](const node_spec& n) { return n.name == name; });
+                       auto agent = reach(system, *at, node_port,
+                                          std::chrono::steady_clock::now() + spec.cluster.startup_timeout);
+                       if (!agent) return agent.err();
+                       return rejoin_node(system, spec, *cluster, size_t(at - spec.nodes.begin()), *agent);
+                     });
   gateway_options g;
   g.routing = routing_policy_named(spec.gateway.routing).value();
   g.served_model_name = spec.model.served_model_name.empty() ? spec.model.path.filename().string()
@@ -141,7 +159,10 @@ int cluster_up_command(int argc, char** argv) {
   http.host = spec.gateway.host;
   http.port = *port >= 0 ? *port : spec.gateway.port;
   const served_engine e{cluster->config,        cluster->health,     cluster->replicas,
-                        cluster->max_model_len, cluster->num_blocks, [&] { cluster->stop(system); }};
+                        cluster->max_model_len, cluster->num_blocks, [&] {
+                          keeper.stop();  // no node rejoins a cluster that is stopping
+                          cluster->stop(system);
+                        }};
   return serve_until_stopped(system, e, *codec, g, http, stop_signals, "troupe cluster up");
 }
 

@@ -44,7 +44,7 @@ result<int> node_processes::start(const std::filesystem::path& config, const std
     _exit(127);
   }
   close(out[1]);
-  pids_.push_back(pid);
+  children_.push_back({name, pid});
   std::string text;
   static const std::regex announced(": control on [^ ]*:(\\d+)\n");
   std::smatch m;
@@ -61,7 +61,7 @@ result<int> node_processes::start(const std::filesystem::path& config, const std
       close(out[0]);
       int status = 0;
       waitpid(pid, &status, 0);
-      pids_.pop_back();
+      children_.pop_back();
       return error{"node " + name + " " + exit_text(status) + " before it was up (its errors are above)"};
     }
     text.append(buffer, size_t(n));
@@ -70,10 +70,30 @@ result<int> node_processes::start(const std::filesystem::path& config, const std
   return std::stoi(m[1]);
 }
 
+std::vector<std::pair<std::string, std::string>> node_processes::ended() {
+  std::vector<std::pair<std::string, std::string>> gone;
+  for (auto it = children_.begin(); it != children_.end();) {
+    int status = 0;
+    if (waitpid(it->pid, &status, WNOHANG) == it->pid) {
+      gone.emplace_back(it->name, exit_text(status));
+      it = children_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  return gone;
+}
+
+void node_processes::kill_node(const std::string& name) {
+  for (const child& c : children_)
+    if (c.name == name) kill(c.pid, SIGKILL);
+}
+
 node_processes::~node_processes() {
-  for (int pid : pids_) kill(pid, SIGTERM);
+  for (const child& c : children_) kill(c.pid, SIGTERM);
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  for (int pid : pids_) {
+  for (const child& c : children_) {
+    const int pid = c.pid;
     while (waitpid(pid, nullptr, WNOHANG) == 0) {
       if (std::chrono::steady_clock::now() > deadline) {
         kill(pid, SIGKILL);

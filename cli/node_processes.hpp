@@ -2,7 +2,8 @@
 // The node processes `troupe cluster up` starts on this machine (the nodes whose port is
 // 0): `troupe node --config FILE --name NAME` each, their stderr passed through, the
 // control port each picked read from its first line of output. They end with SIGTERM when
-// this object goes, and with SIGTERM of their own if this process dies.
+// this object goes, and with SIGTERM of their own if this process dies. One thread at a
+// time uses it.
 #include <chrono>
 #include <filesystem>
 #include <string>
@@ -24,8 +25,20 @@ class node_processes {
   result<int> start(const std::filesystem::path& config, const std::string& name,
                     std::chrono::steady_clock::time_point deadline);
 
+  // The nodes whose process has ended since the last call, with how it ended ("was killed
+  // by Killed"); their processes are reaped.
+  std::vector<std::pair<std::string, std::string>> ended();
+
+  // Kills node `name`'s process (SIGKILL), for one that started but could not be joined:
+  // ended() reports it next.
+  void kill_node(const std::string& name);
+
  private:
-  std::vector<int> pids_;
+  struct child {
+    std::string name;
+    int pid;
+  };
+  std::vector<child> children_;
 };
 
 }  // namespace troupe::cli

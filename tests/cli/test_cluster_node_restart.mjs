@@ -1,0 +1,104 @@
+// A node process of a running cluster killed with SIGKILL: `troupe cluster up` starts it
+// again and gives it its part back, and the streams that were running when it died go on
+// where they were (their sequences re-prefilled from prompt and tokens already sent), so
+// each ends with exactly the tokens of a run without the kill: none lost, none twice.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { clientOf, fixtureModel, nodesOf, startCluster, writeConf } from './cluster_process.mjs';
+
+let conf, cluster, client;
+
+before(async () => {
+  const work = mkdtempSync(join(tmpdir(), 'troupe_restart_'));
+  conf = writeConf(join(work, 'cluster.conf'), fixtureModel(), `[node.head]
+address = 127.0.0.1
+port = 0
+
+[node.second]
+address = 127.0.0.1
+port = 0
+
+[node.third]
+address = 127.0.0.1
+port = 0
+
+[replica.main]
+stages = head:0-1, second:2-3
+experts = second:0-7, third:8-15
+`);
+  cluster = await startCluster(conf);
+  client = clientOf(cluster);
+});
+
+after(async () => {
+  if (!cluster) return;
+  const { code } = await cluster.stop();
+  assert.equal(code, 0, 'SIGTERM stops the head cleanly: ' + cluster.stderr());
+  assert.deepEqual(nodesOf(conf), [], 'the node processes, restarted ones too, end with the head');
+});
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+// Greedy token ids of one streamed completion, in the order the chunks brought them; calls
+// `first` once the first token is in.
+async function streamed(prompt, maxTokens, first = () => {}) {
+  const stream = await client.completions.create({ model: 'fixture', prompt, max_tokens: maxTokens, temperature: 0,
+    logprobs: 0, return_tokens_as_token_ids: true, ignore_eos: true, stream: true });
+  const ids = [];
+  let finish = null;
+  for await (const chunk of stream)
+    for (const c of chunk.choices) {
+      for (const t of c.logprobs?.tokens ?? []) ids.push(Number(t.slice('token_id:'.length)));
+      if (ids.length > 0) first();
+      if (c.finish_reason) finish = c.finish_reason;
+    }
+  return { ids, finish };
+}
+
+async function recoveries() {
+  const metrics = await (await fetch(cluster.baseURL + '/metrics')).text();
+  return Number(metrics.match(/^troupe_recoveries_total (\d+)/m)?.[1] ?? 0);
+}
+
+// Waits until node `name` runs as another process than `old` and every part is ready.
+async function restarted(name, old) {
+  const deadline = Date.now() + 60000;
+  for (;;) {
+    const pids = nodesOf(conf, name);
+    if (pids.length === 1 && pids[0] !== old && (await fetch(cluster.baseURL + '/health')).status === 200) return pids[0];
+    assert.ok(Date.now() < deadline, `node ${name} was not back within 60 s: ${cluster.stderr()}`);
+    await sleep(100);
+  }
+}
+
+const prompts = Array.from({ length: 8 }, (_, i) => Array.from({ length: 6 + 5 * i }, (_, j) => (i * 29 + j * 13) % 250));
+const maxTokens = 400;
+
+for (const victim of ['second', 'third']) {
+  test(`node ${victim} killed mid-stream: started again, every stream ends with the fault-free tokens`, async () => {
+    const clean = await Promise.all(prompts.map((p) => streamed(p, maxTokens)));
+    const before = await recoveries();
+    const [old] = nodesOf(conf, victim);
+    // Killed once every stream has its first token: each is then mid-way.
+    let started = 0, allStarted;
+    const everyStreamRuns = new Promise((resolve) => { allStarted = resolve; });
+    const firsts = prompts.map(() => false);
+    const runs = prompts.map((p, i) => streamed(p, maxTokens, () => {
+      if (!firsts[i] && (firsts[i] = true) && ++started === prompts.length) allStarted();
+    }));
+    await everyStreamRuns;
+    process.kill(old, 'SIGKILL');
+    const faulty = await Promise.all(runs);
+    assert.notEqual(await restarted(victim, old), old);
+    faulty.forEach((r, i) => {
+      assert.equal(r.finish, 'length', `stream ${i} ended with ${r.finish}`);
+      assert.deepEqual(r.ids, clean[i].ids, `stream ${i}: its tokens differ from the fault-free run's`);
+    });
+    assert.ok((await recoveries()) > before, 'the kill landed while the streams ran (their sequences were re-run)');
+    assert.match(cluster.stderr(), new RegExp(`node ${victim} was killed by .*; starting it again`));
+    assert.match(cluster.stderr(), new RegExp(`node ${victim} is back after \\d+ ms`));
+  });
+}
