@@ -1,6 +1,9 @@
 #include "model/cuda/gpu_step_runner.hpp"
 
 #include <algorithm>
+#include <cstring>
+#include <string>
+#include <tuple>
 
 #include "base/check.hpp"
 #include "kernels/cuda/add_bias.cuh"
@@ -41,6 +44,11 @@ int context_bucket(int longest, int max_model_len) {
   return std::min(len, max_model_len);
 }
 
+// The options' layer range, last_layer -1 resolved to the model's end.
+std::pair<int, int> layer_range_of(const gpu_runner_options& o, const model_config& c) {
+  return {o.first_layer, o.last_layer < 0 ? c.num_layers : o.last_layer};
+}
+
 }  // namespace
 
 // Device memory of one runner: activations for the largest step, then the KV pool.
@@ -64,7 +72,7 @@ struct gpu_step_runner::buffers {
   size_t outputs_bytes;
   int *tokens, *top_ids;
   float *logprob, *top_logprobs;
-  std::vector<bf16*> keys, values;  // per layer [blocks, block_size, kv_heads, head_dim]
+  std::vector<bf16*> keys, values;  // per layer of the stage [blocks, block_size, kv_heads, head_dim]
 
   buffers(device_arena& a, const gpu_weights& w, const gpu_experts& experts, const gpu_runner_options& o,
           bool with_kv) {
@@ -72,6 +80,9 @@ struct gpu_step_runner::buffers {
     const size_t t = size_t(o.max_num_batched_tokens), s = size_t(o.max_num_seqs), h = size_t(c.hidden_size);
     const size_t q_dim = size_t(c.num_heads) * size_t(c.head_dim), kv_dim = size_t(c.num_kv_heads) * size_t(c.head_dim);
     const size_t k = size_t(c.num_experts_per_tok);
+    const auto [first, last] = layer_range_of(o, c);
+    // Only the last stage computes logits and samples.
+    const size_t sampled = last == c.num_layers ? s : 0;
     residual[0] = a.take<float>(t * h);
     residual[1] = a.take<float>(size_t(cuda::gemv_max_rows) * h);
     normed = a.take<bf16>(t * h);
@@ -83,13 +94,14 @@ struct gpu_step_runner::buffers {
     chosen = a.take<int>(t * std::max<size_t>(k, 1));
     route_weights = a.take<float>(t * std::max<size_t>(k, 1));
     moe_workspace = a.take<char>(c.num_experts > 0 ? experts.workspace_bytes(int(t)) : 0);
-    const bool dense = std::any_of(w.layers.begin(), w.layers.end(), [](const gpu_layer_weights& l) { return !l.moe; });
+    const bool dense = std::any_of(w.layers.begin() + first, w.layers.begin() + last,
+                                   [](const gpu_layer_weights& l) { return !l.moe; });
     gate = a.take<bf16>(dense ? t * size_t(c.intermediate_size) : 0);
     up = a.take<bf16>(dense ? t * size_t(c.intermediate_size) : 0);
     attn_workspace = a.take<float>(cuda::paged_attention_workspace_floats(int(s), c.num_heads, c.num_kv_heads, c.head_dim, o.max_model_len));
-    rows = a.take<bf16>(s * h);
-    logits = a.take<float>(s * size_t(c.vocab_size));
-    sampling_workspace = a.take<char>(cuda::sampling_workspace_bytes(int(s), c.vocab_size));
+    rows = a.take<bf16>(sampled * h);
+    logits = a.take<float>(sampled * size_t(c.vocab_size));
+    sampling_workspace = a.take<char>(sampled > 0 ? cuda::sampling_workspace_bytes(int(s), c.vocab_size) : 0);
     cublas_workspace = a.take<char>(cublas_workspace_bytes);
     tokens = a.take<int>(s);
     outputs = reinterpret_cast<char*>(tokens);
@@ -99,7 +111,7 @@ struct gpu_step_runner::buffers {
     outputs_bytes = size_t(reinterpret_cast<char*>(top_logprobs + s * max_top_logprobs) - outputs);
     if (!with_kv) return;
     const size_t pool = size_t(o.num_blocks) * size_t(o.block_size) * kv_dim;
-    for (int l = 0; l < c.num_layers; ++l) {
+    for (int l = first; l < last; ++l) {
       keys.push_back(a.take<bf16>(pool));
       values.push_back(a.take<bf16>(pool));
     }
@@ -122,12 +134,20 @@ size_t gpu_step_runner::memory_bytes(const gpu_weights& weights, const gpu_exper
 
 gpu_step_runner::gpu_step_runner(std::shared_ptr<const gpu_weights> weights, std::shared_ptr<gpu_experts> experts,
                                  const gpu_runner_options& options)
-    : weights_(std::move(weights)), experts_(std::move(experts)), options_(options) {}
+    : weights_(std::move(weights)), experts_(std::move(experts)), options_(options) {
+  std::tie(first_, last_) = layer_range_of(options_, weights_->config);
+  last_stage_ = last_ == weights_->config.num_layers;
+}
 
 result<std::unique_ptr<step_runner>> gpu_step_runner::create(std::shared_ptr<const gpu_weights> weights,
                                                              std::shared_ptr<gpu_experts> experts,
                                                              const gpu_runner_options& options,
                                                              std::shared_ptr<device_arena> memory) {
+  const int layers = weights->config.num_layers;
+  if (const auto [first, last] = layer_range_of(options, weights->config); first < 0 || first >= last || last > layers)
+    return error{"a GPU stage of layers [" + std::to_string(first) + ", " + std::to_string(last) +
+                 ") in a model of " + std::to_string(layers)};
+  TROUPE_CUDA_CHECK(cudaSetDevice(options.device));
   std::unique_ptr<gpu_step_runner> r(new gpu_step_runner(std::move(weights), std::move(experts), options));
   if (memory == nullptr) {
     auto own = device_arena::allocate(memory_bytes(*r->weights_, *r->experts_, options),
@@ -150,7 +170,10 @@ result<std::unique_ptr<step_runner>> gpu_step_runner::create(std::shared_ptr<con
                                options.block_size, options.max_num_seqs * 8192,
                                (r->weights_->config.vocab_size + 63) / 64};
   r->inputs_ = std::make_unique<step_inputs>(capacity);
-  TROUPE_CUDA_CHECK(cudaMallocHost(&r->outputs_host_, r->buf_->outputs_bytes));
+  if (r->last_stage_) TROUPE_CUDA_CHECK(cudaMallocHost(&r->outputs_host_, r->buf_->outputs_bytes));
+  if (r->first_ > 0 || !r->last_stage_)
+    TROUPE_CUDA_CHECK(cudaMallocHost(&r->hidden_host_, size_t(options.max_num_batched_tokens) *
+                                                           size_t(r->weights_->config.hidden_size) * sizeof(float)));
   TROUPE_CUDA_CHECK(cudaStreamCreateWithFlags(&r->stream_, cudaStreamNonBlocking));
   TROUPE_CUDA_CHECK(cublasCreate(&r->cublas_));
   TROUPE_CUDA_CHECK(cublasSetStream(r->cublas_, r->stream_));
@@ -160,11 +183,13 @@ result<std::unique_ptr<step_runner>> gpu_step_runner::create(std::shared_ptr<con
 }
 
 gpu_step_runner::~gpu_step_runner() {
+  cudaSetDevice(options_.device);
   if (stream_ != nullptr) cudaStreamSynchronize(stream_);
   for (auto& [key, exec] : graphs_) cudaGraphExecDestroy(exec);
   if (cublas_ != nullptr) cublasDestroy(cublas_);
   if (stream_ != nullptr) cudaStreamDestroy(stream_);
   if (outputs_host_ != nullptr) cudaFreeHost(outputs_host_);
+  if (hidden_host_ != nullptr) cudaFreeHost(hidden_host_);
 }
 
 status gpu_step_runner::forward(const shape& s) {
@@ -194,19 +219,21 @@ status gpu_step_runner::forward(const shape& s) {
     }
   };
 
-  cuda::embedding(w.embed, c.vocab_size, h, in.token_ids.device, n, b.residual[0], stream_);
-  for (int i = 0; i < c.num_layers; ++i) {
+  if (first_ == 0) cuda::embedding(w.embed, c.vocab_size, h, in.token_ids.device, n, b.residual[0], stream_);
+  for (int i = first_; i < last_; ++i) {
     const gpu_layer_weights& l = w.layers[size_t(i)];
-    norm_matmul(i == 0 ? nullptr : b.block_out, l.input_norm, l.qkv, qkv_dim, dtype::bf16, b.qkv, false);
+    bf16* keys = b.keys[size_t(i - first_)];
+    bf16* values = b.values[size_t(i - first_)];
+    norm_matmul(i == first_ ? nullptr : b.block_out, l.input_norm, l.qkv, qkv_dim, dtype::bf16, b.qkv, false);
     if (l.qkv_bias != nullptr) cuda::add_bias(b.qkv, n, qkv_dim, qkv_dim, l.qkv_bias, stream_);
     const bf16* k = b.qkv + q_dim;
     const bf16* v = k + kv_dim;
-    const cuda::kv_cache_target cache{v, qkv_dim, in.slots.device, b.keys[size_t(i)], b.values[size_t(i)]};
+    const cuda::kv_cache_target cache{v, qkv_dim, in.slots.device, keys, values};
     if (s.decode) {  // one token a sequence: n == s.seqs; b.qkv's q is not read after it
       cuda::decode_attention(b.qkv, k, l.q_norm, l.k_norm, eps, s.seqs, heads, kv_heads, hd, qkv_dim, qkv_dim,
                              in.positions.device, float(c.rope_theta), cache,
-                             {b.keys[size_t(i)], b.values[size_t(i)], options_.block_size, in.block_tables.device,
-                              max_blocks, in.seq_lens.device, s.attn_len},
+                             {keys, values, options_.block_size, in.block_tables.device, max_blocks,
+                              in.seq_lens.device, s.attn_len},
                              b.attn_workspace, b.attn, stream_);
     } else {
       cuda::qk_norm_rope(b.qkv, k, l.q_norm, l.k_norm, eps, n, heads, kv_heads, hd, qkv_dim, qkv_dim,
@@ -214,8 +241,8 @@ status gpu_step_runner::forward(const shape& s) {
       TROUPE_CUDA_CHECK(cudaMemcpy2DAsync(b.q, size_t(q_dim) * sizeof(bf16), b.qkv, size_t(qkv_dim) * sizeof(bf16),
                                           size_t(q_dim) * sizeof(bf16), size_t(n), cudaMemcpyDeviceToDevice, stream_));
       cuda::flash_attention(b.q, heads, kv_heads, hd,
-                            {b.keys[size_t(i)], b.values[size_t(i)], options_.block_size, in.block_tables.device,
-                             max_blocks, s.seqs, in.query_starts.device, in.positions_start.device, s.max_query_len},
+                            {keys, values, options_.block_size, in.block_tables.device, max_blocks, s.seqs,
+                             in.query_starts.device, in.positions_start.device, s.max_query_len},
                             b.attn, stream_);
     }
     cuda::matmul(cublas_, b.attn, n, q_dim, l.o, h, dtype::bf16, b.block_out);
@@ -236,6 +263,16 @@ status gpu_step_runner::forward(const shape& s) {
       cuda::swiglu(b.gate, b.up, int64_t(n) * c.intermediate_size, b.gate, stream_);
       cuda::matmul(cublas_, b.gate, n, c.intermediate_size, l.down, h, dtype::bf16, b.block_out);
     }
+  }
+  if (!last_stage_) {
+    // The last block's output joins the stream as the next layer's norm would add it (the
+    // same fp32 add, to the bit), so the next stage starts from the stream alone; the
+    // norm's output is not used.
+    cuda::rms_norm(b.block_out, b.residual[stream_at], w.final_norm, eps, n, h, b.normed, stream_);
+    if (stream_at != 0)
+      TROUPE_CUDA_CHECK(cudaMemcpyAsync(b.residual[0], b.residual[stream_at], size_t(n) * size_t(h) * sizeof(float),
+                                        cudaMemcpyDeviceToDevice, stream_));
+    return ok();
   }
   if (s.decode) {  // every token samples
     norm_matmul(b.block_out, w.final_norm, w.lm_head, c.vocab_size, dtype::f32, b.logits, false);
@@ -288,18 +325,36 @@ status gpu_step_runner::run_decode_graph(int seqs) {
 
 result<stage_output> gpu_step_runner::run(const forward_batch& batch, std::vector<float> hidden,
                                           const std::vector<sample_request>& samples) {
-  TROUPE_CHECK(hidden.empty(), "a GPU stage holds every layer: it takes no hidden rows");
   const int seqs = int(batch.sequences.size()), tokens = int(batch.token_ids.size());
-  const bool decode = options_.graphs && tokens == seqs && int(samples.size()) == seqs && batch_bucket(seqs) != 0 &&
-                      batch_bucket(seqs) <= options_.max_num_seqs && batch_bucket(seqs) <= options_.max_num_batched_tokens;
-  if (auto filled = inputs_->fill(batch, samples, decode ? batch_bucket(seqs) : 0); !filled) return filled.err();
+  const size_t row_floats = size_t(weights_->config.hidden_size), rows_bytes = size_t(tokens) * row_floats * sizeof(float);
+  TROUPE_CHECK(first_ == 0 ? hidden.empty() : hidden.size() == size_t(tokens) * row_floats,
+               first_ == 0 ? "the first stage was given hidden rows" : "hidden rows that do not match the step's tokens");
+  TROUPE_CHECK(last_stage_ || samples.empty(), "a stage before the last was asked to sample");
+  TROUPE_CUDA_CHECK(cudaSetDevice(options_.device));  // a stage's thread may not have made it current
+  const int bucket = batch_bucket(seqs);
+  const bool decode = options_.graphs && tokens == seqs && (!last_stage_ || int(samples.size()) == seqs) &&
+                      bucket != 0 && bucket <= options_.max_num_seqs && bucket <= options_.max_num_batched_tokens;
+  if (auto filled = inputs_->fill(batch, samples, decode ? bucket : 0, last_stage_); !filled) return filled.err();
   inputs_->upload(stream_);
+  if (first_ > 0) {  // the previous stage's rows into the stream; a graph's padding rows zero (finite)
+    std::memcpy(hidden_host_, hidden.data(), rows_bytes);
+    TROUPE_CUDA_CHECK(cudaMemcpyAsync(buf_->residual[0], hidden_host_, rows_bytes, cudaMemcpyHostToDevice, stream_));
+    if (decode && bucket > tokens)
+      TROUPE_CUDA_CHECK(cudaMemsetAsync(buf_->residual[0] + size_t(tokens) * row_floats, 0,
+                                        size_t(bucket - tokens) * row_floats * sizeof(float), stream_));
+  }
   if (decode) {
     if (auto r = run_decode_graph(seqs); !r) return r.err();
   } else {
     int longest = 0;
     for (const auto& span : batch.sequences) longest = std::max(longest, span.tokens);
     if (auto r = forward({tokens, seqs, int(samples.size()), false, 0, longest}); !r) return r.err();
+  }
+  if (!last_stage_) {
+    TROUPE_CUDA_CHECK(cudaMemcpyAsync(hidden_host_, buf_->residual[0], rows_bytes, cudaMemcpyDeviceToHost, stream_));
+    TROUPE_CUDA_CHECK(cudaStreamSynchronize(stream_));
+    hidden.assign(hidden_host_, hidden_host_ + size_t(tokens) * row_floats);
+    return stage_output{{}, std::move(hidden)};
   }
   TROUPE_CUDA_CHECK(cudaMemcpyAsync(outputs_host_, buf_->outputs, buf_->outputs_bytes, cudaMemcpyDeviceToHost, stream_));
   TROUPE_CUDA_CHECK(cudaStreamSynchronize(stream_));

@@ -1,8 +1,12 @@
 #pragma once
-// A stage's step on one GPU: embed, every layer, logits and sampling, all on the device;
-// the host only packs the step's inputs and reads back the sampled tokens. Pure decode
-// steps run as CUDA graphs, one per (batch bucket, context-length bucket), captured on
-// first use; prefill and mixed steps run eagerly (flash attention over the paged KV).
+// A stage's step on one GPU: its layers [first_layer, last_layer), all on the device. The
+// first stage embeds the batch's tokens, a later one starts from the previous stage's
+// residual rows (fp32, as the stream is on the device, so a split model computes what one
+// runner does to the bit); the last stage applies the final norm, lm_head and sampling,
+// any other hands its residual rows back. The host only packs the step's inputs and moves
+// the rows and sampled tokens through pinned buffers. Pure decode steps run as CUDA
+// graphs, one per (batch bucket, context-length bucket), captured on first use; prefill
+// and mixed steps run eagerly (flash attention over the paged KV).
 #include <map>
 #include <memory>
 #include <utility>
@@ -25,6 +29,11 @@ struct gpu_runner_options {
   int max_num_seqs = 0;
   int max_num_batched_tokens = 0;
   bool graphs = true;  // false: decode steps run eagerly too (vLLM's --enforce-eager)
+  // The stage's layers [first_layer, last_layer); its KV pool holds only these. A
+  // last_layer of -1: through the model's last.
+  int first_layer = 0;
+  int last_layer = -1;
+  int device = 0;  // the CUDA ordinal: the runner makes it current on the threads that use it
 };
 
 class gpu_step_runner final : public step_runner {
@@ -32,7 +41,8 @@ class gpu_step_runner final : public step_runner {
   // Carves the activations of the largest step and the KV pool out of `memory` (of at
   // least memory_bytes; its previous runner must be gone), or allocates them when it is
   // null: an error then when the GPU has too little. A stage's runners share one `memory`,
-  // so a restart never needs the KV cache twice.
+  // so a restart never needs the KV cache twice. A layer range outside the model is an
+  // error.
   static result<std::unique_ptr<step_runner>> create(std::shared_ptr<const gpu_weights> weights,
                                                      std::shared_ptr<gpu_experts> experts,
                                                      const gpu_runner_options& options,
@@ -44,7 +54,6 @@ class gpu_step_runner final : public step_runner {
                              const gpu_runner_options& options);
   ~gpu_step_runner() override;
 
-  // Every layer is here (one stage), so `hidden` is always empty.
   result<stage_output> run(const forward_batch& batch, std::vector<float> hidden,
                            const std::vector<sample_request>& samples) override;
 
@@ -58,19 +67,24 @@ class gpu_step_runner final : public step_runner {
   };
   gpu_step_runner(std::shared_ptr<const gpu_weights> weights, std::shared_ptr<gpu_experts> experts,
                   const gpu_runner_options& options);
-  // Enqueues the whole step on stream_ for the inputs already uploaded.
+  // Enqueues the stage's part of the step on stream_ for the inputs (and, after the first
+  // stage, the rows in residual[0]) already uploaded; a stage before the last leaves its
+  // rows in residual[0].
   status forward(const shape& s);
   status run_decode_graph(int seqs);
 
   std::shared_ptr<const gpu_weights> weights_;
   std::shared_ptr<gpu_experts> experts_;
   gpu_runner_options options_;
+  int first_ = 0, last_ = 0;
+  bool last_stage_ = true;
   cudaStream_t stream_ = nullptr;
   cublasHandle_t cublas_ = nullptr;
   std::shared_ptr<device_arena> memory_;
   std::unique_ptr<buffers> buf_;
   std::unique_ptr<step_inputs> inputs_;
   char* outputs_host_ = nullptr;  // pinned: the sampled tokens come back here
+  float* hidden_host_ = nullptr;  // pinned, [max_num_batched_tokens, hidden]: rows in or out
   std::map<std::pair<int, int>, cudaGraphExec_t> graphs_;  // by (batch, context) bucket
   uint64_t graphs_generation_ = 0;                          // the experts' when captured
 };

@@ -64,7 +64,8 @@ step_inputs::~step_inputs() {
   cudaFree(device_);
 }
 
-status step_inputs::fill(const forward_batch& batch, const std::vector<sample_request>& samples, int pad_to) {
+status step_inputs::fill(const forward_batch& batch, const std::vector<sample_request>& samples, int pad_to,
+                         bool sampling) {
   const step_capacity& c = capacity_;
   const int tokens = int(batch.token_ids.size()), seqs = int(batch.sequences.size());
   rows_ = std::max(tokens, pad_to);
@@ -96,12 +97,13 @@ status step_inputs::fill(const forward_batch& batch, const std::vector<sample_re
     seq_lens.host[s] = span.start + span.tokens;
     positions_start.host[s] = span.start;
     query_starts.host[s + 1] = span.first_token + span.tokens;
-    if (span.logits == logits_rows::last) logit_rows.host[sampled++] = span.first_token + span.tokens - 1;
+    if (sampling && span.logits == logits_rows::last) logit_rows.host[sampled++] = span.first_token + span.tokens - 1;
   }
   TROUPE_CHECK(sampled == int(samples.size()), "one sample request per sampling sequence");
 
   entries_ = 0;
   masks_ = 0;
+  if (!sampling) return ok();
   history_offsets.host[0] = 0;
   sampling_params greedy;
   greedy.temperature = 0.0f;

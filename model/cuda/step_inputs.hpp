@@ -36,8 +36,10 @@ class step_inputs {
 
   // Fills the arrays for `batch`, padded to `pad_to` single-token sequences when larger
   // (a decode graph's bucket: padding rows write no KV and sample greedily). Penalty
-  // histories beyond history_entries fail the step with a clear error.
-  status fill(const forward_batch& batch, const std::vector<sample_request>& samples, int pad_to);
+  // histories beyond history_entries fail the step with a clear error. Without `sampling`
+  // (a pipeline stage before the last) the sequences' logits rows are not this stage's:
+  // `samples` is empty and the sampling arrays are left alone.
+  status fill(const forward_batch& batch, const std::vector<sample_request>& samples, int pad_to, bool sampling);
   // Copies what fill wrote to the device, on `stream`.
   void upload(cudaStream_t stream) const;
 
