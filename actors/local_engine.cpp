@@ -24,8 +24,8 @@ result<compute_backend> make_backend(const engine_options& options) {
 #ifdef TROUPE_WITH_CUDA
   if (options.expert_groups != 1)
     return error{"--device cuda serves its experts as one group per GPU; expert groups across GPUs come with a cluster"};
-  if (options.pipeline_stages != 1 || options.pipeline_layers.size() > 1)
-    return error{"--device cuda runs every layer in one stage; pipeline stages across GPUs come with a cluster"};
+  // The stages share the GPU, its weights and its experts; each has activations of its own.
+  b.pipeline_stages = options.pipeline_layers.empty() ? options.pipeline_stages : int(options.pipeline_layers.size());
   return make_gpu_backend(b);
 #else
   return error{"--device cuda: this build has no CUDA (nvcc was not found when it was configured)"};

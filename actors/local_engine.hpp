@@ -21,7 +21,7 @@ struct engine_options {
   int max_model_len = 0;  // 0: the model's max_position_embeddings
   int expert_groups = 1;
   // Pipeline stages: `pipeline_stages` of about equal layer counts, unless
-  // `pipeline_layers` gives each stage's layers. The CPU only, for now.
+  // `pipeline_layers` gives each stage's layers. On a GPU the stages share the device.
   int pipeline_stages = 1;
   std::vector<layer_range> pipeline_layers;
   scheduler_options scheduler;

@@ -19,6 +19,10 @@ struct backend_options {
   int max_num_batched_tokens = 2048;
   int max_model_len = 0;  // 0: the model's max_position_embeddings
   bool enforce_eager = false;  // GPU: no CUDA graphs for decode steps
+  int device = 0;              // GPU: the CUDA ordinal this process computes on
+  // GPU: the pipeline stages this process runs on the device, each with activations of its
+  // own (the KV cache is split among them by layers).
+  int pipeline_stages = 1;
 };
 
 struct compute_backend {

@@ -2,11 +2,39 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <map>
+#include <mutex>
+#include <string>
+#include <utility>
 
 #include "kernels/cuda/check.cuh"
 #include "model/cuda/gpu_step_runner.hpp"
 
 namespace troupe {
+namespace {
+
+// Each pipeline stage's activations and KV pool, allocated when the stage first starts and
+// kept: a restarted stage re-carves its own instead of needing a second KV cache.
+class stage_memories {
+ public:
+  result<std::shared_ptr<device_arena>> of(int first, int last, size_t bytes) {
+    std::lock_guard lock(mutex_);
+    auto& memory = by_range_[{first, last}];
+    if (memory == nullptr) {
+      auto allocated = device_arena::allocate(bytes, "the activations and KV cache of the stage of layers [" +
+                                                         std::to_string(first) + ", " + std::to_string(last) + ")");
+      if (!allocated) return allocated.err();
+      memory = std::make_shared<device_arena>(std::move(*allocated));
+    }
+    return memory;
+  }
+
+ private:
+  std::mutex mutex_;
+  std::map<std::pair<int, int>, std::shared_ptr<device_arena>> by_range_;
+};
+
+}  // namespace
 
 result<compute_backend> make_gpu_backend(const backend_options& options) {
   int devices = 0;
@@ -14,6 +42,10 @@ result<compute_backend> make_gpu_backend(const backend_options& options) {
     cudaGetLastError();
     return error{"--device cuda: no CUDA device is visible"};
   }
+  if (options.device < 0 || options.device >= devices)
+    return error{"cuda:" + std::to_string(options.device) + ": this machine has " + std::to_string(devices) +
+                 " CUDA device" + (devices == 1 ? "" : "s") + " (cuda:0 to cuda:" + std::to_string(devices - 1) + ")"};
+  TROUPE_CUDA_CHECK(cudaSetDevice(options.device));
   auto weights = load_gpu_weights(options.model_dir, options.dummy_weights);
   if (!weights) return weights.err();
   const model_config& c = (*weights)->config;
@@ -22,29 +54,40 @@ result<compute_backend> make_gpu_backend(const backend_options& options) {
                        options.max_model_len > 0 ? options.max_model_len : c.max_position_embeddings,
                        options.max_num_seqs, std::max(options.max_num_batched_tokens, options.max_num_seqs),
                        !options.enforce_eager};
+  r.device = options.device;
+  const int stages = std::max(options.pipeline_stages, 1);
+  // A block holds its tokens' keys and values in every layer, whichever stage has the layer.
   const size_t block_bytes = size_t(options.block_size) * size_t(c.num_kv_heads) * size_t(c.head_dim) * 2 * 2 *
                              size_t(c.num_layers);
   size_t kv_bytes = options.kv_cache_bytes;
-  if (kv_bytes == 0) {  // what the memory budget leaves after the weights and activations
+  if (kv_bytes == 0) {  // what the memory budget leaves after the weights and every stage's activations
     size_t free = 0, total = 0;
     TROUPE_CUDA_CHECK(cudaMemGetInfo(&free, &total));
     const size_t budget = size_t(double(total) * options.gpu_memory_utilization);
-    const size_t used = total - free + gpu_step_runner::activation_bytes(**weights, *experts, r);
+    const size_t used = total - free + size_t(stages) * gpu_step_runner::activation_bytes(**weights, *experts, r);
     kv_bytes = budget > used ? budget - used : 0;
   }
   r.num_blocks = int(std::min<size_t>(kv_bytes / block_bytes, size_t(1) << 30));
-  std::fprintf(stderr, "troupe: KV cache on the GPU: %d blocks of %d tokens (%zu MiB)\n", r.num_blocks,
+  std::fprintf(stderr, "troupe: KV cache on cuda:%d: %d blocks of %d tokens (%zu MiB)\n", options.device, r.num_blocks,
                options.block_size, (size_t(r.num_blocks) * block_bytes) >> 20);
-  // Allocated once: a restarted stage re-carves it instead of needing a second KV cache.
-  auto memory = device_arena::allocate(gpu_step_runner::memory_bytes(**weights, *experts, r),
-                                       "the stage's activations and KV cache");
-  if (!memory) return memory.err();
-  auto stage_memory = std::make_shared<device_arena>(std::move(*memory));
+  auto memories = std::make_shared<stage_memories>();
+  if (stages == 1) {  // allocated now, so a device with too little fails the start, not the stage
+    r.last_layer = c.num_layers;
+    auto memory = memories->of(0, c.num_layers, gpu_step_runner::memory_bytes(**weights, *experts, r));
+    if (!memory) return memory.err();
+  }
   compute_backend b{c, r.num_blocks, {}, {}};
-  b.make_runner = [weights = *weights, experts, r, stage_memory](int first, int last) -> result<std::unique_ptr<step_runner>> {
-    if (first != 0 || last != weights->config.num_layers)
-      return error{"a GPU stage holds every layer; pipeline stages across GPUs come with a cluster"};
-    return gpu_step_runner::create(weights, experts, r, stage_memory);
+  b.make_runner = [weights = *weights, experts, r, memories](int first, int last) -> result<std::unique_ptr<step_runner>> {
+    if (first < 0 || first >= last || last > weights->config.num_layers)
+      return error{"a GPU stage of layers [" + std::to_string(first) + ", " + std::to_string(last) + ") in a model of " +
+                   std::to_string(weights->config.num_layers)};
+    gpu_runner_options stage = r;
+    stage.first_layer = first;
+    stage.last_layer = last;
+    TROUPE_CUDA_CHECK(cudaSetDevice(stage.device));
+    auto memory = memories->of(first, last, gpu_step_runner::memory_bytes(*weights, *experts, stage));
+    if (!memory) return memory.err();
+    return gpu_step_runner::create(weights, experts, stage, std::move(*memory));
   };
   b.attach_experts = [experts](const std::string& group, int first, int last) -> std::function<void()> {
     experts->attach(group, first, last);

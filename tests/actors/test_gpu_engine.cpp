@@ -92,6 +92,30 @@ BOOST_AUTO_TEST_CASE(crashed_stage_and_expert_group_come_back_with_the_same_toke
   }
 }
 
+// The fixture's two layers as two pipeline stages sharing the GPU, the rows handed on
+// in-process: transformers' tokens, and again with the second stage killed under them.
+BOOST_AUTO_TEST_CASE(two_pipeline_stages_on_one_gpu_give_the_same_tokens) {
+  for (bool kill : {false, true}) {
+    caf::actor_system system{test::engine_config()};
+    auto options = gpu_options();
+    options.pipeline_stages = 2;
+    auto e = start_local_engine(system, options);
+    BOOST_REQUIRE_MESSAGE(e, (e ? std::string() : e.err().message));
+    caf::scoped_actor self{system};
+    const auto requests = golden_requests(8, 1);
+    auto got = kill ? test::run_requests_killing(self, *e, requests, "stage_1", 20, 3)
+                    : test::run_requests(self, *e, requests);
+    BOOST_TEST_CONTEXT((kill ? "stage_1 killed" : "no crash")) {
+      for (const auto& r : requests) {
+        BOOST_TEST(got.at(r.id).events_after_finish == 0);
+        BOOST_TEST(int(got.at(r.id).finish) == int(finish_reason::length));
+        BOOST_TEST(got.at(r.id).tokens == golden_tokens());
+      }
+    }
+    e->stop(system);
+  }
+}
+
 // Sampled requests under a JSON Schema beside greedy free ones, then again with the stage
 // killed under them: every output ends once, the constrained ones as valid objects of the
 // schema, the free ones as transformers' tokens. Unlike on the CPU, a constrained output
