@@ -54,6 +54,15 @@ status in_process_transport::send(int peer, uint64_t tag, const void* data, size
   return ok();
 }
 
+result<transport::message> in_process_transport::receive_from(int peer, uint64_t tag, uint64_t mask,
+                                                              std::chrono::milliseconds timeout) {
+  {
+    std::lock_guard lock(hub_->mutex_);
+    if (!hub_->inboxes_.contains(peer)) return error{"in-process peer " + std::to_string(peer) + " is gone"};
+  }
+  return receive(tag, mask, timeout);
+}
+
 result<transport::message> in_process_transport::receive(uint64_t tag, uint64_t mask,
                                                          std::chrono::milliseconds timeout) {
   const auto deadline = std::chrono::steady_clock::now() + timeout;

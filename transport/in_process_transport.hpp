@@ -40,6 +40,8 @@ class in_process_transport final : public transport {
   status repoint(int peer, const std::vector<uint8_t>& address) override;
   status send(int peer, uint64_t tag, const void* data, size_t bytes, std::chrono::milliseconds timeout) override;
   result<message> receive(uint64_t tag, uint64_t mask, std::chrono::milliseconds timeout) override;
+  // An in-process peer lives as long as this process: as receive, once it is known.
+  result<message> receive_from(int peer, uint64_t tag, uint64_t mask, std::chrono::milliseconds timeout) override;
 
  private:
   std::shared_ptr<in_process_hub> hub_;

@@ -43,6 +43,10 @@ class transport {
   // The next message, from any peer, whose tag equals `tag` on the bits set in `mask`: its
   // full tag and bytes. An error when none has come within `timeout`.
   virtual result<message> receive(uint64_t tag, uint64_t mask, std::chrono::milliseconds timeout) = 0;
+
+  // The same for a message only `peer` sends (a reply): an error as soon as the link to it
+  // is known to be down (its process died), instead of at the timeout.
+  virtual result<message> receive_from(int peer, uint64_t tag, uint64_t mask, std::chrono::milliseconds timeout) = 0;
 };
 
 // What receive returns when its timeout passes, from every transport alike.

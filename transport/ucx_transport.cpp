@@ -179,6 +179,8 @@ status ucx_transport::send(int peer_id, uint64_t tag, const void* data, size_t b
   std::unique_lock lock(mutex_);
   if (peer_id < 0 || size_t(peer_id) >= peers_.size()) return error{"no UCX peer " + std::to_string(peer_id)};
   peer& p = *peers_[size_t(peer_id)];
+  if (!p.endpoint && p.failure == UCS_ERR_TIMED_OUT)  // closed under a stalled send: the peer may be fine
+    if (auto s = open_link(p); !s) return s;
   if (!p.endpoint || p.failure != UCS_OK) return link_down(peer_id, p.failure);
 
   auto op = std::make_unique<operation>();
@@ -203,12 +205,33 @@ status ucx_transport::send(int peer_id, uint64_t tag, const void* data, size_t b
 }
 
 result<transport::message> ucx_transport::receive(uint64_t tag, uint64_t mask, std::chrono::milliseconds timeout) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
   std::unique_lock lock(mutex_);
+  return receive_locked(lock, tag, mask, timeout, -1);
+}
+
+result<transport::message> ucx_transport::receive_from(int peer_id, uint64_t tag, uint64_t mask,
+                                                       std::chrono::milliseconds timeout) {
+  std::unique_lock lock(mutex_);
+  if (peer_id < 0 || size_t(peer_id) >= peers_.size()) return error{"no UCX peer " + std::to_string(peer_id)};
+  return receive_locked(lock, tag, mask, timeout, peer_id);
+}
+
+result<transport::message> ucx_transport::receive_locked(std::unique_lock<std::mutex>& lock, uint64_t tag,
+                                                         uint64_t mask, std::chrono::milliseconds timeout, int from) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
   ucp_tag_recv_info_t info{};
   ucp_tag_message_h found = nullptr;
-  if (!wait_locked(lock, deadline, [&] { return (found = ucp_tag_probe_nb(worker_.get(), tag, mask, 1, &info)); }))
+  // A link closed under a stalled send (timed out) is not a dead peer: its reply may come.
+  auto lost = [&] {
+    if (from < 0) return false;
+    const peer& p = *peers_[size_t(from)];
+    return p.failure != UCS_OK && p.failure != UCS_ERR_TIMED_OUT;
+  };
+  if (!wait_locked(lock, deadline, [&] {
+        return lost() || (found = ucp_tag_probe_nb(worker_.get(), tag, mask, 1, &info)) != nullptr;
+      }))
     return no_message_within(tag, mask, timeout);
+  if (!found) return link_down(from, peers_[size_t(from)]->failure);
 
   auto op = std::make_unique<operation>();
   op->bytes.resize(info.length);

@@ -38,11 +38,13 @@ class ucx_transport final : public transport {
   // Closes the peer's link and opens one to the new address under the same id.
   status repoint(int peer, const std::vector<uint8_t>& address) override;
   // Copies the bytes and returns: the peer takes them whenever it receives. A send the peer
-  // has not taken within `timeout` closes the link to it (UCX cannot cancel one send):
-  // every send on it fails, until connect is called again with the peer's address.
+  // has not taken within `timeout` closes the link to it (UCX cannot cancel one send),
+  // dropping what it still held; the next send opens a new one. A link the peer failed
+  // (its process died) fails every send until connect or repoint.
   status send(int peer, uint64_t tag, const void* data, size_t bytes, std::chrono::milliseconds timeout) override;
   // A receive that times out while its message is arriving drops that message.
   result<message> receive(uint64_t tag, uint64_t mask, std::chrono::milliseconds timeout) override;
+  result<message> receive_from(int peer, uint64_t tag, uint64_t mask, std::chrono::milliseconds timeout) override;
 
  private:
   struct peer {
@@ -57,6 +59,9 @@ class ucx_transport final : public transport {
   ucx_transport(context_ptr context, worker_ptr worker, int event_fd, std::vector<uint8_t> address);
   static void on_peer_error(void* peer, ucp_ep_h, ucs_status_t status);
   status open_link(peer& p);
+  // Receives a message, from any peer (from < 0) or failing once the link to `from` fails.
+  result<message> receive_locked(std::unique_lock<std::mutex>& lock, uint64_t tag, uint64_t mask,
+                                 std::chrono::milliseconds timeout, int from);
   void close_link(peer& p);
   template <class Done>
   bool wait_locked(std::unique_lock<std::mutex>& lock, std::chrono::steady_clock::time_point deadline, Done done);
