@@ -5,62 +5,15 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdio>
-#include <functional>
-#include <limits>
 #include <map>
 
 #include "base/read_file.hpp"
+#include "cluster/conf_sections.hpp"
 #include "cluster/conf_values.hpp"
 #include "cluster/replica_layout.hpp"
 
 namespace troupe {
 namespace {
-
-constexpr int any_int = std::numeric_limits<int>::max();
-
-using setter = std::function<status(const ini_entry&)>;
-
-// Reads each entry with the setter its key maps to; the map's keys are the ones the
-// section takes, listed when another one turns up.
-status read_entries(const ini_file& file, const ini_section& section, const std::map<std::string, setter>& setters) {
-  for (const auto& e : section.entries) {
-    auto set = setters.find(e.key);
-    if (set == setters.end()) {
-      std::string known;
-      for (const auto& [key, unused] : setters) known += (known.empty() ? "" : ", ") + key;
-      return error{file.where(e.line) + "unknown key `" + e.key + "` in [" + section.name + "] (" + known + ")"};
-    }
-    if (e.value.empty() && e.key != "api_key") return error{file.where(e.line) + "`" + e.key + "` needs a value"};
-    if (auto s = set->second(e); !s) return s;
-  }
-  return ok();
-}
-
-setter integer(const ini_file& file, int& field, int min, int max = any_int) {
-  return [&file, &field, min, max](const ini_entry& e) -> status {
-    auto v = integer_value(file, e, min, max);
-    if (!v) return v.err();
-    field = *v;
-    return ok();
-  };
-}
-
-template <class duration>
-setter positive_duration(const ini_file& file, duration& field) {
-  return [&file, &field](const ini_entry& e) -> status {
-    auto v = integer_value(file, e, 1, any_int);
-    if (!v) return v.err();
-    field = duration(*v);
-    return ok();
-  };
-}
-
-setter text(std::string& field) {
-  return [&field](const ini_entry& e) -> status {
-    field = e.value;
-    return ok();
-  };
-}
 
 // One of the words in `names`, stored as the value paired with it.
 template <class T>
@@ -177,7 +130,7 @@ status read_gateway(const ini_file& file, const ini_section& section, cluster_sp
       {"routing", choice<std::string>(file, g.routing, {{"round_robin", "round_robin"},
                                                         {"least_load", "least_load"},
                                                         {"prefix_aware", "prefix_aware"}})},
-  });
+  }, /*may_be_empty=*/{"api_key"});
 }
 
 status read_engine(const ini_file& file, const ini_section& section, cluster_spec& spec) {
