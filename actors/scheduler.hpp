@@ -13,7 +13,9 @@ struct scheduler_options {
   int max_num_seqs = 64;
   int max_num_batched_tokens = 2048;  // prefill is chunked to fit beside the decode tokens
   int max_model_len = 4096;
-  int max_recoveries = 10;            // re-prefills after failures before a request errors
+  // Re-prefills after failures before a request errors: a bound for a request that fails
+  // every step it is in, above the node restarts a chaos drill puts one request through (20).
+  int max_recoveries = 32;
   std::chrono::seconds stage_timeout{30};  // without a working pipeline this long, requests error
   int pipeline_stages = 1;            // stage_0 .. stage_{n-1}: steps go through all of them
   // expert_group_0 .. expert_group_{n-1}: the stages' MoE layers need them all, so no step
