@@ -14,6 +14,7 @@ struct bench_prompt {
   std::string text;      // random common words, about one token each (chat takes text only)
   int input_len = 0;
   int output_len = 0;
+  int seed = -1;  // the request's sampling seed; -1: none sent
 };
 
 struct random_dataset_options {

@@ -28,7 +28,11 @@ std::string error_summary(int status, const std::string& body) {
 }  // namespace
 
 std::string request_body(const request_spec& spec, const bench_prompt& prompt) {
-  json j{{"model", spec.model}, {"stream", true}, {"stream_options", {{"include_usage", true}}}, {"temperature", 0}};
+  json j{{"model", spec.model},
+         {"stream", true},
+         {"stream_options", {{"include_usage", true}}},
+         {"temperature", spec.temperature}};
+  if (prompt.seed >= 0) j["seed"] = prompt.seed;
   if (spec.kind == api_kind::chat) {
     j["messages"] = json::array({{{"role", "user"}, {"content", prompt.text}}});
     j["max_completion_tokens"] = prompt.output_len;
@@ -58,6 +62,7 @@ request_outcome send_request(http_client& http, const request_spec& spec, const 
     if (ev->prompt_tokens >= 0) out.prompt_tokens = ev->prompt_tokens;
     if (ev->completion_tokens >= 0) usage_tokens = ev->completion_tokens;
     if (ev->content.empty()) return;
+    out.text += ev->content;
     const auto now = clock_type::now();
     if (chunks++ == 0) out.ttft_s = seconds(now - start);
     else out.itl_s.push_back(seconds(now - last));

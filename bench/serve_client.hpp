@@ -17,6 +17,7 @@ struct request_spec {
   std::string model;
   std::string api_key;
   bool ignore_eos = true;
+  double temperature = 0;  // 0: greedy
 };
 
 struct request_outcome {
@@ -27,6 +28,7 @@ struct request_outcome {
   double ttft_s = 0;      // to the first content chunk (to the end when none came)
   std::vector<double> itl_s;  // between content chunks
   double e2e_s = 0;
+  std::string text;  // every content chunk, in order
 };
 
 std::string request_body(const request_spec& spec, const bench_prompt& prompt);
