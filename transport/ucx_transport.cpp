@@ -29,6 +29,11 @@ constexpr int idle_poll_ms = 100;
 // comes within this costs no hand-off from the progress thread (two thread wake-ups).
 constexpr auto spin_time = std::chrono::microseconds(50);
 
+// How long after a link failed its sends fail at once; the next one then opens a new link.
+// Under load UCX may give up on a live peer (a keepalive timeout, a reset); a dead peer's
+// new link fails again within about this.
+constexpr auto reconnect_after = std::chrono::seconds(1);
+
 // How long a forced close may take to cancel a send (it takes about a millisecond).
 constexpr auto close_grace = std::chrono::seconds(2);
 
@@ -112,13 +117,16 @@ ucx_transport::~ucx_transport() {
   for (auto& op : sending_) ucp_request_free(op->request);
 }
 
-void ucx_transport::on_peer_error(void* p, ucp_ep_h, ucs_status_t status) { static_cast<peer*>(p)->failure = status; }
+void ucx_transport::on_peer_error(void* p, ucp_ep_h, ucs_status_t status) {
+  static_cast<peer*>(p)->failure = status;
+  static_cast<peer*>(p)->failed_at = std::chrono::steady_clock::now();
+}
 
 result<int> ucx_transport::connect(const std::vector<uint8_t>& address) {
   if (address.empty()) return error{"an empty UCX worker address"};
   std::lock_guard lock(mutex_);
   auto [it, inserted] = peer_ids_.try_emplace(std::string(address.begin(), address.end()), int(peers_.size()));
-  if (inserted) peers_.push_back(std::make_unique<peer>(peer{address, nullptr, UCS_ERR_NOT_CONNECTED}));
+  if (inserted) peers_.push_back(std::make_unique<peer>(peer{address, nullptr, UCS_ERR_NOT_CONNECTED, {}}));
   peer& p = *peers_[size_t(it->second)];
   if (p.endpoint && p.failure == UCS_OK) return it->second;
   close_link(p);
@@ -179,8 +187,13 @@ status ucx_transport::send(int peer_id, uint64_t tag, const void* data, size_t b
   std::unique_lock lock(mutex_);
   if (peer_id < 0 || size_t(peer_id) >= peers_.size()) return error{"no UCX peer " + std::to_string(peer_id)};
   peer& p = *peers_[size_t(peer_id)];
-  if (!p.endpoint && p.failure == UCS_ERR_TIMED_OUT)  // closed under a stalled send: the peer may be fine
+  const bool stalled = !p.endpoint && p.failure == UCS_ERR_TIMED_OUT;  // the peer may be fine
+  const bool failed_a_while_ago = p.failure != UCS_OK && p.failure != UCS_ERR_NOT_CONNECTED &&
+                                  std::chrono::steady_clock::now() - p.failed_at > reconnect_after;
+  if (stalled || failed_a_while_ago) {
+    close_link(p);
     if (auto s = open_link(p); !s) return s;
+  }
   if (!p.endpoint || p.failure != UCS_OK) return link_down(peer_id, p.failure);
 
   auto op = std::make_unique<operation>();
@@ -316,6 +329,7 @@ void ucx_transport::close_stalled_links_locked() {
     if (op->done || now < op->deadline || !p.endpoint) continue;
     close_link(p);
     p.failure = UCS_ERR_TIMED_OUT;
+    p.failed_at = now;
   }
 }
 
