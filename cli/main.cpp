@@ -32,7 +32,9 @@ constexpr const char* usage =
     "  cluster status FILE [--url URL] [--api-key KEY]\n"
     "      each replica's load and each stage and expert group's node, device, health and restarts\n"
     "  node --config FILE --name NAME [--port N]\n"
-    "      run node NAME of a cluster, for the head's `troupe cluster up`\n";
+    "      run node NAME of a cluster, for the head's `troupe cluster up`\n"
+    "  chaos run FILE [--report PATH] [--log PATH]\n"
+    "      start the cluster a chaos/drills.conf names, run its drills under load, print the report\n";
 
 }  // namespace
 
@@ -48,6 +50,7 @@ int main(int argc, char** argv) {
   if (!std::strcmp(command, "cluster")) return troupe::cli::cluster_command(argc - 2, argv + 2);
   if (!std::strcmp(command, "node")) return troupe::cli::node_command(argc - 2, argv + 2);
   if (!std::strcmp(command, "generate")) return troupe::cli::generate_command(argc - 2, argv + 2);
+  if (!std::strcmp(command, "chaos")) return troupe::cli::chaos_command(argc - 2, argv + 2);
   std::fprintf(stderr, "troupe: unknown command \"%s\"\n%s", command, usage);
   return 2;
 }

@@ -19,9 +19,30 @@ export function fixtureModel() {
   return dir;
 }
 
+// The three nodes of the cluster tests (the head runs the gateway and pipeline stage 0;
+// second stage 1 and expert group 0; third expert group 1), on 127.0.0.1, second and
+// third at the ports given (0: the head starts them).
+export const threeNodes = ({ second = 0, third = 0 } = {}) => `[node.head]
+address = 127.0.0.1
+port = 0
+
+[node.second]
+address = 127.0.0.1
+port = ${second}
+
+[node.third]
+address = 127.0.0.1
+port = ${third}
+
+[replica.main]
+stages = head:0-1, second:2-3
+experts = second:0-7, third:8-15
+`;
+
 // A cluster.conf at `path` serving `modelDir`: [cluster], [model], [gateway] and [engine]
 // as the tests use them, then `body` (the nodes and replicas).
-export function writeConf(path, modelDir, body, { secret = 'test-secret', startup = 60, gateway = '' } = {}) {
+export function writeConf(path, modelDir, body,
+                          { secret = 'test-secret', startup = 60, gateway = '', maxNumSeqs = 16 } = {}) {
   writeFileSync(path, `[cluster]
 name = test
 secret = ${secret}
@@ -39,7 +60,7 @@ host = 127.0.0.1
 node = head
 ${gateway}
 [engine]
-max_num_seqs = 16
+max_num_seqs = ${maxNumSeqs}
 kv_cache_mb = 64
 
 ${body}`);

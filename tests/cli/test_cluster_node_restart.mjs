@@ -7,28 +7,13 @@ import assert from 'node:assert/strict';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { clientOf, fixtureModel, nodesOf, startCluster, writeConf } from './cluster_process.mjs';
+import { clientOf, fixtureModel, nodesOf, startCluster, threeNodes, writeConf } from './cluster_process.mjs';
 
 let conf, cluster, client;
 
 before(async () => {
   const work = mkdtempSync(join(tmpdir(), 'troupe_restart_'));
-  conf = writeConf(join(work, 'cluster.conf'), fixtureModel(), `[node.head]
-address = 127.0.0.1
-port = 0
-
-[node.second]
-address = 127.0.0.1
-port = 0
-
-[node.third]
-address = 127.0.0.1
-port = 0
-
-[replica.main]
-stages = head:0-1, second:2-3
-experts = second:0-7, third:8-15
-`);
+  conf = writeConf(join(work, 'cluster.conf'), fixtureModel(), threeNodes());
   cluster = await startCluster(conf);
   client = clientOf(cluster);
 });

@@ -12,26 +12,9 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { binary, startServer } from '../gateway/server_process.mjs';
-import { clientOf, fixtureModel, golden, greedy, nodesOf, startCluster, writeConf } from './cluster_process.mjs';
+import { clientOf, fixtureModel, golden, greedy, nodesOf, startCluster, threeNodes, writeConf } from './cluster_process.mjs';
 
 let work, modelDir, cluster, single;
-
-const threeNodes = ({ second = 0, third = 0 } = {}) => `[node.head]
-address = 127.0.0.1
-port = 0
-
-[node.second]
-address = 127.0.0.1
-port = ${second}
-
-[node.third]
-address = 127.0.0.1
-port = ${third}
-
-[replica.main]
-stages = head:0-1, second:2-3
-experts = second:0-7, third:8-15
-`;
 
 function conf(name, { nodes, ...options } = {}) {
   return writeConf(join(work, name), modelDir, threeNodes(nodes), options);

@@ -13,7 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "model/cuda/gpu_step_runner.hpp"
-#include "tests/support/source_dir.hpp"
+#include "tests/model/gpu_fixtures.hpp"
 
 using namespace troupe;
 namespace fs = std::filesystem;
@@ -31,21 +31,6 @@ constexpr double logprob_tolerance = 0.1;
 // engines compute different functions, and comparing log-probs says little.
 constexpr double router_threshold = 0.005;
 constexpr int block_size = 16;
-
-json read_golden(const fs::path& dir) {
-  std::ifstream in(dir / "golden.json");
-  return json::parse(in);
-}
-
-// The fixtures made for the CUDA kernels' shapes (they record router margins too).
-std::vector<fs::path> fixtures() {
-  std::vector<fs::path> dirs;
-  for (const auto& e : fs::directory_iterator(test::source_dir() / "tests/golden/fixtures"))
-    if (fs::exists(e.path() / "golden.json") && read_golden(e.path()).contains("router_margin"))
-      dirs.push_back(e.path());
-  std::sort(dirs.begin(), dirs.end());
-  return dirs;
-}
 
 // How many positions of prompt + greedy tokens come before the first routing near-tie.
 size_t comparable_positions(const json& g) {
@@ -118,7 +103,7 @@ std::unique_ptr<step_runner> make_runner(const engine_parts& e) {
 // A fixture's golden outputs and a fresh runner over its weights.
 struct gpu_fixture {
   explicit gpu_fixture(const fs::path& dir)
-      : golden(read_golden(dir)), name(dir.filename().string()), parts(load(dir)), runner(make_runner(parts)),
+      : golden(test::read_golden(dir)), name(dir.filename().string()), parts(load(dir)), runner(make_runner(parts)),
         prompt(golden["prompt"].get<std::vector<int>>()) {}
   json golden;
   std::string name;
@@ -129,7 +114,7 @@ struct gpu_fixture {
 
 }  // namespace
 
-BOOST_AUTO_TEST_CASE(gpu_shaped_fixtures_exist) { BOOST_TEST(fixtures().size() >= 2); }
+BOOST_AUTO_TEST_CASE(gpu_shaped_fixtures_exist) { BOOST_TEST(test::gpu_fixtures().size() >= 2); }
 
 BOOST_AUTO_TEST_CASE(a_shape_the_kernels_lack_is_refused_clearly) {
   auto w = load_gpu_weights(test::source_dir() / "tests/golden/fixtures/gqa_sharded", false);
@@ -138,7 +123,7 @@ BOOST_AUTO_TEST_CASE(a_shape_the_kernels_lack_is_refused_clearly) {
 }
 
 BOOST_AUTO_TEST_CASE(every_prompt_position_decoded_one_token_at_a_time) {
-  for (const auto& dir : fixtures()) {
+  for (const auto& dir : test::gpu_fixtures()) {
     gpu_fixture f(dir);
     const json& g = f.golden;
     const auto& prompt = f.prompt;
@@ -157,7 +142,7 @@ BOOST_AUTO_TEST_CASE(every_prompt_position_decoded_one_token_at_a_time) {
 // within tolerance, at every step whose positions so far were all routed without a near-tie
 // (the fixtures' prompts are drawn so that at least 12 are).
 BOOST_AUTO_TEST_CASE(prefill_then_greedy_decode_matches_transformers) {
-  for (const auto& dir : fixtures()) {
+  for (const auto& dir : test::gpu_fixtures()) {
     gpu_fixture f(dir);
     const json& g = f.golden;
     const auto& prompt = f.prompt;
@@ -181,7 +166,7 @@ BOOST_AUTO_TEST_CASE(prefill_then_greedy_decode_matches_transformers) {
 // A sequence's tokens do not depend on what else is in the batch beyond bf16 noise: four
 // copies of one prompt decoded side by side in one graph give the tokens it gives alone.
 BOOST_AUTO_TEST_CASE(a_batch_of_copies_decodes_like_one_sequence) {
-  gpu_fixture f(fixtures().front());
+  gpu_fixture f(test::gpu_fixtures().front());
   step_runner& runner = *f.runner;
   const auto& prompt = f.prompt;
   const int copies = 4, steps = 8, n = int(prompt.size());

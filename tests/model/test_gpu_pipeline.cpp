@@ -13,7 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "model/cuda/gpu_step_runner.hpp"
-#include "tests/support/source_dir.hpp"
+#include "tests/model/gpu_fixtures.hpp"
 
 using namespace troupe;
 namespace fs = std::filesystem;
@@ -23,21 +23,6 @@ namespace {
 
 constexpr int block_size = 16;
 constexpr int decode_steps = 12;
-
-json read_golden(const fs::path& dir) {
-  std::ifstream in(dir / "golden.json");
-  return json::parse(in);
-}
-
-// The fixtures made for the CUDA kernels' shapes, as in test_gpu_parity.
-std::vector<fs::path> fixtures() {
-  std::vector<fs::path> dirs;
-  for (const auto& e : fs::directory_iterator(test::source_dir() / "tests/golden/fixtures"))
-    if (fs::exists(e.path() / "golden.json") && read_golden(e.path()).contains("router_margin"))
-      dirs.push_back(e.path());
-  std::sort(dirs.begin(), dirs.end());
-  return dirs;
-}
 
 struct engine_parts {
   std::shared_ptr<const gpu_weights> weights;
@@ -166,21 +151,21 @@ void compare_splits(const fs::path& dir, const std::vector<std::vector<int>>& pr
   }
 }
 
-std::vector<int> prompt_of(const fs::path& dir) { return read_golden(dir)["prompt"].get<std::vector<int>>(); }
+std::vector<int> prompt_of(const fs::path& dir) { return test::read_golden(dir)["prompt"].get<std::vector<int>>(); }
 
 }  // namespace
 
-BOOST_AUTO_TEST_CASE(gpu_shaped_fixtures_exist) { BOOST_TEST(fixtures().size() >= 2); }
+BOOST_AUTO_TEST_CASE(gpu_shaped_fixtures_exist) { BOOST_TEST(test::gpu_fixtures().size() >= 2); }
 
 BOOST_AUTO_TEST_CASE(stages_decode_one_sequence_like_one_runner) {
-  for (const auto& dir : fixtures())
+  for (const auto& dir : test::gpu_fixtures())
     for (bool graphs : {true, false}) compare_splits(dir, {prompt_of(dir)}, graphs);
 }
 
 // Three sequences of different lengths: their decode graph (batch bucket 4) has a padding
 // row, which a later stage fills with zeros rather than the first stage's embedding.
 BOOST_AUTO_TEST_CASE(stages_decode_a_padded_batch_like_one_runner) {
-  for (const auto& dir : fixtures()) {
+  for (const auto& dir : test::gpu_fixtures()) {
     const auto prompt = prompt_of(dir);
     std::vector<std::vector<int>> prompts;
     for (size_t cut : {size_t(0), size_t(3), size_t(7)})
@@ -190,7 +175,7 @@ BOOST_AUTO_TEST_CASE(stages_decode_a_padded_batch_like_one_runner) {
 }
 
 BOOST_AUTO_TEST_CASE(a_layer_range_outside_the_model_is_refused) {
-  const engine_parts parts = load(fixtures().front());
+  const engine_parts parts = load(test::gpu_fixtures().front());
   const int layers = parts.weights->config.num_layers;
   for (const auto& [first, last] : std::vector<std::pair<int, int>>{{1, 1}, {0, layers + 1}, {-1, 1}}) {
     gpu_runner_options o{64, block_size, 512, 8, 256};

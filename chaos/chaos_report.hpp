@@ -1,0 +1,13 @@
+#pragma once
+// A chaos run as a markdown table: a row per drill with its kills, time to detect and to
+// recover, what became of the requests, whether the outputs were the fault-free run's, and
+// TTFT p99 without and with the faults; then what failed the run, if anything.
+#include <string>
+
+#include "chaos/drill_run.hpp"
+
+namespace troupe::chaos {
+
+std::string report_markdown(const chaos_spec& spec, const run_result& run);
+
+}  // namespace troupe::chaos

@@ -1,0 +1,157 @@
+#include "chaos/drill_run.hpp"
+
+#include <signal.h>
+
+#include <future>
+#include <random>
+#include <thread>
+
+#include "bench/serve_load.hpp"
+#include "bench/serve_report.hpp"
+#include "chaos/cluster_under_test.hpp"
+#include "cluster/cluster_spec.hpp"
+
+namespace troupe::chaos {
+namespace {
+
+using clock_type = std::chrono::steady_clock;
+
+double seconds_since(clock_type::time_point t) { return std::chrono::duration<double>(clock_type::now() - t).count(); }
+
+// Seeded streams of random token ids inside the model's vocabulary, one seed each.
+std::vector<bench::bench_prompt> prompts_of(const chaos_spec& spec, int vocab) {
+  std::mt19937 gen(12345);
+  std::uniform_int_distribution<int> token(1, vocab - 1);
+  std::vector<bench::bench_prompt> prompts(size_t(spec.streams));
+  for (int i = 0; i < spec.streams; ++i) {
+    auto& p = prompts[size_t(i)];
+    for (int j = 0; j < spec.prompt_tokens; ++j) p.ids.push_back(token(gen));
+    p.input_len = spec.prompt_tokens;
+    p.output_len = spec.max_tokens;
+    p.seed = i;
+  }
+  return prompts;
+}
+
+// Never ended, or ended without its finish: what a client could not tell from a clear
+// error.
+bool is_lost(const bench::request_outcome& r) {
+  return r.error.find("sent nothing for") != std::string::npos || r.error.find("without \"data: [DONE]\"") != std::string::npos;
+}
+
+double ttft_p99(const std::vector<bench::request_outcome>& outcomes) {
+  std::vector<double> ttft;
+  for (const auto& r : outcomes)
+    if (r.success) ttft.push_back(r.ttft_s);
+  return bench::percentile(ttft, 99);
+}
+
+// Kills `drill.node` until the load ends or `count` kills are done, each time waiting for
+// the node to be back.
+void do_kills(cluster_under_test& cluster, const drill_spec& drill, const std::future<bench::load_result>& load,
+              const std::chrono::seconds patience, drill_result& out) {
+  auto load_running = [&] { return load.wait_for(std::chrono::seconds(0)) != std::future_status::ready; };
+  std::this_thread::sleep_for(drill.interval);  // the streams under way first
+  for (int k = 0; k < drill.count && load_running(); ++k) {
+    const int old = cluster.node_pid(drill.node);
+    if (old == 0) {
+      out.failures.push_back("node " + drill.node + " was not running before kill " + std::to_string(k + 1));
+      return;
+    }
+    const auto killed = clock_type::now();
+    ::kill(old, SIGKILL);
+    ++out.kills;
+    bool seen_down = false;
+    for (;;) {
+      const bool healthy = cluster.healthy();
+      if (!healthy && !seen_down) {
+        seen_down = true;
+        out.detect_s.push_back(seconds_since(killed));
+      }
+      const int now = cluster.node_pid(drill.node);
+      if (healthy && now != 0 && now != old) break;
+      if (clock_type::now() - killed > patience) {
+        out.failures.push_back("node " + drill.node + " was not back within " + std::to_string(patience.count()) + " s");
+        return;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    if (!seen_down) out.detect_s.push_back(seconds_since(killed));  // back before a poll saw it down
+    out.recover_s.push_back(seconds_since(killed));
+    std::this_thread::sleep_for(drill.interval);
+  }
+}
+
+}  // namespace
+
+result<run_result> run_chaos(const chaos_spec& spec, const std::filesystem::path& log) {
+  auto checked = read_cluster_with_model(spec.cluster);
+  if (!checked) return checked.err();
+  const cluster_spec& cluster_file = checked->spec;
+  for (const drill_spec& d : spec.drills) {
+    const node_spec* n = cluster_file.node(d.node);
+    if (n == nullptr || n->name == cluster_file.gateway.node || n->port != 0)
+      return error{spec.file.string() + ":" + std::to_string(d.line) + ": [drill." + d.name + "] kills node `" + d.node +
+                   "`, which must be a node of " + spec.cluster.string() +
+                   " that `troupe cluster up` starts itself (port 0, not the gateway's)"};
+  }
+  auto cluster = cluster_under_test::start(spec.cluster, log, cluster_file.cluster.startup_timeout);
+  if (!cluster) return cluster.err();
+
+  bench::request_spec request;
+  request.model = cluster_file.model.served_model_name.empty() ? cluster_file.model.path.filename().string()
+                                                               : cluster_file.model.served_model_name;
+  request.api_key = cluster_file.gateway.api_key;
+  request.temperature = spec.temperature;
+  const auto prompts = prompts_of(spec, checked->model.vocab_size);
+  bench::load_options load;
+  load.max_concurrency = spec.streams;
+  load.read_timeout = std::chrono::duration_cast<std::chrono::milliseconds>(cluster_file.cluster.step_timeout) * 2;
+  load.show_progress = false;
+  auto run_load = [&] { return bench::run_load((*cluster)->server(), request, prompts, load); };
+
+  const bench::load_result clean = run_load();
+  run_result result;
+  for (const auto& r : clean.outcomes)
+    if (!r.success) {
+      result.violations.push_back("the fault-free pass failed a request: " + r.error);
+      return result;
+    }
+  for (const drill_spec& d : spec.drills) {
+    drill_result out;
+    out.drill = d;
+    auto faulty = std::async(std::launch::async, run_load);
+    do_kills(**cluster, d, faulty, cluster_file.cluster.startup_timeout, out);
+    const bench::load_result got = faulty.get();
+    out.accepted = int(got.outcomes.size());
+    for (size_t i = 0; i < got.outcomes.size(); ++i) {
+      const auto& r = got.outcomes[i];
+      if (r.success) {
+        ++out.completed;
+        if (r.text != clean.outcomes[i].text) ++out.different;
+      } else {
+        ++(is_lost(r) ? out.lost : out.errored);
+        if (out.failures.size() < 5) out.failures.push_back("stream " + std::to_string(i) + ": " + r.error);
+      }
+    }
+    out.ttft_p99_clean_s = ttft_p99(clean.outcomes);
+    out.ttft_p99_fault_s = ttft_p99(got.outcomes);
+    const std::string name = "drill " + d.name + ": ";
+    if (out.kills < d.count)
+      result.violations.push_back(name + std::to_string(out.kills) + " of " + std::to_string(d.count) +
+                                  " kills while the load ran (make the streams longer)");
+    if (out.lost > 0) result.violations.push_back(name + std::to_string(out.lost) + " streams lost");
+    if (out.errored > 0) result.violations.push_back(name + std::to_string(out.errored) + " streams ended with an error");
+    if (out.different > 0)
+      result.violations.push_back(name + std::to_string(out.different) + " streams differ from the fault-free run");
+    const double limit = std::chrono::duration<double>(spec.recovery_limit).count();
+    if (!out.recover_s.empty() && bench::percentile(out.recover_s, 99) > limit)
+      result.violations.push_back(name + "recovery p99 above " + std::to_string(spec.recovery_limit.count()) + " ms");
+    for (const std::string& f : out.failures)
+      if (f.rfind("node ", 0) == 0) result.violations.push_back(name + f);
+    result.drills.push_back(std::move(out));
+  }
+  return result;
+}
+
+}  // namespace troupe::chaos

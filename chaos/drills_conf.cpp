@@ -1,0 +1,69 @@
+#include "chaos/drills_conf.hpp"
+
+#include "cluster/conf_sections.hpp"
+
+namespace troupe::chaos {
+namespace {
+
+status read_chaos(const ini_file& file, const ini_section& section, chaos_spec& spec) {
+  return read_entries(file, section, {
+      {"cluster", [&](const ini_entry& e) -> status {
+         spec.cluster = (file.path.parent_path() / e.value).lexically_normal();
+         return ok();
+       }},
+      {"streams", integer(file, spec.streams, 1, 4096)},
+      {"prompt_tokens", integer(file, spec.prompt_tokens, 1)},
+      {"max_tokens", integer(file, spec.max_tokens, 1)},
+      {"temperature", [&](const ini_entry& e) -> status {
+         auto t = non_negative_value(file, e);
+         if (!t) return t.err();
+         spec.temperature = *t;
+         return ok();
+       }},
+      {"recovery_limit_ms", positive_duration(file, spec.recovery_limit)},
+  });
+}
+
+status read_drill(const ini_file& file, const ini_section& section, const std::string& name, chaos_spec& spec) {
+  if (auto s = check_name(file, section.line, "drill", name); !s) return s;
+  drill_spec d{name, "", 1, std::chrono::milliseconds(300), section.line};
+  auto s = read_entries(file, section, {
+      {"action", [&](const ini_entry& e) -> status {
+         if (e.value == "kill") return ok();
+         return error{file.where(e.line) + "`action` is kill (SIGKILL of the node's process), not `" + e.value + "`"};
+       }},
+      {"node", text(d.node)},
+      {"count", integer(file, d.count, 1, 10000)},
+      {"interval_ms", positive_duration(file, d.interval)},
+  });
+  if (!s) return s;
+  if (d.node.empty()) return error{file.where(section.line) + "[" + section.name + "] needs `node`: whose process it kills"};
+  spec.drills.push_back(std::move(d));
+  return ok();
+}
+
+}  // namespace
+
+result<chaos_spec> read_chaos_spec(const std::filesystem::path& path) {
+  auto file = read_ini_file(path);
+  if (!file) return file.err();
+  chaos_spec spec;
+  spec.file = path;
+  int chaos_line = 0;
+  for (const ini_section& section : file->sections) {
+    if (section.name == "chaos") {
+      chaos_line = section.line;
+      if (auto s = read_chaos(*file, section, spec); !s) return s.err();
+    } else if (section.name.rfind("drill.", 0) == 0) {
+      if (auto s = read_drill(*file, section, section.name.substr(6), spec); !s) return s.err();
+    } else {
+      return error{file->where(section.line) + "unknown section [" + section.name + "] ([chaos], [drill.NAME])"};
+    }
+  }
+  if (chaos_line == 0) return error{path.string() + ": no [chaos] section"};
+  if (spec.cluster.empty()) return error{file->where(chaos_line) + "[chaos] needs `cluster`: the cluster.conf to run"};
+  if (spec.drills.empty()) return error{path.string() + ": no [drill.NAME] section: nothing to do"};
+  return spec;
+}
+
+}  // namespace troupe::chaos

@@ -1,0 +1,36 @@
+#pragma once
+// chaos/drills.conf in native types: the cluster a chaos run starts, the load it keeps on
+// it, and its drills, each a fault done `count` times while that load runs. The action
+// known so far is `kill`: SIGKILL of a node process, which `troupe cluster up` starts
+// again. Every error names the file and line.
+#include <chrono>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "base/result.hpp"
+
+namespace troupe::chaos {
+
+struct drill_spec {
+  std::string name;  // [drill.NAME]
+  std::string node;  // the node whose process is killed
+  int count = 1;
+  std::chrono::milliseconds interval{300};  // after a recovery, before the next kill
+  int line = 0;
+};
+
+struct chaos_spec {
+  std::filesystem::path file;
+  std::filesystem::path cluster;  // the cluster.conf the run starts with `troupe cluster up`
+  int streams = 64;               // seeded streams in flight at once
+  int prompt_tokens = 32;
+  int max_tokens = 256;
+  double temperature = 0.7;
+  std::chrono::milliseconds recovery_limit{5000};  // a slower p99 recovery fails the run
+  std::vector<drill_spec> drills;                  // file order
+};
+
+result<chaos_spec> read_chaos_spec(const std::filesystem::path& file);
+
+}  // namespace troupe::chaos

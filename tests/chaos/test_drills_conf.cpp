@@ -1,0 +1,69 @@
+// chaos/drills.conf: what a run reads from it, and the file:line error of each mistake.
+#define BOOST_TEST_MODULE drills_conf
+#include <boost/test/unit_test.hpp>
+
+#include <fstream>
+
+#include "chaos/drills_conf.hpp"
+#include "tests/support/temp_dir.hpp"
+
+using namespace troupe;
+using namespace std::chrono_literals;
+
+namespace {
+
+const test::temp_dir dir("drills_conf");
+
+result<chaos::chaos_spec> read(const std::string& text) {
+  const auto path = dir.path() / "drills.conf";
+  std::ofstream(path) << text;
+  return chaos::read_chaos_spec(path);
+}
+
+std::string error_of(const std::string& text) {
+  auto spec = read(text);
+  BOOST_REQUIRE_MESSAGE(!spec, "parsed: " + text);
+  return spec.err().message;
+}
+
+const std::string chaos_section = "[chaos]\ncluster = cluster.conf\n";
+const std::string drill = "[drill.one]\nnode = second\n";
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(a_file_reads_as_written_with_defaults_for_the_rest) {
+  auto spec = read("[chaos]\ncluster = ../c/cluster.conf\nstreams = 8\nmax_tokens = 100\ntemperature = 0\n"
+                   "recovery_limit_ms = 2500\n\n[drill.first]\naction = kill\nnode = second\ncount = 3\n"
+                   "interval_ms = 50\n\n[drill.second]\nnode = third\n");
+  BOOST_REQUIRE_MESSAGE(spec, (spec ? std::string() : spec.err().message));
+  BOOST_TEST(spec->cluster == (dir.path() / "../c/cluster.conf").lexically_normal());
+  BOOST_TEST(spec->streams == 8);
+  BOOST_TEST(spec->prompt_tokens == 32);
+  BOOST_TEST(spec->max_tokens == 100);
+  BOOST_TEST(spec->temperature == 0.0);
+  BOOST_TEST((spec->recovery_limit == 2500ms));
+  BOOST_REQUIRE(spec->drills.size() == 2u);
+  BOOST_TEST(spec->drills[0].name == "first");
+  BOOST_TEST(spec->drills[0].node == "second");
+  BOOST_TEST(spec->drills[0].count == 3);
+  BOOST_TEST((spec->drills[0].interval == 50ms));
+  BOOST_TEST(spec->drills[0].line == 8);
+  BOOST_TEST(spec->drills[1].node == "third");
+  BOOST_TEST(spec->drills[1].count == 1);
+}
+
+BOOST_AUTO_TEST_CASE(each_mistake_names_its_line) {
+  const auto has = [](const std::string& error, const std::string& part) {
+    BOOST_TEST(error.find(part) != std::string::npos, error << " lacks " << part);
+  };
+  has(error_of(chaos_section + "[drill.one]\naction = pause\nnode = second\n"),
+      "drills.conf:4: `action` is kill (SIGKILL of the node's process), not `pause`");
+  has(error_of(chaos_section + "[drill.one]\ncount = 3\n"), "drills.conf:3: [drill.one] needs `node`");
+  has(error_of(chaos_section + drill + "count = 0\n"), "drills.conf:5:");
+  has(error_of("[chaos]\nstreams = 4\n" + drill), "drills.conf:1: [chaos] needs `cluster`");
+  has(error_of("[chaos]\ncluster = c.conf\nstream = 4\n" + drill), "drills.conf:3: unknown key `stream` in [chaos]");
+  has(error_of(drill), "no [chaos] section");
+  has(error_of(chaos_section), "no [drill.NAME] section: nothing to do");
+  has(error_of(chaos_section + "[drills.one]\nnode = x\n"), "drills.conf:3: unknown section [drills.one]");
+  has(error_of(chaos_section + "[drill.One]\nnode = x\n"), "drills.conf:3: a drill name is lowercase");
+}
