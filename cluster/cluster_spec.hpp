@@ -77,7 +77,9 @@ struct placement {
 struct replica_spec {
   std::string name;
   std::vector<placement> stages;   // pipeline order; contiguous from layer 0
-  std::vector<placement> experts;  // file order; disjoint and without gaps from expert 0
+  // File order; disjoint and without gaps from expert 0. None listed: one group of all
+  // experts beside the first stage, or on every stage's node when the stages are on GPUs.
+  std::vector<placement> experts;
   double weight = 1;               // share of traffic, relative to the other replicas
   int line = 0;
 };
@@ -107,8 +109,9 @@ const ini_section* first_cluster_section(const ini_file& file);
 // experts, each exactly once (a model without experts takes no `experts`).
 status validate_against_model(const cluster_spec& spec, const model_config& model);
 
-// A file read and checked against its model's config.json ([model] path), as the
-// `troupe cluster` commands take it: the first error, file:line where the file is at fault.
+// A file read, checked for what this version runs on GPUs (check_gpu_placements) and
+// against its model's config.json ([model] path), as the `troupe cluster` commands take it:
+// the first error, file:line where the file is at fault.
 struct cluster_with_model {
   cluster_spec spec;
   model_config model;

@@ -59,6 +59,18 @@ status check_contiguous(const ini_file& file, const std::string& replica, const 
   return ok();
 }
 
+// A replica that lists no `experts`: on the CPU, one group beside its first stage, which
+// the other stages reach over the transport; on GPUs, where each stage runs its own layers'
+// experts from its own GPU's memory, one group of all experts on every node with a stage.
+void default_expert_groups(replica_spec& r) {
+  const bool on_gpus = std::all_of(r.stages.begin(), r.stages.end(), [](const placement& p) { return p.gpu.has_value(); });
+  for (const placement& s : r.stages) {
+    const bool placed = std::any_of(r.experts.begin(), r.experts.end(), [&](const placement& g) { return g.node == s.node; });
+    if (!placed) r.experts.push_back({s.node, s.gpu, 0, std::nullopt, r.line});
+    if (!on_gpus) break;
+  }
+}
+
 status lay_out(const ini_file& file, const cluster_spec& spec, replica_spec& r) {
   if (r.stages.empty()) {
     if (spec.replicas.size() > 1)
@@ -76,7 +88,7 @@ status lay_out(const ini_file& file, const cluster_spec& spec, replica_spec& r) 
   const std::string prefix = "replica " + r.name + ": ";
   for (auto& p : r.stages)
     if (auto s = place(file, spec, prefix + "stage ", p); !s) return s;
-  if (r.experts.empty()) r.experts.push_back({r.stages.front().node, r.stages.front().gpu, 0, std::nullopt, r.line});
+  if (r.experts.empty()) default_expert_groups(r);
   for (auto& p : r.experts)
     if (auto s = place(file, spec, prefix + "expert group ", p); !s) return s;
   return ok();

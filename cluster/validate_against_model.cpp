@@ -2,6 +2,7 @@
 #include <string>
 
 #include "cluster/cluster_spec.hpp"
+#include "cluster/gpu_placements.hpp"
 
 namespace troupe {
 namespace {
@@ -36,6 +37,7 @@ status validate_against_model(const cluster_spec& spec, const model_config& mode
 result<cluster_with_model> read_cluster_with_model(const std::filesystem::path& file) {
   auto spec = read_cluster_spec(file);
   if (!spec) return spec.err();
+  if (auto runs = check_gpu_placements(*spec); !runs) return runs.err();
   auto model = load_model_config(spec->model.path);
   if (!model) return model.err();
   if (auto fits = validate_against_model(*spec, *model); !fits) return fits.err();

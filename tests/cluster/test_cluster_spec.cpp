@@ -7,6 +7,7 @@
 #include <fstream>
 
 #include "cluster/cluster_spec.hpp"
+#include "cluster/gpu_placements.hpp"
 
 using namespace troupe;
 using namespace std::chrono_literals;
@@ -374,6 +375,77 @@ BOOST_AUTO_TEST_CASE(what_needs_the_model_is_checked_against_its_config) {
   }
   BOOST_TEST(misfit(spec_of(head + "stages = a:0-47\n"), model_of(48, 0)) == "");  // default group, no experts
   BOOST_TEST(misfit(spec_of("[engine]\npipeline_stages = 3\n"), model_of(2, 4)) == "");  // serve checks its own
+}
+
+namespace {
+
+// Two GPU nodes, g with two GPUs (line 5) and h with one (line 8); `extra` from line 11.
+std::string two_gpu_nodes(const std::string& extra) {
+  return "[cluster]\nsecret = s\n[model]\npath = m\n"
+         "[node.g]\naddress = 10.0.0.1\ndevices = cuda:0,1\n[node.h]\naddress = 10.0.0.2\ndevices = cuda:0\n" +
+         extra;
+}
+
+// Empty when this version runs the file's GPU placements, else the error.
+std::string gpu_refusal(const std::string& text) {
+  auto runs = check_gpu_placements(spec_of(text));
+  return runs ? "" : runs.err().message;
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(a_replica_on_gpu_nodes_gets_a_group_of_all_experts_on_each_stage_node) {
+  const auto s = spec_of(two_gpu_nodes("[replica.r]\nstages = g:0-4, g:5-9, h:10-19\n"));
+  BOOST_TEST(gpu_refusal(two_gpu_nodes("[replica.r]\nstages = g:0-4, g:5-9, h:10-19\n")) == "");
+  const auto& r = s.replicas[0];
+  BOOST_REQUIRE(r.experts.size() == 2);  // one per node, in stage order
+  BOOST_TEST(same(r.experts[0], "g", 0, 0, std::nullopt));
+  BOOST_TEST(same(r.experts[1], "h", 0, 0, std::nullopt));
+  BOOST_TEST(misfit(s, model_of(20, 16)) == "");
+  const auto on_second_gpu = spec_of(two_gpu_nodes("[replica.r]\nstages = g:1:0-9, h:10-19\n"));
+  BOOST_TEST(same(on_second_gpu.replicas[0].experts[0], "g", 1, 0, std::nullopt));
+  // CPU nodes keep one group beside the first stage, which the other stages reach.
+  const auto cpu = spec_of(two_nodes("[replica.r]\nstages = a:0-9, b:10-19\n"));
+  BOOST_REQUIRE(cpu.replicas[0].experts.size() == 1);
+  BOOST_TEST(same(cpu.replicas[0].experts[0], "a", std::nullopt, 0, std::nullopt));
+  BOOST_TEST(check_gpu_placements(cpu).ok());
+}
+
+BOOST_AUTO_TEST_CASE(what_gpu_nodes_do_not_run_yet_is_refused_naming_the_line) {
+  const std::string file = (dir / "cluster.conf").string();
+  const std::string cpu_node = "[node.c]\naddress = 10.0.0.3\n";  // lines 11 and 12
+  BOOST_TEST(gpu_refusal(two_gpu_nodes("[replica.r]\nstages = g:0-9, h:10-19\nexperts = g:0-7, h:8-15\n")) ==
+             file + ":13: replica r: its stages run on GPUs, where each stage serves its own layers' experts from its "
+                    "own GPU, so leave `experts` out: expert group g:0:0-7 would be expert parallelism across GPUs, "
+                    "which is not supported yet (it needs the NCCL all-to-all)");
+  BOOST_TEST(gpu_refusal(two_gpu_nodes("[replica.r]\nstages = g:0-19\nexperts = g:0-15\n")).find(
+                 file + ":13: replica r: its stages run on GPUs") == 0);  // even one group beside the stage
+  BOOST_TEST(gpu_refusal(two_gpu_nodes("[replica.r]\nstages = g:0:0-9, g:1:10-19\n")) ==
+             file + ":12: node g runs stage g:1:10-19 of replica r on GPU 1 and stage g:0:0-9 of replica r (line 12) "
+                    "on GPU 0; a node's process computes on one GPU: give each GPU a [node.NAME] of its own");
+  BOOST_TEST(gpu_refusal(two_gpu_nodes(cpu_node + "[replica.r]\nstages = g:0-9, c:10-19\n")) ==
+             file + ":14: replica r: stage c:10-19 computes on the CPU of node c but stage g:0:0-9 on GPU 0 of node g; "
+                    "a replica's stages run all on GPUs or all on CPUs (mixing them is not supported)");
+  BOOST_TEST(gpu_refusal(two_gpu_nodes(cpu_node + "[replica.r]\nstages = c:0-19\nexperts = h:0-15\n")) ==
+             file + ":15: replica r: expert group h:0:0-15 is on GPU 0 of node h but the replica's stages compute on "
+                    "CPUs; a replica runs all on GPUs or all on CPUs");
+  BOOST_TEST(gpu_refusal(two_gpu_nodes("[replica.x]\nstages = g:0-19\n[replica.y]\nstages = g:0-9, h:10-19\n")) ==
+             file + ":14: node g runs stages of replica x (line 12) and of replica y; a GPU node runs the stages of "
+                    "one replica (its GPU's experts serve one replica): give each replica GPU nodes of its own");
+}
+
+BOOST_AUTO_TEST_CASE(the_gpu_example_cluster_file_runs_and_fits_the_demo_model) {
+  auto s = read_cluster_spec(fs::path(TROUPE_SOURCE_DIR) / "docs/cluster.gpu.example.conf");
+  BOOST_REQUIRE_MESSAGE(s, (s ? "" : s.err().message));
+  BOOST_TEST(check_gpu_placements(*s).ok());
+  BOOST_REQUIRE(s->replicas.size() == 1);
+  const auto& r = s->replicas[0];
+  BOOST_REQUIRE(r.stages.size() == 2);
+  BOOST_TEST(same(r.stages[0], "head", 0, 0, 1));
+  BOOST_TEST(same(r.stages[1], "second", 1, 2, 3));
+  BOOST_REQUIRE(r.experts.size() == 2);
+  BOOST_TEST(same(r.experts[1], "second", 1, 0, std::nullopt));
+  BOOST_TEST(misfit(*s, model_of(4, 16)) == "");
 }
 
 BOOST_AUTO_TEST_CASE(clean_up) { fs::remove_all(dir); }
