@@ -61,10 +61,14 @@ std::vector<child_spec> node_children(self_ptr self, size_t r, const health_moni
                           return caf::actor_cast<caf::actor>(parent->spawn<caf::detached>(expert_group, opts, attach, health));
                         }});
   }
-  auto experts = c.num_experts > 0 ? std::make_shared<remote_experts>(o.link, st.backend->groups,
-                                                                      expert_route(st, replica, c.num_experts),
-                                                                      uint16_t(o.node), c.hidden_size, timeout)
-                                   : nullptr;
+  // On the CPU a stage reaches the replica's groups wherever they run; a GPU's runners use
+  // the GPU's own experts.
+  const bool on_cpu = st.backend->make_runner_over != nullptr;
+  auto experts = on_cpu && c.num_experts > 0
+                     ? std::make_shared<remote_experts>(o.link, st.backend->groups,
+                                                        expert_route(st, replica, c.num_experts), uint16_t(o.node),
+                                                        c.hidden_size, timeout)
+                     : nullptr;
   // As in one process: requests with the same response_format or tools reuse a grammar.
   constexpr size_t cached_grammars = 64;
   const auto grammars = std::make_shared<grammar_cache>(cached_grammars);
@@ -76,9 +80,11 @@ std::vector<child_spec> node_children(self_ptr self, size_t r, const health_moni
     const int next_peer = last_stage ? -1 : st.peers[size_t(node_index(o.spec, replica.stages[k + 1].node))];
     stage_options opts{prefix + stage_name(int(k)), int(k), p.first, last, last_stage, c.hidden_size,
                        {o.link, next_peer, timeout, int(r)}, o.vocabulary, grammars};
-    step_runner_factory make = [over = st.backend->make_runner_over, experts](int first, int last_layer) {
-      return over(first, last_layer, experts);
-    };
+    step_runner_factory make = st.backend->backend.make_runner;
+    if (on_cpu)
+      make = [over = st.backend->make_runner_over, experts](int first, int last_layer) {
+        return over(first, last_layer, experts);
+      };
     children.push_back({opts.name, [opts, make, health](caf::local_actor* parent) {
                           return caf::actor_cast<caf::actor>(parent->spawn<caf::detached>(stage, opts, make, health));
                         }});
@@ -144,10 +150,12 @@ node_agent_actor::behavior_type node_agent(self_ptr self, node_agent_options opt
         auto& st = self->state;
         if (!joined(self)) return refused(st, "join the cluster first");
         if (!st.backend) {
-          auto b = make_cpu_node_backend(st.options.backend);
+          auto b = make_node_backend(st.options.spec, st.options.node, st.options.backend);
           if (!b) return refused(st, b.err().message);
           if (auto valid = validate_against_model(st.options.spec, b->backend.config); !valid)
             return refused(st, valid.err().message);
+          std::fprintf(stderr, "troupe node %s: computing on %s\n",
+                       st.options.spec.nodes[size_t(st.options.node)].name.c_str(), b->device.c_str());
           st.backend = std::move(*b);
         }
         return has_stage(st) ? st.backend->backend.num_blocks : 0;
@@ -170,13 +178,14 @@ node_agent_actor::behavior_type node_agent(self_ptr self, node_agent_options opt
           st.peers.push_back(*peer);
         }
         const auto timeout = std::chrono::duration_cast<std::chrono::milliseconds>(spec.cluster.step_timeout);
-        st.server = std::make_unique<expert_server>(
-            st.options.link, st.backend->groups,
-            [peers = st.peers](int node) -> std::optional<int> {
-              if (node < 0 || size_t(node) >= peers.size()) return std::nullopt;
-              return peers[size_t(node)];
-            },
-            timeout);
+        if (st.backend->groups)  // a GPU node's experts serve its own stages only
+          st.server = std::make_unique<expert_server>(
+              st.options.link, st.backend->groups,
+              [peers = st.peers](int node) -> std::optional<int> {
+                if (node < 0 || size_t(node) >= peers.size()) return std::nullopt;
+                return peers[size_t(node)];
+              },
+              timeout);
         st.head = schedulers.front();
         self->monitor(st.head);
         int started = 0;

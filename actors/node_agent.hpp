@@ -4,7 +4,8 @@
 // model, then starts the node's part of cluster.conf: its pipeline stages and expert
 // groups of every replica, each replica's under a supervisor of the node's own and named
 // "REPLICA/stage_K" and "REPLICA/expert_group_G", linked to the other nodes over the node's
-// transport. When the head's scheduler goes away (the head stopped, or the link to it
+// transport. On a GPU node each stage serves its own layers' experts from the node's GPU
+// (node_backend). When the head's scheduler goes away (the head stopped, or the link to it
 // broke past the connection timeout) the agent stops its actors and ends.
 #include <map>
 #include <memory>
@@ -13,7 +14,7 @@
 #include <vector>
 
 #include "actors/actors.hpp"
-#include "actors/cpu_backend.hpp"
+#include "actors/node_backend.hpp"
 #include "actors/supervisor.hpp"
 #include "cluster/cluster_spec.hpp"
 #include "model/grammar/token_vocabulary.hpp"
@@ -37,7 +38,7 @@ struct node_agent_state {
   node_agent_options options;
   std::map<caf::node_id, std::vector<uint8_t>> nonces;  // the last one handed to each process
   std::set<caf::node_id> joined;
-  std::optional<cpu_node_backend> backend;
+  std::optional<node_backend> backend;
   std::vector<int> peers;  // every node's peer id on the link, by index
   std::unique_ptr<expert_server> server;
   scheduler_actor head;  // a scheduler of the head's: when it goes, the head has gone

@@ -1,8 +1,9 @@
 // `troupe cluster up FILE [--port N]`: runs a cluster from its cluster.conf. This process
 // is the head: it runs the gateway node (the gateway, scheduler, kv_manager and health
-// monitor, plus that node's own stages and expert groups), starts a `troupe node` process
-// for every other node whose port is 0 (nodes with a port are started on their hosts with
-// `troupe node --config FILE --name NAME`), joins each with the cluster secret, waits until
+// monitor, plus that node's own stages and expert groups, on its GPU when it has one),
+// starts a `troupe node` process for every other node whose port is 0 (nodes with a port
+// are started on their hosts with `troupe node --config FILE --name NAME`), each on its own
+// GPU or CPU as the file says, joins each with the cluster secret, waits until
 // every stage and expert group is ready, and serves the OpenAI API until SIGTERM. A node
 // process it started that dies is started again and given its part back (node_keeper).
 #include <unistd.h>
@@ -36,10 +37,6 @@ status supported(const cluster_spec& spec) {
   for (const replica_spec& r : spec.replicas)
     if (r.stages.size() > 256)
       return error{spec.file.string() + ":" + std::to_string(r.line) + ": replica " + r.name + " has more than 256 stages"};
-  for (const node_spec& n : spec.nodes)
-    if (!n.gpus.empty())
-      return error{spec.file.string() + ":" + std::to_string(n.line) + ": node " + n.name +
-                   ": `troupe cluster up` runs CPU nodes for now (devices = cpu)"};
   return ok();
 }
 

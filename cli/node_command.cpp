@@ -16,6 +16,7 @@
 #include "cli/cluster_system.hpp"
 #include "cli/commands.hpp"
 #include "cli/serve_gateway.hpp"
+#include "cluster/gpu_placements.hpp"
 #include "transport/ucx_transport.hpp"
 
 namespace troupe::cli {
@@ -38,6 +39,8 @@ int node_command(int argc, char** argv) {
     return 2;
   }
   auto spec = read_cluster_spec(*file);
+  if (spec)
+    if (auto runs = check_gpu_placements(*spec); !runs) spec = runs.err();
   if (!spec) {
     std::fprintf(stderr, "troupe node: %s\n", spec.err().message.c_str());
     return 2;

@@ -23,6 +23,9 @@ struct backend_options {
   // GPU: the pipeline stages this process runs on the device, each with activations of its
   // own (the KV cache is split among them by layers).
   int pipeline_stages = 1;
+  // GPU: how many of the model's layers those stages hold, for the KV cache's block count
+  // (a cluster node holds only its stages' layers); 0: all of them.
+  int kv_layers = 0;
 };
 
 struct compute_backend {

@@ -56,9 +56,11 @@ result<compute_backend> make_gpu_backend(const backend_options& options) {
                        !options.enforce_eager};
   r.device = options.device;
   const int stages = std::max(options.pipeline_stages, 1);
-  // A block holds its tokens' keys and values in every layer, whichever stage has the layer.
+  // A block holds its tokens' keys and values in every layer this process has, whichever
+  // of its stages has the layer.
+  const int kv_layers = options.kv_layers > 0 ? std::min(options.kv_layers, c.num_layers) : c.num_layers;
   const size_t block_bytes = size_t(options.block_size) * size_t(c.num_kv_heads) * size_t(c.head_dim) * 2 * 2 *
-                             size_t(c.num_layers);
+                             size_t(kv_layers);
   size_t kv_bytes = options.kv_cache_bytes;
   if (kv_bytes == 0) {  // what the memory budget leaves after the weights and every stage's activations
     size_t free = 0, total = 0;
@@ -71,7 +73,9 @@ result<compute_backend> make_gpu_backend(const backend_options& options) {
   std::fprintf(stderr, "troupe: KV cache on cuda:%d: %d blocks of %d tokens (%zu MiB)\n", options.device, r.num_blocks,
                options.block_size, (size_t(r.num_blocks) * block_bytes) >> 20);
   auto memories = std::make_shared<stage_memories>();
-  if (stages == 1) {  // allocated now, so a device with too little fails the start, not the stage
+  // One stage of the whole model is allocated now, so a device with too little fails the
+  // start, not the stage (a cluster node's one stage of some layers allocates when it starts).
+  if (stages == 1 && kv_layers == c.num_layers) {
     r.last_layer = c.num_layers;
     auto memory = memories->of(0, c.num_layers, gpu_step_runner::memory_bytes(**weights, *experts, r));
     if (!memory) return memory.err();

@@ -2,8 +2,8 @@
 // the gateway and the first pipeline stage, and two `troupe node` processes it starts),
 // two pipeline stages and two expert groups, activations over UCX (TCP on loopback),
 // driven by the official openai SDK. Its greedy tokens are transformers' (the golden
-// fixture) and, token for token, those of one `troupe serve` process with the same split. A wrong secret, a node that never comes up and a broken
-// file each end `cluster up` with a clear error and a non-zero exit.
+// fixture) and, token for token, those of one `troupe serve` process with the same split. A wrong secret, a node that never comes up, a broken
+// file and GPU nodes without a GPU each end `cluster up` with a clear error and a non-zero exit.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
@@ -126,6 +126,27 @@ test('a malformed cluster.conf: file:line error, exit 2', () => {
   const r = spawnSync(binary, ['cluster', 'up', conf], { encoding: 'utf8', timeout: 30000 });
   assert.equal(r.status, 2);
   assert.match(r.stderr, /broken\.conf:\d+: .*nowhere/);
+});
+
+test('GPU nodes without a GPU to compute on: an error naming the node and its line, exit 1', () => {
+  const path = writeConf(join(work, 'gpu.conf'), modelDir, `[node.head]
+address = 127.0.0.1
+port = 0
+devices = cuda:0
+
+[node.second]
+address = 127.0.0.1
+port = 0
+devices = cuda:1
+
+[replica.main]
+stages = head:0-1, second:2-3
+`);
+  const r = spawnSync(binary, ['cluster', 'up', path, '--port', '0'],
+                      { encoding: 'utf8', timeout: 90000, env: { ...process.env, CUDA_VISIBLE_DEVICES: '' } });
+  assert.equal(r.status, 1, r.stderr);
+  assert.match(r.stderr, /node head: .*gpu\.conf:21: node head computes on cuda:0, but (this machine has no CUDA device \(or none visible\)|this build of troupe has no CUDA \(nvcc was not found when it was configured\))/);
+  assert.deepEqual(nodesOf(path), [], 'the nodes it started are gone');
 });
 
 test('a head killed with SIGKILL takes its node processes with it', async () => {
