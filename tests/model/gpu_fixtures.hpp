@@ -1,14 +1,17 @@
 #pragma once
 // The golden fixtures made in the CUDA kernels' shapes (they record router margins too),
-// which the GPU tests run.
+// which the GPU tests run, and a fixture's weights in GPU memory with every expert attached.
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <vector>
 
+#include <boost/test/unit_test.hpp>
 #include <nlohmann/json.hpp>
 
+#include "model/cuda/gpu_weights.hpp"
 #include "tests/support/source_dir.hpp"
+#include "transport/gpu_experts.hpp"
 
 namespace troupe::test {
 
@@ -24,6 +27,19 @@ inline std::vector<std::filesystem::path> gpu_fixtures() {
       dirs.push_back(e.path());
   std::sort(dirs.begin(), dirs.end());
   return dirs;
+}
+
+struct engine_parts {
+  std::shared_ptr<const gpu_weights> weights;
+  std::shared_ptr<gpu_experts> experts;
+};
+
+inline engine_parts load_engine(const std::filesystem::path& dir) {
+  auto w = load_gpu_weights(dir, false);
+  BOOST_REQUIRE_MESSAGE(w, (w ? std::string() : w.err().message));
+  auto experts = std::make_shared<gpu_experts>(*w);
+  experts->attach("experts", 0, (*w)->config.num_experts);
+  return {*w, experts};
 }
 
 }  // namespace troupe::test

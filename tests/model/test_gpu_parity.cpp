@@ -81,20 +81,7 @@ void check_top5(const sampled_token& t, const json& ids, const json& values, con
   }
 }
 
-struct engine_parts {
-  std::shared_ptr<const gpu_weights> weights;
-  std::shared_ptr<gpu_experts> experts;
-};
-
-engine_parts load(const fs::path& dir) {
-  auto w = load_gpu_weights(dir, false);
-  BOOST_REQUIRE_MESSAGE(w, (w ? std::string() : w.err().message));
-  auto experts = std::make_shared<gpu_experts>(*w);
-  experts->attach("experts", 0, (*w)->config.num_experts);
-  return {*w, experts};
-}
-
-std::unique_ptr<step_runner> make_runner(const engine_parts& e) {
+std::unique_ptr<step_runner> make_runner(const test::engine_parts& e) {
   auto r = gpu_step_runner::create(e.weights, e.experts, {64, block_size, 512, 8, 256});
   BOOST_REQUIRE_MESSAGE(r, (r ? std::string() : r.err().message));
   return std::move(*r);
@@ -103,11 +90,11 @@ std::unique_ptr<step_runner> make_runner(const engine_parts& e) {
 // A fixture's golden outputs and a fresh runner over its weights.
 struct gpu_fixture {
   explicit gpu_fixture(const fs::path& dir)
-      : golden(test::read_golden(dir)), name(dir.filename().string()), parts(load(dir)), runner(make_runner(parts)),
+      : golden(test::read_golden(dir)), name(dir.filename().string()), parts(test::load_engine(dir)), runner(make_runner(parts)),
         prompt(golden["prompt"].get<std::vector<int>>()) {}
   json golden;
   std::string name;
-  engine_parts parts;
+  test::engine_parts parts;
   std::unique_ptr<step_runner> runner;
   std::vector<int> prompt;
 };

@@ -24,19 +24,6 @@ namespace {
 constexpr int block_size = 16;
 constexpr int decode_steps = 12;
 
-struct engine_parts {
-  std::shared_ptr<const gpu_weights> weights;
-  std::shared_ptr<gpu_experts> experts;
-};
-
-engine_parts load(const fs::path& dir) {
-  auto w = load_gpu_weights(dir, false);
-  BOOST_REQUIRE_MESSAGE(w, (w ? std::string() : w.err().message));
-  auto experts = std::make_shared<gpu_experts>(*w);
-  experts->attach("experts", 0, (*w)->config.num_experts);
-  return {*w, experts};
-}
-
 // The runners of a model split into stages, in pipeline order.
 struct pipeline {
   std::vector<std::unique_ptr<step_runner>> stages;
@@ -44,7 +31,7 @@ struct pipeline {
 };
 
 // `stages` ranges as even as the layers allow, the first ones a layer longer.
-pipeline make_pipeline(const engine_parts& e, int stages, bool graphs) {
+pipeline make_pipeline(const test::engine_parts& e, int stages, bool graphs) {
   const int layers = e.weights->config.num_layers;
   pipeline p{{}, size_t(e.weights->config.hidden_size)};
   for (int k = 0, first = 0; k < stages; ++k) {
@@ -141,7 +128,7 @@ void check_identical(const transcript& got, const transcript& want, const std::s
 // Decodes `prompts` with one runner and with 2 and 3 stages (as many as the layers allow),
 // decode steps as graphs or eagerly.
 void compare_splits(const fs::path& dir, const std::vector<std::vector<int>>& prompts, bool graphs) {
-  const engine_parts parts = load(dir);
+  const test::engine_parts parts = test::load_engine(dir);
   const std::string name = dir.filename().string() + (graphs ? " (graphs)" : " (eager)");
   pipeline whole = make_pipeline(parts, 1, graphs);
   const transcript want = decode(whole, prompts);
@@ -175,7 +162,7 @@ BOOST_AUTO_TEST_CASE(stages_decode_a_padded_batch_like_one_runner) {
 }
 
 BOOST_AUTO_TEST_CASE(a_layer_range_outside_the_model_is_refused) {
-  const engine_parts parts = load(test::gpu_fixtures().front());
+  const test::engine_parts parts = test::load_engine(test::gpu_fixtures().front());
   const int layers = parts.weights->config.num_layers;
   for (const auto& [first, last] : std::vector<std::pair<int, int>>{{1, 1}, {0, layers + 1}, {-1, 1}}) {
     gpu_runner_options o{64, block_size, 512, 8, 256};
