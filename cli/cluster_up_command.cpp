@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -24,6 +25,7 @@
 #include "cli/commands.hpp"
 #include "cli/node_keeper.hpp"
 #include "cli/node_processes.hpp"
+#include "cli/node_watch.hpp"
 #include "cli/serve_gateway.hpp"
 #include "transport/ucx_transport.hpp"
 
@@ -137,6 +139,12 @@ int cluster_up_command(int argc, char** argv) {
   scheduling.max_num_batched_tokens = spec.engine.max_num_batched_tokens;
   auto cluster = start_cluster_engine(system, spec, checked->model, agents, scheduling);
   if (!cluster) return fail(cluster.err().message);
+  // A node whose agent the head loses (its process died, or stopped answering heartbeats
+  // for the connection timeout: stopped, hung) is killed if it still runs, and restarted.
+  std::atomic<node_keeper*> keeping{nullptr};
+  const caf::actor watch = spawn_node_watch(system, [&keeping](const std::string& node) {
+    if (node_keeper* k = keeping.load()) k->lost(node);
+  });
   node_keeper keeper(children, spec.file, node_restarts, spec.cluster.startup_timeout,
                      [&](const std::string& name, int node_port) -> status {
                        const auto at = std::find_if(spec.nodes.begin(), spec.nodes.end(),
@@ -144,8 +152,13 @@ int cluster_up_command(int argc, char** argv) {
                        auto agent = reach(system, *at, node_port,
                                           std::chrono::steady_clock::now() + spec.cluster.startup_timeout);
                        if (!agent) return agent.err();
-                       return rejoin_node(system, spec, *cluster, size_t(at - spec.nodes.begin()), *agent);
+                       auto back = rejoin_node(system, spec, *cluster, size_t(at - spec.nodes.begin()), *agent);
+                       if (back) watch_node(watch, name, *agent);
+                       return back;
                      });
+  keeping = &keeper;
+  for (size_t i = 0; i < spec.nodes.size(); ++i)
+    if (spec.nodes[i].name != head && spec.nodes[i].port == 0) watch_node(watch, spec.nodes[i].name, agents[i]);
   gateway_options g;
   g.routing = routing_policy_named(spec.gateway.routing).value();
   g.served_model_name = spec.model.served_model_name.empty() ? spec.model.path.filename().string()
@@ -157,7 +170,9 @@ int cluster_up_command(int argc, char** argv) {
   http.port = *port >= 0 ? *port : spec.gateway.port;
   const served_engine e{cluster->config,        cluster->health,     cluster->replicas,
                         cluster->max_model_len, cluster->num_blocks, [&] {
-                          keeper.stop();  // no node rejoins a cluster that is stopping
+                          keeping = nullptr;  // no node rejoins a cluster that is stopping
+                          keeper.stop();
+                          caf::anon_send_exit(watch, caf::exit_reason::user_shutdown);
                           cluster->stop(system);
                         }};
   return serve_until_stopped(system, e, *codec, g, http, stop_signals, "troupe cluster up");

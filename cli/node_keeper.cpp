@@ -26,8 +26,22 @@ void node_keeper::stop() {
   if (thread_.joinable()) thread_.join();
 }
 
+void node_keeper::lost(const std::string& node) {
+  std::lock_guard lock(lost_mutex_);
+  lost_.insert(node);
+}
+
 void node_keeper::run() {
   while (!stopping_) {
+    std::set<std::string> lost;
+    {
+      std::lock_guard lock(lost_mutex_);
+      lost.swap(lost_);
+    }
+    for (const std::string& node : lost) {
+      std::fprintf(stderr, "troupe cluster up: lost node %s; killing its process to start it again\n", node.c_str());
+      processes_.kill_node(node);
+    }
     for (const auto& [node, how] : processes_.ended()) restart(node, how);
     std::this_thread::sleep_for(poll_interval);
   }
