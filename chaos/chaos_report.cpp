@@ -30,11 +30,12 @@ std::string report_markdown(const chaos_spec& spec, const run_result& run) {
                 "every drill.\n\n",
                 spec.cluster.string().c_str(), spec.streams, spec.prompt_tokens, spec.max_tokens, spec.temperature);
   std::string out = head;
-  out += "| drill | node | kills during the load | detect p50 / p99 (ms) | recover p50 / p99 / max (ms) | "
+  out += "| drill | action, node | faults during the load | detect p50 / p99 (ms) | recover p50 / p99 / max (ms) | "
          "requests accepted / completed / errored / lost | outputs as without faults | TTFT p99 without / with "
          "faults (ms) |\n| --- | --- | --- | --- | --- | --- | --- | --- |\n";
   for (const drill_result& d : run.drills) {
-    out += "| " + d.drill.name + " | " + d.drill.node + " | " + std::to_string(d.kills) + " of " +
+    out += "| " + d.drill.name + " | " + (d.drill.action == fault::kill ? "kill " : "stop ") + d.drill.node + " | " +
+           std::to_string(d.faults) + " of " +
            std::to_string(d.drill.count) + " | " + spread(d.detect_s, false) + " | " + spread(d.recover_s, true) + " | " +
            std::to_string(d.accepted) + " / " + std::to_string(d.completed) + " / " + std::to_string(d.errored) +
            " / " + std::to_string(d.lost) + " | " +

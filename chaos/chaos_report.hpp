@@ -1,5 +1,5 @@
 #pragma once
-// A chaos run as a markdown table: a row per drill with its kills, time to detect and to
+// A chaos run as a markdown table: a row per drill with its faults, time to detect and to
 // recover, what became of the requests, whether the outputs were the fault-free run's, and
 // TTFT p99 without and with the faults; then what failed the run, if anything.
 #include <string>

@@ -46,38 +46,39 @@ double ttft_p99(const std::vector<bench::request_outcome>& outcomes) {
   return bench::percentile(ttft, 99);
 }
 
-// Kills `drill.node` until the load ends or `count` kills are done, each time waiting for
-// the node to be back.
-void do_kills(cluster_under_test& cluster, const drill_spec& drill, const std::future<bench::load_result>& load,
+// Hits `drill.node` until the load ends or `count` faults are done, each time waiting for
+// the node to run as a new process with /health back at 200.
+void do_faults(cluster_under_test& cluster, const drill_spec& drill, const std::future<bench::load_result>& load,
               const std::chrono::seconds patience, drill_result& out) {
   auto load_running = [&] { return load.wait_for(std::chrono::seconds(0)) != std::future_status::ready; };
   std::this_thread::sleep_for(drill.interval);  // the streams under way first
   for (int k = 0; k < drill.count && load_running(); ++k) {
     const int old = cluster.node_pid(drill.node);
     if (old == 0) {
-      out.failures.push_back("node " + drill.node + " was not running before kill " + std::to_string(k + 1));
+      out.failures.push_back("node " + drill.node + " was not running before fault " + std::to_string(k + 1));
       return;
     }
-    const auto killed = clock_type::now();
-    ::kill(old, SIGKILL);
-    ++out.kills;
+    const auto hit = clock_type::now();
+    ::kill(old, drill.action == fault::kill ? SIGKILL : SIGSTOP);
+    ++out.faults;
     bool seen_down = false;
     for (;;) {
       const bool healthy = cluster.healthy();
       if (!healthy && !seen_down) {
         seen_down = true;
-        out.detect_s.push_back(seconds_since(killed));
+        out.detect_s.push_back(seconds_since(hit));
       }
       const int now = cluster.node_pid(drill.node);
       if (healthy && now != 0 && now != old) break;
-      if (clock_type::now() - killed > patience) {
+      if (clock_type::now() - hit > patience) {
         out.failures.push_back("node " + drill.node + " was not back within " + std::to_string(patience.count()) + " s");
         return;
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
-    if (!seen_down) out.detect_s.push_back(seconds_since(killed));  // back before a poll saw it down
-    out.recover_s.push_back(seconds_since(killed));
+    if (!seen_down) out.detect_s.push_back(seconds_since(hit));  // back before a poll saw it down
+    out.recover_s.push_back(seconds_since(hit));
+    if (drill.action == fault::stop) ::kill(old, SIGCONT);  // should the head have left it stopped
     std::this_thread::sleep_for(drill.interval);
   }
 }
@@ -91,7 +92,7 @@ result<run_result> run_chaos(const chaos_spec& spec, const std::filesystem::path
   for (const drill_spec& d : spec.drills) {
     const node_spec* n = cluster_file.node(d.node);
     if (n == nullptr || n->name == cluster_file.gateway.node || n->port != 0)
-      return error{spec.file.string() + ":" + std::to_string(d.line) + ": [drill." + d.name + "] kills node `" + d.node +
+      return error{spec.file.string() + ":" + std::to_string(d.line) + ": [drill." + d.name + "] hits node `" + d.node +
                    "`, which must be a node of " + spec.cluster.string() +
                    " that `troupe cluster up` starts itself (port 0, not the gateway's)"};
   }
@@ -121,7 +122,7 @@ result<run_result> run_chaos(const chaos_spec& spec, const std::filesystem::path
     drill_result out;
     out.drill = d;
     auto faulty = std::async(std::launch::async, run_load);
-    do_kills(**cluster, d, faulty, cluster_file.cluster.startup_timeout, out);
+    do_faults(**cluster, d, faulty, cluster_file.cluster.startup_timeout, out);
     const bench::load_result got = faulty.get();
     out.accepted = int(got.outcomes.size());
     for (size_t i = 0; i < got.outcomes.size(); ++i) {
@@ -137,9 +138,9 @@ result<run_result> run_chaos(const chaos_spec& spec, const std::filesystem::path
     out.ttft_p99_clean_s = ttft_p99(clean.outcomes);
     out.ttft_p99_fault_s = ttft_p99(got.outcomes);
     const std::string name = "drill " + d.name + ": ";
-    if (out.kills < d.count)
-      result.violations.push_back(name + std::to_string(out.kills) + " of " + std::to_string(d.count) +
-                                  " kills while the load ran (make the streams longer)");
+    if (out.faults < d.count)
+      result.violations.push_back(name + std::to_string(out.faults) + " of " + std::to_string(d.count) +
+                                  " faults while the load ran (make the streams longer)");
     if (out.lost > 0) result.violations.push_back(name + std::to_string(out.lost) + " streams lost");
     if (out.errored > 0) result.violations.push_back(name + std::to_string(out.errored) + " streams ended with an error");
     if (out.different > 0)

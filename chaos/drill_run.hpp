@@ -1,7 +1,8 @@
 #pragma once
 // One chaos run: the cluster started, a fault-free pass of the load (what each stream must
-// end with), then every drill in turn: the same load again, the drill's node killed `count`
-// times while it runs, each time waited for until /health says it is back. A stream is
+// end with), then every drill in turn: the same load again, the drill's fault done to its
+// node `count` times while it runs, each time waited for until the node runs as a new
+// process and /health says it is back. A stream is
 // lost when it never ended (its read timed out) or ended without finish_reason and
 // [DONE]; errored when it ended with an error the client was told.
 #include <filesystem>
@@ -15,9 +16,9 @@ namespace troupe::chaos {
 
 struct drill_result {
   drill_spec drill;
-  int kills = 0;                    // done while the load ran
-  std::vector<double> detect_s;     // kill to /health not answering 200
-  std::vector<double> recover_s;    // kill to the node running again and /health 200
+  int faults = 0;                   // done while the load ran
+  std::vector<double> detect_s;     // fault to /health not answering 200
+  std::vector<double> recover_s;    // fault to the node running again and /health 200
   int accepted = 0, completed = 0, errored = 0, lost = 0;
   int different = 0;                // completed streams whose text is not the fault-free run's
   double ttft_p99_clean_s = 0, ttft_p99_fault_s = 0;

@@ -26,18 +26,22 @@ status read_chaos(const ini_file& file, const ini_section& section, chaos_spec& 
 
 status read_drill(const ini_file& file, const ini_section& section, const std::string& name, chaos_spec& spec) {
   if (auto s = check_name(file, section.line, "drill", name); !s) return s;
-  drill_spec d{name, "", 1, std::chrono::milliseconds(300), section.line};
+  drill_spec d{name, fault::kill, "", 1, std::chrono::milliseconds(300), section.line};
   auto s = read_entries(file, section, {
       {"action", [&](const ini_entry& e) -> status {
-         if (e.value == "kill") return ok();
-         return error{file.where(e.line) + "`action` is kill (SIGKILL of the node's process), not `" + e.value + "`"};
+         if (e.value == "kill" || e.value == "stop") {
+           d.action = e.value == "kill" ? fault::kill : fault::stop;
+           return ok();
+         }
+         return error{file.where(e.line) + "`action` is kill (SIGKILL of the node's process) or stop (SIGSTOP), not `" +
+                      e.value + "`"};
        }},
       {"node", text(d.node)},
       {"count", integer(file, d.count, 1, 10000)},
       {"interval_ms", positive_duration(file, d.interval)},
   });
   if (!s) return s;
-  if (d.node.empty()) return error{file.where(section.line) + "[" + section.name + "] needs `node`: whose process it kills"};
+  if (d.node.empty()) return error{file.where(section.line) + "[" + section.name + "] needs `node`: whose process it hits"};
   spec.drills.push_back(std::move(d));
   return ok();
 }

@@ -1,8 +1,9 @@
 #pragma once
 // chaos/drills.conf in native types: the cluster a chaos run starts, the load it keeps on
-// it, and its drills, each a fault done `count` times while that load runs. The action
-// known so far is `kill`: SIGKILL of a node process, which `troupe cluster up` starts
-// again. Every error names the file and line.
+// it, and its drills, each a fault done `count` times while that load runs to a node's
+// process: `kill` (SIGKILL: it dies, and `troupe cluster up` starts it again) or `stop`
+// (SIGSTOP: it hangs, alive, until the head, missing its heartbeats for the connection
+// timeout, kills it and starts it again). Every error names the file and line.
 #include <chrono>
 #include <filesystem>
 #include <string>
@@ -12,11 +13,14 @@
 
 namespace troupe::chaos {
 
+enum class fault { kill, stop };
+
 struct drill_spec {
   std::string name;  // [drill.NAME]
-  std::string node;  // the node whose process is killed
+  fault action = fault::kill;
+  std::string node;  // the node whose process it hits
   int count = 1;
-  std::chrono::milliseconds interval{300};  // after a recovery, before the next kill
+  std::chrono::milliseconds interval{300};  // after a recovery, before the next fault
   int line = 0;
 };
 

@@ -42,12 +42,13 @@ experts = second:0-7, third:8-15
 // A cluster.conf at `path` serving `modelDir`: [cluster], [model], [gateway] and [engine]
 // as the tests use them, then `body` (the nodes and replicas).
 export function writeConf(path, modelDir, body,
-                          { secret = 'test-secret', startup = 60, gateway = '', maxNumSeqs = 16 } = {}) {
+                          { secret = 'test-secret', startup = 60, gateway = '', maxNumSeqs = 16,
+                            connectionTimeout = 3000 } = {}) {
   writeFileSync(path, `[cluster]
 name = test
 secret = ${secret}
 heartbeat_interval_ms = 500
-connection_timeout_ms = 3000
+connection_timeout_ms = ${connectionTimeout}
 startup_timeout_s = ${startup}
 step_timeout_s = 30
 
