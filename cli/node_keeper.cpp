@@ -65,6 +65,12 @@ void node_keeper::restart(const std::string& node, const std::string& how) {
   if (stopping_) return;
   auto port = processes_.start(config_, node, std::chrono::steady_clock::now() + startup_timeout_);
   status back = port ? rejoin_(node, *port) : status{port.err()};
+  {
+    // The head lost the dead process's agent meanwhile: that news is about the predecessor,
+    // and acting on it would kill the process just started.
+    std::lock_guard lock(lost_mutex_);
+    lost_.erase(node);
+  }
   const auto took = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - now);
   if (back)
     std::fprintf(stderr, "troupe cluster up: node %s is back after %lld ms\n", node.c_str(),
