@@ -49,10 +49,14 @@ bool pipeline_up(const scheduler_state& st) {
          std::all_of(st.expert_groups.begin(), st.expert_groups.end(), [](const caf::actor& g) { return bool(g); });
 }
 
-// Ticks until the pipeline works again (or stage_timeout gives up on its requests).
+// Ticks until the pipeline works again (or stage_timeout gives up on its requests). After
+// steps that failed in a row each try waits twice as long, up to 1.6 s: a link that is
+// down for a second (UCX reconnects it) then costs the running requests a few of their
+// max_recoveries, not ten.
 void tick_soon(self_ptr self) {
   if (std::exchange(self->state.tick_pending, true)) return;
-  self->delayed_send(self, std::chrono::milliseconds(100), tick_atom::value);
+  const int backoff = std::min(self->state.failed_steps, 4);
+  self->delayed_send(self, std::chrono::milliseconds(100 << backoff), tick_atom::value);
 }
 
 // A step failed or a stage went down: some stage's KV memory can no longer be trusted, so
@@ -86,6 +90,7 @@ void on_step_result(self_ptr self, const step_plan& plan, const step_result& res
   auto& st = self->state;
   st.busy = false;
   st.stage_lost = {};
+  st.failed_steps = 0;
   ++st.stats.steps;
   size_t next = 0;
   std::vector<request_id> done;
@@ -131,6 +136,7 @@ void run_step(self_ptr self, step_plan plan) {
             // The last stage may not have seen the plan: it hears of these again.
             auto& finished = self->state.finished;
             finished.insert(finished.end(), plan.finished.begin(), plan.finished.end());
+            ++self->state.failed_steps;
             recover(self);
           });
 }

@@ -52,6 +52,7 @@ struct scheduler_state {
   // Bumped by every recovery: what answers a request sent before it is stale.
   uint64_t epoch = 0;
   bool tick_pending = false;
+  int failed_steps = 0;  // in a row: the next try waits longer each time (up to 1.6 s)
   std::chrono::steady_clock::time_point stage_lost;  // since when requests wait on a failed engine
   uint64_t next_step = 1;
   kv_step_request pending_kv;       // releases and commits for the next KV request
