@@ -53,7 +53,7 @@ void node_keeper::restart(const std::string& node, const std::string& how) {
   while (!times.empty() && now - times.front() > policy_.window) times.pop_front();
   if (int(times.size()) >= policy_.max_restarts) {
     std::fprintf(stderr,
-                 "troupe cluster up: node %s %s, its %zu-th end within %lld s; it is left down (its parts are not "
+                 "troupe cluster up: node %s %s (%zu ends within %lld s); it is left down (its parts are not "
                  "ready in /health)\n",
                  node.c_str(), how.c_str(), times.size() + 1,
                  static_cast<long long>(std::chrono::duration_cast<std::chrono::seconds>(policy_.window).count()));
