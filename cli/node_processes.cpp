@@ -9,7 +9,8 @@
 #include <csignal>
 #include <cstring>
 #include <regex>
-#include <thread>
+
+#include "base/child_process_end.hpp"
 
 namespace troupe::cli {
 namespace {
@@ -92,17 +93,7 @@ void node_processes::kill_node(const std::string& name) {
 node_processes::~node_processes() {
   for (const child& c : children_) kill(c.pid, SIGTERM);
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  for (const child& c : children_) {
-    const int pid = c.pid;
-    while (waitpid(pid, nullptr, WNOHANG) == 0) {
-      if (std::chrono::steady_clock::now() > deadline) {
-        kill(pid, SIGKILL);
-        waitpid(pid, nullptr, 0);
-        break;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
-  }
+  for (const child& c : children_) reap_or_kill(c.pid, deadline);
 }
 
 }  // namespace troupe::cli
