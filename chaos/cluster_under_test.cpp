@@ -7,27 +7,34 @@
 
 #include <csignal>
 #include <cstring>
-#include <fstream>
 #include <regex>
 #include <sstream>
 #include <thread>
 
+#include "base/child_process_end.hpp"
+#include "base/read_file.hpp"
 
 namespace troupe::chaos {
 namespace {
 
-// Arguments of /proc/PID/cmdline, empty when it ended meanwhile.
+// Arguments of /proc/PID/cmdline, empty when it ended meanwhile. The /proc files are read
+// with read_text_file, which turns a process ending mid-read (ESRCH) into an error: a
+// stream iterator would throw it.
 std::vector<std::string> command_line(const std::string& pid) {
-  std::ifstream in("/proc/" + pid + "/cmdline", std::ios::binary);
+  auto text = read_text_file("/proc/" + pid + "/cmdline");
   std::vector<std::string> args;
+  if (!text) return args;
+  std::istringstream in(*text);
   for (std::string arg; std::getline(in, arg, '\0');) args.push_back(arg);
   return args;
 }
 
-// The parent pid in /proc/PID/stat (after the parenthesised name, which may hold spaces).
+// The parent pid in /proc/PID/stat (after the parenthesised name, which may hold spaces);
+// 0 when it ended meanwhile.
 int parent_of(const std::string& pid) {
-  std::ifstream in("/proc/" + pid + "/stat");
-  std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  auto text = read_text_file("/proc/" + pid + "/stat");
+  if (!text) return 0;
+  const std::string& stat = *text;
   const size_t close = stat.rfind(')');
   if (close == std::string::npos) return 0;
   std::istringstream rest(stat.substr(close + 2));
@@ -86,15 +93,7 @@ result<std::unique_ptr<cluster_under_test>> cluster_under_test::start(const std:
 cluster_under_test::~cluster_under_test() {
   if (pid_ == 0) return;
   kill(pid_, SIGTERM);
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-  while (waitpid(pid_, nullptr, WNOHANG) == 0) {
-    if (std::chrono::steady_clock::now() > deadline) {
-      kill(pid_, SIGKILL);
-      waitpid(pid_, nullptr, 0);
-      return;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
+  reap_or_kill(pid_, std::chrono::steady_clock::now() + std::chrono::seconds(30));
 }
 
 int cluster_under_test::node_pid(const std::string& name) const {
@@ -115,8 +114,8 @@ bool cluster_under_test::healthy() const {
 }
 
 std::string cluster_under_test::log() const {
-  std::ifstream in(log_);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  auto text = read_text_file(log_);
+  return text ? *text : std::string();
 }
 
 }  // namespace troupe::chaos
