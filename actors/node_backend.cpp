@@ -3,8 +3,6 @@
 #include <algorithm>
 
 #ifdef TROUPE_WITH_CUDA
-#include <cuda_runtime.h>
-
 #include "model/cuda/gpu_backend.hpp"
 #endif
 
@@ -34,15 +32,10 @@ node_share share_of(const cluster_spec& spec, const node_spec& node, int num_lay
 #ifdef TROUPE_WITH_CUDA
 // Why this machine cannot compute on `gpu`; empty when it can.
 std::string lacking(int gpu) {
-  int devices = 0;
-  if (cudaGetDeviceCount(&devices) != cudaSuccess) {
-    cudaGetLastError();  // no driver or no device: not sticky, but not left for the next call
-    devices = 0;
-  }
+  const int devices = visible_cuda_devices();
   if (gpu < devices) return "";
   if (devices == 0) return "this machine has no CUDA device (or none visible)";
-  return "this machine has " + std::to_string(devices) + " CUDA device" + (devices == 1 ? "" : "s") + " (cuda:0 to cuda:" +
-         std::to_string(devices - 1) + ")";
+  return cuda_devices_text(devices);
 }
 #endif
 

@@ -36,15 +36,23 @@ class stage_memories {
 
 }  // namespace
 
-result<compute_backend> make_gpu_backend(const backend_options& options) {
+int visible_cuda_devices() {
   int devices = 0;
-  if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
-    cudaGetLastError();
-    return error{"--device cuda: no CUDA device is visible"};
-  }
+  if (cudaGetDeviceCount(&devices) == cudaSuccess) return devices;
+  cudaGetLastError();
+  return 0;
+}
+
+std::string cuda_devices_text(int devices) {
+  return "this machine has " + std::to_string(devices) + " CUDA device" + (devices == 1 ? "" : "s") + " (cuda:0 to cuda:" +
+         std::to_string(devices - 1) + ")";
+}
+
+result<compute_backend> make_gpu_backend(const backend_options& options) {
+  const int devices = visible_cuda_devices();
+  if (devices == 0) return error{"--device cuda: no CUDA device is visible"};
   if (options.device < 0 || options.device >= devices)
-    return error{"cuda:" + std::to_string(options.device) + ": this machine has " + std::to_string(devices) +
-                 " CUDA device" + (devices == 1 ? "" : "s") + " (cuda:0 to cuda:" + std::to_string(devices - 1) + ")"};
+    return error{"cuda:" + std::to_string(options.device) + ": " + cuda_devices_text(devices)};
   TROUPE_CUDA_CHECK(cudaSetDevice(options.device));
   auto weights = load_gpu_weights(options.model_dir, options.dummy_weights);
   if (!weights) return weights.err();
@@ -82,9 +90,8 @@ result<compute_backend> make_gpu_backend(const backend_options& options) {
   }
   compute_backend b{c, r.num_blocks, {}, {}};
   b.make_runner = [weights = *weights, experts, r, memories](int first, int last) -> result<std::unique_ptr<step_runner>> {
-    if (first < 0 || first >= last || last > weights->config.num_layers)
-      return error{"a GPU stage of layers [" + std::to_string(first) + ", " + std::to_string(last) + ") in a model of " +
-                   std::to_string(weights->config.num_layers)};
+    if (auto inside = gpu_step_runner::check_layer_range(first, last, weights->config.num_layers); !inside)
+      return inside.err();
     gpu_runner_options stage = r;
     stage.first_layer = first;
     stage.last_layer = last;

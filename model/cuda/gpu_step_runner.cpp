@@ -132,6 +132,12 @@ size_t gpu_step_runner::memory_bytes(const gpu_weights& weights, const gpu_exper
   return sizing.used();
 }
 
+status gpu_step_runner::check_layer_range(int first, int last, int layers) {
+  if (first >= 0 && first < last && last <= layers) return ok();
+  return error{"a GPU stage of layers [" + std::to_string(first) + ", " + std::to_string(last) + ") in a model of " +
+               std::to_string(layers)};
+}
+
 gpu_step_runner::gpu_step_runner(std::shared_ptr<const gpu_weights> weights, std::shared_ptr<gpu_experts> experts,
                                  const gpu_runner_options& options)
     : weights_(std::move(weights)), experts_(std::move(experts)), options_(options) {
@@ -143,10 +149,8 @@ result<std::unique_ptr<step_runner>> gpu_step_runner::create(std::shared_ptr<con
                                                              std::shared_ptr<gpu_experts> experts,
                                                              const gpu_runner_options& options,
                                                              std::shared_ptr<device_arena> memory) {
-  const int layers = weights->config.num_layers;
-  if (const auto [first, last] = layer_range_of(options, weights->config); first < 0 || first >= last || last > layers)
-    return error{"a GPU stage of layers [" + std::to_string(first) + ", " + std::to_string(last) +
-                 ") in a model of " + std::to_string(layers)};
+  const auto [first, last] = layer_range_of(options, weights->config);
+  if (auto inside = check_layer_range(first, last, weights->config.num_layers); !inside) return inside.err();
   TROUPE_CUDA_CHECK(cudaSetDevice(options.device));
   std::unique_ptr<gpu_step_runner> r(new gpu_step_runner(std::move(weights), std::move(experts), options));
   if (memory == nullptr) {

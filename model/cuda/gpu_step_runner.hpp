@@ -47,6 +47,8 @@ class gpu_step_runner final : public step_runner {
                                                      std::shared_ptr<gpu_experts> experts,
                                                      const gpu_runner_options& options,
                                                      std::shared_ptr<device_arena> memory = nullptr);
+  // An error for a stage of layers [first, last) that is not inside a model of `layers`.
+  static status check_layer_range(int first, int last, int layers);
   // The bytes of activations (the KV pool aside), and of everything create carves.
   static size_t activation_bytes(const gpu_weights& weights, const gpu_experts& experts,
                                  const gpu_runner_options& options);
