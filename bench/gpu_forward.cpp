@@ -3,6 +3,7 @@
 // prefill. Timed on the host around step_runner::run, as the stage actor calls it: the
 // figures include packing inputs, the graph launch and reading the tokens back.
 //   bench_gpu_forward CONFIG_DIR [--context 512] [--steps 128] [--batches 1,32,128] [--prefill 4096]
+//                     [--joining 512]
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -11,6 +12,8 @@
 #include <sstream>
 #include <string>
 #include <vector>
+
+#include <cuda_profiler_api.h>
 
 #include "bench/copy_bandwidth.hpp"
 #include "kernels/cuda/check.cuh"
@@ -101,6 +104,44 @@ double decode_rate(step_runner& runner, sequences& s, int steps) {
   return double(count) * steps / (now_s() - t);
 }
 
+// Milliseconds a step takes when, besides one token of each sequence, a new prompt of
+// `prompt` tokens is prefilled in it: what serving does whenever a request ends and the
+// next is admitted. The prompt reuses the blocks of table `spare` each step.
+double joined_step_ms(step_runner& runner, sequences& s, const std::vector<int>& spare, int prompt, int vocab,
+                      int steps) {
+  sampling_params greedy;
+  greedy.temperature = 0.0f;
+  std::mt19937 gen(11);
+  const int count = int(s.tables.size());
+  token_history prompt_history;
+  auto step = [&] {
+    forward_batch batch;
+    std::vector<sample_request> samples;
+    for (int i = 0; i < count; ++i) {
+      batch.sequences.push_back({i, 1, s.lengths[size_t(i)], s.tables[size_t(i)], logits_rows::last});
+      batch.token_ids.push_back(int(gen() % uint32_t(vocab)));  // spread routing, as real tokens have
+      samples.push_back({greedy, &s.histories[size_t(i)], ++s.lengths[size_t(i)]});
+    }
+    batch.sequences.push_back({count, prompt, 0, spare, logits_rows::last});
+    for (int t = 0; t < prompt; ++t) batch.token_ids.push_back(int(gen() % uint32_t(vocab)));
+    prompt_history = {};
+    samples.push_back({greedy, &prompt_history, prompt});
+    if (auto r = runner.run(batch, {}, samples); !r) {
+      std::fprintf(stderr, "mixed step failed: %s\n", r.err().message.c_str());
+      std::exit(1);
+    }
+  };
+  step();
+  const double t = now_s();
+  for (int i = 0; i < steps; ++i) step();
+  const double ms = 1e3 * (now_s() - t) / steps;
+  // One more for a profiler started with its profiling off (ncu --profile-from-start off).
+  cudaProfilerStart();
+  step();
+  cudaProfilerStop();
+  return ms;
+}
+
 std::vector<int> parse_list(const std::string& s) {
   std::vector<int> v;
   std::stringstream in(s);
@@ -112,10 +153,12 @@ std::vector<int> parse_list(const std::string& s) {
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    std::fprintf(stderr, "usage: bench_gpu_forward CONFIG_DIR [--context N] [--steps N] [--batches 1,32,128] [--prefill N]\n");
+    std::fprintf(stderr,
+                 "usage: bench_gpu_forward CONFIG_DIR [--context N] [--steps N] [--batches 1,32,128] [--prefill N] "
+                 "[--joining N]\n");
     return 2;
   }
-  int context = 512, steps = 128, prefill_len = 4096;
+  int context = 512, steps = 128, prefill_len = 4096, joining = 512;
   std::vector<int> batches{1, 32, 128};
   for (int i = 2; i + 1 < argc; i += 2) {
     const std::string flag = argv[i];
@@ -123,6 +166,7 @@ int main(int argc, char** argv) {
     else if (flag == "--steps") steps = std::atoi(argv[i + 1]);
     else if (flag == "--batches") batches = parse_list(argv[i + 1]);
     else if (flag == "--prefill") prefill_len = std::atoi(argv[i + 1]);
+    else if (flag == "--joining") joining = std::atoi(argv[i + 1]);
   }
   const int max_batch = *std::max_element(batches.begin(), batches.end());
   auto weights = load_gpu_weights(argv[1], /*dummy=*/true);
@@ -133,10 +177,13 @@ int main(int argc, char** argv) {
   const model_config& c = (*weights)->config;
   auto experts = std::make_shared<gpu_experts>(*weights);
   experts->attach("experts", 0, c.num_experts);
-  const int model_len = std::max(context + steps + 8, prefill_len);
+  const int model_len = std::max(context + steps + std::max(8, steps / 8) + 16, prefill_len);
   const int blocks_each = (model_len + block_size - 1) / block_size;
   const int chunk = std::max(prefill_len, 4096);
-  auto runner = gpu_step_runner::create(*weights, experts, {blocks_each * max_batch, block_size, model_len, max_batch, chunk});
+  // One table more than the largest batch: the prompt that joins its decode steps.
+  const int joined_batch = max_batch + 1;
+  auto runner = gpu_step_runner::create(*weights, experts,
+                                        {blocks_each * joined_batch, block_size, model_len, joined_batch, chunk});
   if (!runner) {
     std::fprintf(stderr, "%s\n", runner.err().message.c_str());
     return 1;
@@ -154,6 +201,13 @@ int main(int argc, char** argv) {
                   100.0 * rate / floor);
     else
       std::printf("| decode, batch %d, context %d: output tokens/s | %.0f | |\n", b, context, rate);
+    if (b > 1 && joining > 0) {
+      std::vector<int> spare;
+      for (int k = 0; k < blocks_each; ++k) spare.push_back(max_batch * blocks_each + k);
+      const double ms = joined_step_ms(**runner, seqs, spare, joining, c.vocab_size, std::max(8, steps / 8));
+      std::printf("| decode, batch %d, with a %d-token prompt joining each step: ms a step | %.2f | %.2f without it |\n",
+                  b, joining, ms, 1e3 * b / rate);
+    }
     std::fflush(stdout);
   }
   {  // the same batch-1 decode without CUDA graphs: what the graphs save

@@ -242,12 +242,25 @@ status gpu_step_runner::forward(const shape& s) {
     } else {
       cuda::qk_norm_rope(b.qkv, k, l.q_norm, l.k_norm, eps, n, heads, kv_heads, hd, qkv_dim, qkv_dim,
                          in.positions.device, float(c.rope_theta), cache, stream_);
-      TROUPE_CUDA_CHECK(cudaMemcpy2DAsync(b.q, size_t(q_dim) * sizeof(bf16), b.qkv, size_t(qkv_dim) * sizeof(bf16),
-                                          size_t(q_dim) * sizeof(bf16), size_t(n), cudaMemcpyDeviceToDevice, stream_));
-      cuda::flash_attention(b.q, heads, kv_heads, hd,
-                            {keys, values, options_.block_size, in.block_tables.device, max_blocks, s.seqs,
-                             in.query_starts.device, in.positions_start.device, s.max_query_len},
-                            b.attn, stream_);
+      // A one-token query in flash attention's 64-row tiles wastes 63 of them: at batch 128
+      // with a prompt joining, flash attention took 0.8 ms a layer, mostly the decode rows.
+      const int d = s.decode_seqs;
+      if (d > 0)
+        cuda::paged_attention(b.qkv, qkv_dim, d, heads, kv_heads, hd,
+                              {keys, values, options_.block_size, in.block_tables.device, max_blocks,
+                               in.seq_lens.device, s.decode_len},
+                              b.attn_workspace, b.attn, stream_);
+      if (d < s.seqs) {  // the decode sequences' d tokens come first
+        TROUPE_CUDA_CHECK(cudaMemcpy2DAsync(b.q + size_t(d) * q_dim, size_t(q_dim) * sizeof(bf16),
+                                            b.qkv + size_t(d) * qkv_dim, size_t(qkv_dim) * sizeof(bf16),
+                                            size_t(q_dim) * sizeof(bf16), size_t(n - d),
+                                            cudaMemcpyDeviceToDevice, stream_));
+        cuda::flash_attention(b.q, heads, kv_heads, hd,
+                              {keys, values, options_.block_size, in.block_tables.device + size_t(d) * max_blocks,
+                               max_blocks, s.seqs - d, in.query_starts.device + d, in.positions_start.device + d,
+                               s.max_query_len},
+                              b.attn, stream_);
+      }
     }
     cuda::matmul(cublas_, b.attn, n, q_dim, l.o, h, dtype::bf16, b.block_out);
     if (l.o_bias != nullptr) cuda::add_bias(b.block_out, n, h, h, l.o_bias, stream_);
@@ -350,9 +363,14 @@ result<stage_output> gpu_step_runner::run(const forward_batch& batch, std::vecto
   if (decode) {
     if (auto r = run_decode_graph(seqs); !r) return r.err();
   } else {
-    int longest = 0;
-    for (const auto& span : batch.sequences) longest = std::max(longest, span.tokens);
-    if (auto r = forward({tokens, seqs, int(samples.size()), false, 0, longest}); !r) return r.err();
+    shape s{tokens, seqs, int(samples.size()), false, 0, 0};
+    for (const auto& span : batch.sequences) s.max_query_len = std::max(s.max_query_len, span.tokens);
+    for (const auto& span : batch.sequences) {
+      if (span.tokens != 1 || span.first_token != s.decode_seqs) break;
+      ++s.decode_seqs;
+      s.decode_len = std::max(s.decode_len, span.start + 1);
+    }
+    if (auto r = forward(s); !r) return r.err();
   }
   if (!last_stage_) {
     TROUPE_CUDA_CHECK(cudaMemcpyAsync(hidden_host_, buf_->residual[0], rows_bytes, cudaMemcpyDeviceToHost, stream_));

@@ -66,6 +66,10 @@ class gpu_step_runner final : public step_runner {
     bool decode = false;    // one token per sequence: split-K paged attention
     int attn_len = 0;       // decode: the longest context the grid covers
     int max_query_len = 0;  // prefill: the most new tokens of one sequence
+    // Prefill and mixed steps: the leading sequences of one new token each (the running
+    // ones of a step that also prefills), which paged_attention serves, and their longest
+    // context; flash attention serves the rest.
+    int decode_seqs = 0, decode_len = 0;
   };
   gpu_step_runner(std::shared_ptr<const gpu_weights> weights, std::shared_ptr<gpu_experts> experts,
                   const gpu_runner_options& options);

@@ -2,7 +2,7 @@
 // CUDA kernels' shapes (the CPU path is held to them too, in test_golden_parity), through
 // the step_runner interface the stage actor drives: prompt positions decoded one token at
 // a time (the decode graphs), the whole prompt as one prefill (flash attention), then
-// greedy decoding.
+// greedy decoding, alone and with a prompt prefilled in the same steps.
 #define BOOST_TEST_MODULE gpu_parity
 #include <boost/test/unit_test.hpp>
 
@@ -184,4 +184,50 @@ BOOST_AUTO_TEST_CASE(a_batch_of_copies_decodes_like_one_sequence) {
     BOOST_REQUIRE(out);
   }
   for (int s = 1; s < copies; ++s) BOOST_TEST(produced[size_t(s)] == produced[0]);
+}
+
+// Steps that decode one sequence while a prompt is prefilled beside them (serving admits a
+// request that way): the decoding sequence (paged attention) and the prompt (flash
+// attention) each match transformers as they do alone.
+BOOST_AUTO_TEST_CASE(decode_steps_a_prompt_joins_match_transformers) {
+  for (const auto& dir : test::gpu_fixtures()) {
+    gpu_fixture f(dir);
+    const json& g = f.golden;
+    const auto& prompt = f.prompt;
+    const std::string& name = f.name;
+    const auto greedy = g["greedy"].get<std::vector<int>>();
+    const size_t comparable = comparable_positions(g);
+    const int n = int(prompt.size());
+    std::vector<int> decoding_table, joining_table;
+    for (int b = 0; b < 32; ++b) decoding_table.push_back(b);
+    for (int b = 32; b < 64; ++b) joining_table.push_back(b);
+    sampling_params greedy_top5;
+    greedy_top5.temperature = 0.0f;
+    greedy_top5.top_logprobs = 5;
+    token_history decoding_history;
+    forward_batch prefill{prompt, {{0, n, 0, decoding_table, logits_rows::last}}};
+    auto out = f.runner->run(prefill, {}, {{greedy_top5, &decoding_history, n}});
+    BOOST_REQUIRE(out);
+    size_t compared = 0;
+    for (size_t step = 0; step < greedy.size() && prompt.size() + step <= comparable; ++step) {
+      const std::string where = name + " step " + std::to_string(step);
+      BOOST_TEST_CONTEXT(where) BOOST_TEST(out->tokens.front().token == greedy[step]);
+      forward_batch mixed{{greedy[step]}, {{0, 1, n + int(step), decoding_table, logits_rows::last}}};
+      mixed.token_ids.insert(mixed.token_ids.end(), prompt.begin(), prompt.end());
+      mixed.sequences.push_back({1, n, 0, joining_table, logits_rows::last});
+      token_history joining_history;
+      out = f.runner->run(mixed, {},
+                          {{greedy_top5, &decoding_history, n + int(step) + 1}, {greedy_top5, &joining_history, n}});
+      BOOST_REQUIRE(out);
+      BOOST_REQUIRE_EQUAL(out->tokens.size(), 2u);
+      if (step + 1 < greedy.size() && prompt.size() + step + 1 <= comparable)
+        check_top5(out->tokens[0], g["greedy_top5_ids"][step + 1], g["greedy_top5_logprobs"][step + 1],
+                   where + " decoding");
+      check_top5(out->tokens[1], g["greedy_top5_ids"][0], g["greedy_top5_logprobs"][0], where + " joining prompt");
+      BOOST_TEST_CONTEXT(where << " joining prompt") BOOST_TEST(out->tokens[1].token == greedy[0]);
+      ++compared;
+    }
+    BOOST_TEST_MESSAGE(name << ": " << compared << " steps with a prompt joining compared");
+    BOOST_TEST(compared >= 8);
+  }
 }
