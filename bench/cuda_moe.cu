@@ -1,9 +1,9 @@
 // fused_moe on the Qwen3-30B-A3B shape (hidden 2048, 128 experts, top-8, inter 768) at
 // decode and prefill batch sizes with random routing, graph-safe (no cuBLAS handle) and
-// with a handle (cuBLAS grouped GEMMs from 64 pairs per expert): the median of 20
-// event-timed calls after 5 warm-ups. L2 is flushed before each call by reading a buffer
-// four times its size, so the weights come from HBM as they do when 48 layers take turns,
-// and L2 holds clean lines as it then does (a memset would leave dirty lines whose
+// with a handle (moe_grouped's batched cuBLAS GEMMs from 32 pairs per expert): the median
+// of 20 event-timed calls after 5 warm-ups. L2 is flushed before each call by reading a
+// buffer four times its size, so the weights come from HBM as they do when 48 layers take
+// turns, and L2 holds clean lines as it then does (a memset would leave dirty lines whose
 // write-back the call would pay for). GB/s counts the bytes of the experts the batch
 // chose, TFLOP/s the three projections of every (token, expert) pair.
 #include <algorithm>

@@ -38,9 +38,8 @@ static workspace_parts carve(char* base, int tokens, int k, int local_experts, i
   const int pairs = tokens * k;
   const int decode_tiles = moe_max_tiles(pairs, local_experts, decode_rows);
   const int prefill_tiles = moe_max_tiles(pairs, local_experts, prefill_rows);
-  // moe_grouped's batched layout pads each expert to the busiest one's count, as long as
-  // that at most doubles the rows (rounded up to 8 rows an expert).
-  const size_t padded = size_t(pairs) * 2 + size_t(8) * local_experts;
+  // moe_grouped's pieces pad each expert by less than the mean count (rounded up to 64 rows).
+  const size_t padded = size_t(pairs) * 2 + size_t(64) * local_experts;
   const size_t rows =
       std::max({size_t(decode_tiles) * decode_rows, size_t(prefill_tiles) * prefill_rows, padded});
   size_t used = 0;
@@ -66,8 +65,8 @@ static workspace_parts carve(char* base, int tokens, int k, int local_experts, i
   parts.grouped.gate = parts.act;
   parts.grouped.up = reinterpret_cast<__nv_bfloat16*>(take(sizeof(__nv_bfloat16) * rows * inter));
   parts.grouped.row_of_pair = reinterpret_cast<int*>(take(sizeof(int) * size_t(pairs)));
-  parts.grouped.matrices = reinterpret_cast<void**>(take(sizeof(void*) * 9 * local_experts));
-  parts.grouped.expert_of_group = reinterpret_cast<int*>(take(sizeof(int) * local_experts));
+  parts.grouped.matrices = reinterpret_cast<void**>(take(sizeof(void*) * 18 * local_experts));
+  parts.grouped.pieces = reinterpret_cast<int2*>(take(sizeof(int2) * 2 * local_experts));
   parts.bytes = used;
   return parts;
 }

@@ -31,9 +31,8 @@ size_t fused_moe_workspace_bytes(int max_tokens, int k, int local_experts, int h
 // gemv rows: moe_gemv); larger batches sum each dot product in another order (tensor-core
 // tiles), within bf16 rounding.
 // With a cuBLAS handle (its stream `stream`), a batch of at least 32 pairs per local
-// expert goes through cuBLAS's batched or grouped GEMMs instead (moe_grouped): much faster
-// for prefill,
-// but it copies the expert counts to the host and waits for the stream (never pass a
+// expert goes through cuBLAS's batched GEMMs instead (moe_grouped): much faster for
+// prefill, but it copies the expert counts to the host and waits for the stream (never pass a
 // handle while capturing), it rounds the gate and up projections and each expert's output
 // to bf16 as torch does, and cuBLAS picks its summation order by shape, so a token's bits
 // depend on the batch, within bf16 rounding of the graph-safe result.

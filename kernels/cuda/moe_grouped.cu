@@ -22,23 +22,15 @@ static __device__ void gather_row(const __nv_bfloat16* x, int hidden, int k, int
   for (int i = int(threadIdx.x); i < hidden / 8; i += gather_threads) dst[i] = src[i];
 }
 
-// Block r: row r of the plan's layout, for the grouped GEMMs; padding rows (p = -1) are
-// left alone.
-static __global__ void gather_kernel(const __nv_bfloat16* x, int hidden, int k,
-                                     const int* sorted_pairs, __nv_bfloat16* rows,
-                                     int* row_of_pair) {
+// Block r = g * stride + i: pair first + i of piece g's expert, or, past its count, a
+// padding row left alone (its outputs are never read).
+static __global__ void gather_pieces_kernel(const __nv_bfloat16* x, int hidden, int k, moe_plan plan,
+                                            const int2* pieces, int stride, __nv_bfloat16* rows, int* row_of_pair) {
   const int r = int(blockIdx.x);
-  const int p = sorted_pairs[r];
-  if (p >= 0) gather_row(x, hidden, k, p, r, rows, row_of_pair);
-}
-
-// Block r = g * stride + i: pair i of used expert g, for the batched GEMMs; rows past the
-// expert's count are left alone (their outputs are never read).
-static __global__ void gather_padded_kernel(const __nv_bfloat16* x, int hidden, int k, moe_plan plan,
-                                            const int* expert_of_group, int stride, __nv_bfloat16* rows,
-                                            int* row_of_pair) {
-  const int r = int(blockIdx.x), e = expert_of_group[r / stride], i = r % stride;
-  if (i < plan.counts[e]) gather_row(x, hidden, k, plan.sorted_pairs[plan.offsets[e] + i], r, rows, row_of_pair);
+  const int2 piece = pieces[r / stride];  // (expert, its first pair)
+  const int i = piece.y + r % stride;
+  if (i < plan.counts[piece.x])
+    gather_row(x, hidden, k, plan.sorted_pairs[plan.offsets[piece.x] + i], r, rows, row_of_pair);
 }
 
 // Block t: out[t] from its local pairs' expert outputs, 4 adjacent columns per thread.
@@ -67,69 +59,76 @@ static __global__ void combine_kernel(const __nv_bfloat16* rows, const int* row_
   }
 }
 
-// The experts with pairs, their pair counts and first rows in moe_align's layout.
-struct used_experts {
-  std::vector<int> ids, counts, first_rows;
-  int rows = 0;   // all experts' rows, padding included
-  int pairs = 0;  // their pairs
-  int widest = 0;
+// The batched GEMMs' shape: each used expert's pairs cut into pieces of `stride` rows (the
+// last one padded), so that one GEMM shape serves them all however the routing is skewed.
+struct batch_pieces {
+  std::vector<int2> pieces;  // (local expert, its first pair in the piece)
+  int stride = 0;
 };
 
-static used_experts host_counts(const moe_plan& plan, int local_experts, cudaStream_t stream) {
+// The stride of the pieces grows by this many rows above 64: cuBLAS's Hopper kernels
+// compute rows in tiles of 64 or 128 there, so a stride just past a multiple of 64 pays
+// for the rest of a tile in every piece.
+static constexpr int stride_step = 64;
+
+// The pieces for the plan's expert counts, which come to the host (the stream waits). The
+// stride is the one, from the used experts' mean count up to the busiest one's (one piece
+// an expert), that pads the least (the longest of equals): at least the mean keeps the
+// pieces at most two an expert, and the rows fit `capacity`. At 4,096 tokens of the
+// Qwen3-30B-A3B shape the random-weight router sends some experts over twice the mean
+// count, where one piece an expert more than doubled the rows and cuBLAS's grouped GEMMs,
+// which take any counts, run warp-level MMA only (ncu's cutlass_80_..._grouped).
+static batch_pieces cut_into_pieces(const moe_plan& plan, int local_experts, int capacity, cudaStream_t stream) {
   std::vector<int> counts(size_t(local_experts), 0);
   TROUPE_CUDA_CHECK(cudaMemcpyAsync(counts.data(), plan.counts, sizeof(int) * counts.size(),
                                     cudaMemcpyDeviceToHost, stream));
   TROUPE_CUDA_CHECK(cudaStreamSynchronize(stream));
-  used_experts used;
-  for (int e = 0; e < local_experts; ++e) {
-    const int c = counts[size_t(e)];
-    if (c > 0) {
-      used.ids.push_back(e);
-      used.counts.push_back(c);
-      used.first_rows.push_back(used.rows);
-      used.pairs += c;
-      used.widest = std::max(used.widest, c);
-    }
-    used.rows += (c + plan.tile_rows - 1) / plan.tile_rows * plan.tile_rows;
-  }
-  return used;
-}
-
-// The batched GEMMs' rows per expert (the busiest expert's count, a multiple of 8), or 0
-// when the grouped ones do better: padding every expert that far would more than double
-// the rows (the batched kernels are about twice as fast), or not fit the scratch. On the
-// H200 at 4,096 tokens of the Qwen3-30B-A3B shape with random routing, fused_moe takes
-// 0.750 ms batched against 1.414 ms grouped.
-static int batched_stride(const used_experts& used, int capacity) {
-  const int groups = int(used.ids.size()), stride = (used.widest + 7) / 8 * 8;
-  const int64_t padded = int64_t(groups) * stride;
-  return padded <= capacity && padded <= 2 * int64_t(used.pairs) ? stride : 0;
+  int used = 0, pairs = 0, widest = 0;
+  for (int c : counts) used += c > 0, pairs += c, widest = std::max(widest, c);
+  batch_pieces b;
+  if (used == 0) return b;
+  auto padded = [&](int stride) {
+    int64_t rows = 0;
+    for (int c : counts) rows += int64_t(c + stride - 1) / stride * stride;
+    return rows;
+  };
+  auto next = [](int stride) { return stride < stride_step ? stride + 8 : (stride / stride_step + 1) * stride_step; };
+  b.stride = ((pairs + used - 1) / used + 7) / 8 * 8;
+  if (b.stride > stride_step) b.stride = (b.stride + stride_step - 1) / stride_step * stride_step;
+  int64_t least = padded(b.stride);
+  auto consider = [&](int stride) {
+    if (const int64_t rows = padded(stride); rows <= least && rows <= capacity) b.stride = stride, least = rows;
+  };
+  for (int stride = next(b.stride); stride < widest; stride = next(stride)) consider(stride);
+  consider((widest + 7) / 8 * 8);  // one piece an expert
+  for (int e = 0; e < local_experts; ++e)
+    for (int first = 0; first < counts[size_t(e)]; first += b.stride) b.pieces.push_back({e, first});
+  return b;
 }
 
 // cuBLAS is column-major: row-major out [c, n] = in [c, k] * w [n, k]^T is column-major
 // out^T [n, c] = w^T (w read as column-major [k, n], transposed) times in^T, as in
-// matmul. Per expert g: gate and up (two GEMMs of one group, or two entries of the
-// batch), then down.
+// matmul. Per piece g: gate and up (two entries of the batch), then down.
 static void launch(cublasHandle_t cublas, const __nv_bfloat16* x, int tokens, int hidden,
                    const int* chosen, const float* weights, int k, const __nv_bfloat16* w13,
                    const __nv_bfloat16* w2, int inter, int first_expert, int last_expert,
                    const moe_plan& plan, const moe_grouped_scratch& scratch, __nv_bfloat16* out,
                    cudaStream_t stream) {
-  const used_experts used = host_counts(plan, last_expert - first_expert, stream);
-  const int groups = int(used.ids.size());
-  if (groups > 0) {
-    const int stride = batched_stride(used, scratch.capacity);
-    const size_t g2 = size_t(2) * groups;
-    std::vector<const void*> matrices(size_t(9) * groups);
+  const batch_pieces b = cut_into_pieces(plan, last_expert - first_expert, scratch.capacity, stream);
+  const int count = int(b.pieces.size()), stride = b.stride;
+  if (count > 0) {
+    TROUPE_CHECK(count <= 2 * (last_expert - first_expert) && int64_t(count) * stride <= scratch.capacity,
+                 "the pieces outgrow moe_grouped's scratch");
+    const size_t g2 = size_t(2) * count;
+    std::vector<const void*> matrices(size_t(9) * count);
     const void** gate_up_w = matrices.data();
     const void** gate_up_in = gate_up_w + g2;
     const void** gate_up_out = gate_up_in + g2;
     const void** down_w = gate_up_out + g2;
-    const void** down_in = down_w + groups;
-    const void** down_out = down_in + groups;
-    for (int g = 0; g < groups; ++g) {
-      const size_t e = size_t(used.ids[size_t(g)]);
-      const size_t row = stride > 0 ? size_t(g) * stride : size_t(used.first_rows[size_t(g)]);
+    const void** down_in = down_w + count;
+    const void** down_out = down_in + count;
+    for (int g = 0; g < count; ++g) {
+      const size_t e = size_t(b.pieces[size_t(g)].x), row = size_t(g) * stride;  // w13 and w2 hold local experts
       const __nv_bfloat16* w = w13 + e * 2 * inter * hidden;
       gate_up_w[2 * g] = w;
       gate_up_w[2 * g + 1] = w + size_t(inter) * hidden;
@@ -140,46 +139,24 @@ static void launch(cublasHandle_t cublas, const __nv_bfloat16* x, int tokens, in
       down_in[g] = scratch.gate + row * inter;
       down_out[g] = scratch.rows + row * hidden;
     }
-    TROUPE_CUDA_CHECK(cudaMemcpyAsync(scratch.matrices, matrices.data(),
-                                      sizeof(void*) * matrices.size(), cudaMemcpyHostToDevice,
-                                      stream));
+    TROUPE_CUDA_CHECK(cudaMemcpyAsync(scratch.matrices, matrices.data(), sizeof(void*) * matrices.size(),
+                                      cudaMemcpyHostToDevice, stream));
+    TROUPE_CUDA_CHECK(cudaMemcpyAsync(scratch.pieces, b.pieces.data(), sizeof(int2) * b.pieces.size(),
+                                      cudaMemcpyHostToDevice, stream));
+    gather_pieces_kernel<<<count * stride, gather_threads, 0, stream>>>(x, hidden, k, plan, scratch.pieces, stride,
+                                                                        scratch.rows, scratch.row_of_pair);
+    TROUPE_CUDA_CHECK(cudaGetLastError());
     void* const* device = scratch.matrices;
     const float one = 1.0f, zero = 0.0f;
-    if (stride > 0) {
-      TROUPE_CUDA_CHECK(cudaMemcpyAsync(scratch.expert_of_group, used.ids.data(), sizeof(int) * used.ids.size(),
-                                        cudaMemcpyHostToDevice, stream));
-      gather_padded_kernel<<<groups * stride, gather_threads, 0, stream>>>(
-          x, hidden, k, plan, scratch.expert_of_group, stride, scratch.rows, scratch.row_of_pair);
-      TROUPE_CUDA_CHECK(cudaGetLastError());
-      TROUPE_CUDA_CHECK(cublasGemmBatchedEx(cublas, CUBLAS_OP_T, CUBLAS_OP_N, inter, stride, hidden, &one, device,
-                                            CUDA_R_16BF, hidden, device + g2, CUDA_R_16BF, hidden, &zero,
-                                            device + 2 * g2, CUDA_R_16BF, inter, int(g2), CUBLAS_COMPUTE_32F,
-                                            CUBLAS_GEMM_DEFAULT));
-      swiglu(scratch.gate, scratch.up, int64_t(groups) * stride * inter, scratch.gate, stream);
-      TROUPE_CUDA_CHECK(cublasGemmBatchedEx(cublas, CUBLAS_OP_T, CUBLAS_OP_N, hidden, stride, inter, &one,
-                                            device + 3 * g2, CUDA_R_16BF, inter, device + 3 * g2 + groups,
-                                            CUDA_R_16BF, inter, &zero, device + 3 * g2 + 2 * groups, CUDA_R_16BF,
-                                            hidden, groups, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
-    } else {
-      gather_kernel<<<used.rows, gather_threads, 0, stream>>>(x, hidden, k, plan.sorted_pairs,
-                                                              scratch.rows, scratch.row_of_pair);
-      TROUPE_CUDA_CHECK(cudaGetLastError());
-      const size_t g = size_t(groups);
-      const std::vector<cublasOperation_t> transposed(g, CUBLAS_OP_T), plain(g, CUBLAS_OP_N);
-      const std::vector<int> inters(g, inter), hiddens(g, hidden), twos(g, 2), ones(g, 1);
-      const std::vector<float> alpha(g, 1.0f), beta(g, 0.0f);
-      TROUPE_CUDA_CHECK(cublasGemmGroupedBatchedEx(
-          cublas, transposed.data(), plain.data(), inters.data(), used.counts.data(),
-          hiddens.data(), alpha.data(), device, CUDA_R_16BF, hiddens.data(), device + g2,
-          CUDA_R_16BF, hiddens.data(), beta.data(), device + 2 * g2, CUDA_R_16BF, inters.data(),
-          groups, twos.data(), CUBLAS_COMPUTE_32F));
-      swiglu(scratch.gate, scratch.up, int64_t(used.rows) * inter, scratch.gate, stream);
-      TROUPE_CUDA_CHECK(cublasGemmGroupedBatchedEx(
-          cublas, transposed.data(), plain.data(), hiddens.data(), used.counts.data(),
-          inters.data(), alpha.data(), device + 3 * g2, CUDA_R_16BF, inters.data(),
-          device + 3 * g2 + g, CUDA_R_16BF, inters.data(), beta.data(), device + 3 * g2 + 2 * g,
-          CUDA_R_16BF, hiddens.data(), groups, ones.data(), CUBLAS_COMPUTE_32F));
-    }
+    TROUPE_CUDA_CHECK(cublasGemmBatchedEx(cublas, CUBLAS_OP_T, CUBLAS_OP_N, inter, stride, hidden, &one, device,
+                                          CUDA_R_16BF, hidden, device + g2, CUDA_R_16BF, hidden, &zero,
+                                          device + 2 * g2, CUDA_R_16BF, inter, int(g2), CUBLAS_COMPUTE_32F,
+                                          CUBLAS_GEMM_DEFAULT));
+    swiglu(scratch.gate, scratch.up, int64_t(count) * stride * inter, scratch.gate, stream);
+    TROUPE_CUDA_CHECK(cublasGemmBatchedEx(cublas, CUBLAS_OP_T, CUBLAS_OP_N, hidden, stride, inter, &one,
+                                          device + 3 * g2, CUDA_R_16BF, inter, device + 3 * g2 + count, CUDA_R_16BF,
+                                          inter, &zero, device + 3 * g2 + 2 * count, CUDA_R_16BF, hidden, count,
+                                          CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
   }
   combine_kernel<<<tokens, combine_threads, 0, stream>>>(scratch.rows, scratch.row_of_pair,
                                                          chosen, weights, k, hidden,

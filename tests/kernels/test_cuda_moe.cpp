@@ -268,9 +268,9 @@ BOOST_AUTO_TEST_CASE(fused_moe_matches_cpu) {
   // moe_align's 16-row tiles (65 pairs up to 16 per expert; moe_stream's one and two
   // n-tiles and half k-chunks), also on a local range where token 0 has no local expert,
   // and the real shape at batch 24. 64-row tiles, or with a handle moe_grouped (32 pairs per
-  // expert and up: batched GEMMs over padded rows), on local ranges, with an expert of no
-  // pair and one of a single pair, and with the real hidden and inter; an expert chosen by
-  // 200 of 300 tokens takes the grouped GEMMs instead.
+  // expert and up: batched GEMMs over pieces of the mean count), on local ranges, with an
+  // expert of no pair and one of a single pair, and with the real hidden and inter; an
+  // expert chosen by 200 of 300 tokens is cut into several pieces.
   for (auto [tokens, experts, k, hidden, inter, first, last, hot, thin] :
        {shape{1, 128, 8, 2048, 768, 0, 128}, shape{8, 16, 8, 2048, 768, 0, 16},
         shape{5, 16, 4, 80, 48, 0, 16}, shape{20, 8, 2, 80, 48, 0, 8, 18}, shape{6, 16, 4, 80, 48, 3, 11},
