@@ -32,10 +32,10 @@ size_t fused_moe_workspace_bytes(int max_tokens, int k, int local_experts, int h
 // tiles), within bf16 rounding.
 // With a cuBLAS handle (its stream `stream`), a batch of at least 32 pairs per local
 // expert goes through cuBLAS's batched GEMMs instead (moe_grouped): much faster for
-// prefill, but it copies the expert counts to the host and waits for the stream (never pass a
-// handle while capturing), it rounds the gate and up projections and each expert's output
-// to bf16 as torch does, and cuBLAS picks its summation order by shape, so a token's bits
-// depend on the batch, within bf16 rounding of the graph-safe result.
+// prefill, but it copies the expert counts to the host and waits for the stream (never
+// pass a handle while capturing), it rounds the gate and up projections and each expert's
+// output to bf16 as torch does, and cuBLAS picks its summation order by shape, so a
+// token's bits depend on the batch, within bf16 rounding of the graph-safe result.
 void fused_moe(const __nv_bfloat16* x, int tokens, int hidden, const int* chosen,
                const float* weights, int k, const __nv_bfloat16* w13, const __nv_bfloat16* w2,
                int inter, int first_expert, int last_expert, void* workspace, __nv_bfloat16* out,

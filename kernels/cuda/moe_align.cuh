@@ -6,9 +6,9 @@
 namespace troupe::cuda {
 
 // A batch's (token, slot) pairs grouped by local expert, as moe_align leaves them for the
-// expert tiles and moe_grouped. Pair p = t * k + j is token t's j-th choice. Expert e's pairs fill rows
-// [offsets[e], offsets[e] + counts[e]) of sorted_pairs in ascending pair order, then -1 up
-// to offsets[e + 1], a multiple of tile_rows away. Tile i covers rows [tiles[i].y,
+// expert tiles and moe_grouped. Pair p = t * k + j is token t's j-th choice. Expert e's
+// pairs fill rows [offsets[e], offsets[e] + counts[e]) of sorted_pairs in ascending pair
+// order, then -1 up to offsets[e + 1], a multiple of tile_rows away. Tile i covers rows [tiles[i].y,
 // tiles[i].y + tile_rows) of expert tiles[i].x; *tile_count <= max_tiles of them are used.
 // Device pointers into the caller's workspace, sized with moe_max_tiles; two host ints.
 struct moe_plan {
