@@ -109,4 +109,28 @@ void fused_moe(const __nv_bfloat16* x, int tokens, int hidden, const int* chosen
   moe_combine(parts.y, chosen, tokens, k, hidden, first_expert, last_expert, out, stream);
 }
 
+void fused_moe_rows(const __nv_bfloat16* x, int tokens, int hidden, const int* chosen,
+                    const float* weights, int k, const __nv_bfloat16* w13, const __nv_bfloat16* w2,
+                    int inter, int first_expert, int last_expert, int num_experts, void* workspace,
+                    float* y, cudaStream_t stream) {
+  TROUPE_CHECK(tokens >= 0 && k > 0 && first_expert >= 0 && last_expert > first_expert &&
+                   last_expert <= num_experts,
+               "bad shape");
+  TROUPE_CHECK(uintptr_t(workspace) % 256 == 0, "workspace must be 256-byte aligned");
+  if (tokens == 0) return;
+  const int local_experts = last_expert - first_expert, pairs = tokens * k;
+  // fused_moe's choice without a handle, made for the whole model's experts.
+  const int tile_rows = pairs >= 16 * num_experts ? prefill_rows : decode_rows;
+  workspace_parts parts =
+      carve(static_cast<char*>(workspace), tokens, k, local_experts, hidden, inter, tile_rows);
+  if (pairs <= moe_gemv_pairs) {
+    moe_gemv_rows(x, tokens, hidden, chosen, weights, k, w13, w2, inter, first_expert, last_expert, parts.act, y,
+                  stream);
+    return;
+  }
+  moe_align(chosen, pairs, first_expert, local_experts, parts.plan, stream);
+  moe_gate_up(x, hidden, k, w13, inter, parts.plan, parts.act, stream);
+  moe_down(parts.act, inter, w2, hidden, weights, parts.plan, y, stream);
+}
+
 }  // namespace troupe::cuda

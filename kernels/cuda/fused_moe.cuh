@@ -41,4 +41,18 @@ void fused_moe(const __nv_bfloat16* x, int tokens, int hidden, const int* chosen
                int inter, int first_expert, int last_expert, void* workspace, __nv_bfloat16* out,
                cudaStream_t stream, cublasHandle_t cublas);
 
+// fused_moe's work on one expert-parallel rank: experts [first_expert, last_expert) of the
+// model's num_experts (w13 and w2 hold these). For each local pair p = t * k + j it writes
+// the term fused_moe adds for it, y[p] = weights[p] * down_e(silu(gate_e(x[t])) *
+// up_e(x[t])) in fp32, [tokens * k, hidden] (16-byte aligned; other pairs' rows are left as
+// they were), computed by the kernels fused_moe without a cuBLAS handle picks for the batch
+// over all num_experts experts: moe_gemv up to moe_gemv_pairs pairs, else the 16- or
+// 64-row tiles by the pairs per expert of the whole model. So every rank's rows summed
+// in j order (moe_combine_ranks) are fused_moe's bits when it takes no cuBLAS path.
+// Never syncs: graph-capturable. workspace: fused_moe_workspace_bytes for the local experts.
+void fused_moe_rows(const __nv_bfloat16* x, int tokens, int hidden, const int* chosen,
+                    const float* weights, int k, const __nv_bfloat16* w13, const __nv_bfloat16* w2,
+                    int inter, int first_expert, int last_expert, int num_experts, void* workspace,
+                    float* y, cudaStream_t stream);
+
 }  // namespace troupe::cuda

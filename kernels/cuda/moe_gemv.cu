@@ -118,9 +118,32 @@ static __global__ void __launch_bounds__(threads, blocks_per_sm)
   out[size_t(t) * hidden + h0 + i] = __float2bfloat16(sum);
 }
 
-void moe_gemv(const __nv_bfloat16* x, int tokens, int hidden, const int* chosen, const float* weights, int k,
-              const __nv_bfloat16* w13, const __nv_bfloat16* w2, int inter, int first_expert, int last_expert,
-              __nv_bfloat16* act, __nv_bfloat16* out, cudaStream_t stream) {
+// Block (output block, token): y[pair, h] = weights[pair] * (down_e[h] . act[pair]) for the
+// block's 4 columns h of each of the token's local pairs: down_kernel's products, each
+// computed as there, before it sums them.
+static __global__ void __launch_bounds__(threads, blocks_per_sm)
+    down_rows_kernel(const uint4* act, int chunks, const int* chosen, const float* weights, int k, const uint4* w2,
+                     int hidden, int first_expert, int last_expert, float* y) {
+  begin_dependent();
+  const int lane = int(threadIdx.x) % 32, warp = int(threadIdx.x) / 32;
+  const int t = int(blockIdx.y), h0 = int(blockIdx.x) * down_outputs;
+  for (int j = warp; j < k; j += warps) {
+    const int pair = t * k + j, e = chosen[pair];
+    if (e < first_expert || e >= last_expert) continue;
+    const uint4* rows[rows_per_warp];
+#pragma unroll
+    for (int r = 0; r < rows_per_warp; ++r) rows[r] = w2 + (size_t(e - first_expert) * hidden + h0 + r) * chunks;
+    float acc[rows_per_warp] = {};
+    dot_rows(rows, act + size_t(pair) * chunks, lane, 32, chunks, acc);
+    if (lane == 0)
+#pragma unroll
+      for (int r = 0; r < rows_per_warp; ++r) y[size_t(pair) * hidden + h0 + r] = weights[pair] * acc[r];
+  }
+}
+
+static void check_shape(const __nv_bfloat16* x, int tokens, int hidden, int k, const __nv_bfloat16* w13,
+                        const __nv_bfloat16* w2, int inter, int first_expert, int last_expert,
+                        const __nv_bfloat16* act) {
   TROUPE_CHECK(tokens >= 0 && k > 0 && tokens * k <= moe_gemv_pairs, "moe_gemv takes at most 64 pairs");
   TROUPE_CHECK(hidden > 0 && hidden % 8 == 0 && inter > 0 && inter % 8 == 0,
                "hidden and inter must be positive multiples of 8");
@@ -128,13 +151,37 @@ void moe_gemv(const __nv_bfloat16* x, int tokens, int hidden, const int* chosen,
   TROUPE_CHECK(uintptr_t(x) % 16 == 0 && uintptr_t(w13) % 16 == 0 && uintptr_t(w2) % 16 == 0 &&
                    uintptr_t(act) % 16 == 0,
                "pointers must be 16-byte aligned");
-  if (tokens == 0) return;
+}
+
+static void launch_gate_up(const __nv_bfloat16* x, int tokens, int hidden, const int* chosen, int k,
+                           const __nv_bfloat16* w13, int inter, int first_expert, int last_expert,
+                           __nv_bfloat16* act, cudaStream_t stream) {
   launch_dependent(gate_up_kernel, dim3(inter / gate_up_outputs, tokens * k), threads, 0, stream,
                    reinterpret_cast<const uint4*>(x), hidden / 8, chosen, k, reinterpret_cast<const uint4*>(w13),
                    inter, first_expert, last_expert, act);
+}
+
+void moe_gemv(const __nv_bfloat16* x, int tokens, int hidden, const int* chosen, const float* weights, int k,
+              const __nv_bfloat16* w13, const __nv_bfloat16* w2, int inter, int first_expert, int last_expert,
+              __nv_bfloat16* act, __nv_bfloat16* out, cudaStream_t stream) {
+  check_shape(x, tokens, hidden, k, w13, w2, inter, first_expert, last_expert, act);
+  if (tokens == 0) return;
+  launch_gate_up(x, tokens, hidden, chosen, k, w13, inter, first_expert, last_expert, act, stream);
   launch_dependent(down_kernel, dim3(hidden / down_outputs, tokens), threads, 0, stream,
                    reinterpret_cast<const uint4*>(act), inter / 8, chosen, weights, k,
                    reinterpret_cast<const uint4*>(w2), hidden, first_expert, last_expert, out);
+}
+
+void moe_gemv_rows(const __nv_bfloat16* x, int tokens, int hidden, const int* chosen, const float* weights, int k,
+                   const __nv_bfloat16* w13, const __nv_bfloat16* w2, int inter, int first_expert, int last_expert,
+                   __nv_bfloat16* act, float* y, cudaStream_t stream) {
+  check_shape(x, tokens, hidden, k, w13, w2, inter, first_expert, last_expert, act);
+  TROUPE_CHECK(uintptr_t(y) % 16 == 0, "pointers must be 16-byte aligned");
+  if (tokens == 0) return;
+  launch_gate_up(x, tokens, hidden, chosen, k, w13, inter, first_expert, last_expert, act, stream);
+  launch_dependent(down_rows_kernel, dim3(hidden / down_outputs, tokens), threads, 0, stream,
+                   reinterpret_cast<const uint4*>(act), inter / 8, chosen, weights, k,
+                   reinterpret_cast<const uint4*>(w2), hidden, first_expert, last_expert, y);
 }
 
 }  // namespace troupe::cuda

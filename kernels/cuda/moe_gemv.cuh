@@ -18,4 +18,12 @@ void moe_gemv(const __nv_bfloat16* x, int tokens, int hidden, const int* chosen,
               const __nv_bfloat16* w13, const __nv_bfloat16* w2, int inter, int first_expert, int last_expert,
               __nv_bfloat16* act, __nv_bfloat16* out, cudaStream_t stream);
 
+// moe_gemv's products before its sum, for expert parallelism (fused_moe_rows): y[p, h] =
+// weights[p] * (down_e[h] . act[p]) in fp32 for each local pair p, computed as moe_gemv
+// computes the terms it sums; the other pairs' rows of y [tokens * k, hidden] are left as
+// they were. y 16-byte aligned; the rest as moe_gemv.
+void moe_gemv_rows(const __nv_bfloat16* x, int tokens, int hidden, const int* chosen, const float* weights, int k,
+                   const __nv_bfloat16* w13, const __nv_bfloat16* w2, int inter, int first_expert, int last_expert,
+                   __nv_bfloat16* act, float* y, cudaStream_t stream);
+
 }  // namespace troupe::cuda
