@@ -115,6 +115,24 @@ status nccl_transport::all_to_all_v(const void* send_buffer, const std::vector<s
   return settle(r == ncclSuccess ? ended : r, last_);
 }
 
+status nccl_transport::exchange(const std::vector<transfer>& sends, const std::vector<transfer>& receives,
+                                cudaStream_t stream) {
+  for (const auto* list : {&sends, &receives})
+    for (const transfer& t : *list) check_peer(t.peer);
+  if (!comm_) return refuse();
+  size_t bytes = 0;
+  for (const transfer& t : sends) bytes += t.bytes;
+  last_ = {operation::exchanging, -1, bytes};
+  ncclResult_t r = ncclGroupStart();
+  if (r != ncclSuccess) return abort(describe(last_) + ": " + nccl_failure(r));
+  for (const transfer& t : sends)
+    if (r == ncclSuccess && t.bytes != 0) r = ncclSend(t.device_bytes, t.bytes, ncclUint8, t.peer, comm_, stream);
+  for (const transfer& t : receives)
+    if (r == ncclSuccess && t.bytes != 0) r = ncclRecv(t.device_bytes, t.bytes, ncclUint8, t.peer, comm_, stream);
+  const ncclResult_t ended = ncclGroupEnd();
+  return settle(r == ncclSuccess ? ended : r, last_);
+}
+
 status nccl_transport::wait(cudaStream_t stream, std::chrono::milliseconds timeout) {
   if (!comm_) return refuse();
   const auto started = steady_clock::now();
@@ -160,6 +178,8 @@ std::string nccl_transport::describe(const operation& op) const {
       return "receiving " + bytes + " from rank " + std::to_string(op.peer);
     case operation::all_to_all:
       return "all_to_all_v sending " + bytes + " among " + std::to_string(ranks_) + " ranks";
+    case operation::exchanging:
+      return "an exchange sending " + bytes;
     case operation::none:
       break;
   }

@@ -72,6 +72,19 @@ class nccl_transport {
   status all_to_all_v(const void* send_buffer, const std::vector<size_t>& send_bytes, void* recv_buffer,
                       const std::vector<size_t>& recv_bytes, cudaStream_t stream);
 
+  // Point-to-point transfers with several peers at once, as one NCCL group: none waits for
+  // another, so a rank may send to and receive from the same peer in one call. A peer
+  // matches it with an exchange (or sends and receives) of the same sizes in the same order.
+  struct transfer {
+    int peer = -1;
+    void* device_bytes = nullptr;  // read for a send
+    size_t bytes = 0;              // zero: no transfer, on both sides alike
+  };
+  status exchange(const std::vector<transfer>& sends, const std::vector<transfer>& receives, cudaStream_t stream);
+
+  // False once aborted (a failed wait or call): every call fails from then on.
+  bool usable() const { return comm_ != nullptr; }
+
   // Waits until all of `stream`'s work is done, this communicator's transfers and whatever
   // else it holds. After `timeout` the communicator is aborted: a peer died or stalls.
   status wait(cudaStream_t stream, std::chrono::milliseconds timeout);
@@ -79,7 +92,7 @@ class nccl_transport {
  private:
   // A transfer, for the error that names what was waited for.
   struct operation {
-    enum kind_t { none, joining, sending, receiving, all_to_all } kind = none;
+    enum kind_t { none, joining, sending, receiving, all_to_all, exchanging } kind = none;
     int peer = -1;
     size_t bytes = 0;
   };
