@@ -21,11 +21,15 @@ struct backend_options {
   bool enforce_eager = false;  // GPU: no CUDA graphs for decode steps
   int device = 0;              // GPU: the CUDA ordinal this process computes on
   // GPU: the pipeline stages this process runs on the device, each with activations of its
-  // own (the KV cache is split among them by layers).
+  // own (the KV cache is split among them by layers); 0 for a cluster node that only serves
+  // experts (no KV cache).
   int pipeline_stages = 1;
   // GPU: how many of the model's layers those stages hold, for the KV cache's block count
   // (a cluster node holds only its stages' layers); 0: all of them.
   int kv_layers = 0;
+  // GPU: device memory kept out of the KV cache's budget for what a cluster node allocates
+  // beside its stages (expert parallelism's transfer buffers).
+  size_t reserved_bytes = 0;
 };
 
 struct compute_backend {

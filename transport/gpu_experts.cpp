@@ -1,5 +1,7 @@
 #include "transport/gpu_experts.hpp"
 
+#include <algorithm>
+
 #include "kernels/cuda/fused_moe.cuh"
 
 namespace troupe {
@@ -16,9 +18,12 @@ void gpu_experts::detach(const std::string& group) {
   ++generation_;
 }
 
-// One group serves every expert of this GPU (local_engine refuses more).
-bool gpu_experts::serving_locked() const {
-  return groups_.size() == 1 && groups_.begin()->second == std::pair{0, weights_->config.num_experts};
+bool gpu_experts::covers_locked(int first_expert, int last_expert) const {
+  for (int e = first_expert; e < last_expert; ++e)
+    if (std::none_of(groups_.begin(), groups_.end(),
+                     [e](const auto& g) { return e >= g.second.first && e < g.second.second; }))
+      return false;
+  return true;
 }
 
 uint64_t gpu_experts::generation() const {
@@ -28,7 +33,12 @@ uint64_t gpu_experts::generation() const {
 
 bool gpu_experts::serving() const {
   std::lock_guard lock(mutex_);
-  return serving_locked();
+  return covers_locked(0, weights_->config.num_experts);
+}
+
+bool gpu_experts::covers(int first_expert, int last_expert) const {
+  std::lock_guard lock(mutex_);
+  return covers_locked(first_expert, last_expert);
 }
 
 size_t gpu_experts::workspace_bytes(int max_tokens) const {
@@ -41,11 +51,26 @@ status gpu_experts::run(int layer, const __nv_bfloat16* x, int tokens, const int
                         void* workspace, __nv_bfloat16* out, cudaStream_t stream, cublasHandle_t cublas) {
   const model_config& c = weights_->config;
   std::lock_guard lock(mutex_);
-  if (!serving_locked())
+  if (!covers_locked(0, c.num_experts))
     return error{"experts 0.." + std::to_string(c.num_experts - 1) + " have no expert group (restarting)"};
   const gpu_layer_weights& l = weights_->layers[size_t(layer)];
   cuda::fused_moe(x, tokens, c.hidden_size, chosen, weights, c.num_experts_per_tok, l.w13, l.w2,
                   c.moe_intermediate_size, 0, c.num_experts, workspace, out, stream, cublas);
+  return ok();
+}
+
+status gpu_experts::run_rows(int layer, const __nv_bfloat16* x, int tokens, const int* chosen, const float* weights,
+                             int first_expert, int last_expert, void* workspace, float* y, cudaStream_t stream) {
+  const model_config& c = weights_->config;
+  std::lock_guard lock(mutex_);
+  if (!covers_locked(first_expert, last_expert))
+    return error{"experts " + std::to_string(first_expert) + ".." + std::to_string(last_expert - 1) +
+                 " have no expert group here (restarting)"};
+  const gpu_layer_weights& l = weights_->layers[size_t(layer)];
+  const size_t inter = size_t(c.moe_intermediate_size), h = size_t(c.hidden_size), first = size_t(first_expert);
+  cuda::fused_moe_rows(x, tokens, c.hidden_size, chosen, weights, c.num_experts_per_tok, l.w13 + first * 2 * inter * h,
+                       l.w2 + first * h * inter, c.moe_intermediate_size, first_expert, last_expert, c.num_experts,
+                       workspace, y, stream);
   return ok();
 }
 

@@ -2,8 +2,9 @@
 // The in-process transport for MoE dispatch on one GPU: the expert group attaches its
 // range of the experts already in GPU memory, and a stage's MoE layer runs them as a
 // direct call on the stage's own stream (fused_moe), no copy. A range nobody serves (its
-// group crashed and is restarting) fails the call, and with it the step. Expert groups
-// spread over several GPUs go through NCCL instead (the cluster).
+// group crashed and is restarting) fails the call, and with it the step. In a cluster whose
+// expert groups are spread over GPUs, this process's group is attached here and the stage
+// computes its pairs' rows (run_rows) while the others come over NCCL (nccl_experts).
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -30,6 +31,8 @@ class gpu_experts {
   uint64_t generation() const;
   // Whether every expert has a group: a captured graph may only run then.
   bool serving() const;
+  // Whether the attached groups serve every expert of [first, last).
+  bool covers(int first_expert, int last_expert) const;
 
   // Scratch `run` needs for up to `max_tokens` tokens: the caller owns it, so a captured
   // graph keeps its addresses.
@@ -42,8 +45,13 @@ class gpu_experts {
   status run(int layer, const __nv_bfloat16* x, int tokens, const int* chosen, const float* weights,
              void* workspace, __nv_bfloat16* out, cudaStream_t stream, cublasHandle_t cublas);
 
+  // Expert parallelism: the rows fused_moe would add for the pairs whose expert is in
+  // [first, last) (cuda::fused_moe_rows), into y [tokens * k, hidden] fp32, on `stream`.
+  status run_rows(int layer, const __nv_bfloat16* x, int tokens, const int* chosen, const float* weights,
+                  int first_expert, int last_expert, void* workspace, float* y, cudaStream_t stream);
+
  private:
-  bool serving_locked() const;
+  bool covers_locked(int first_expert, int last_expert) const;
 
   std::shared_ptr<const gpu_weights> weights_;
   mutable std::mutex mutex_;

@@ -49,6 +49,12 @@ std::string cuda_devices_text(int devices) {
 }
 
 result<compute_backend> make_gpu_backend(const backend_options& options) {
+  auto parts = make_gpu_backend_parts(options);
+  if (!parts) return parts.err();
+  return std::move(parts->backend);
+}
+
+result<gpu_backend_parts> make_gpu_backend_parts(const backend_options& options) {
   const int devices = visible_cuda_devices();
   if (devices == 0) return error{"--device cuda: no CUDA device is visible"};
   if (options.device < 0 || options.device >= devices)
@@ -63,23 +69,25 @@ result<compute_backend> make_gpu_backend(const backend_options& options) {
                        options.max_num_seqs, std::max(options.max_num_batched_tokens, options.max_num_seqs),
                        !options.enforce_eager};
   r.device = options.device;
-  const int stages = std::max(options.pipeline_stages, 1);
+  const int stages = std::max(options.pipeline_stages, 0);
   // A block holds its tokens' keys and values in every layer this process has, whichever
   // of its stages has the layer.
   const int kv_layers = options.kv_layers > 0 ? std::min(options.kv_layers, c.num_layers) : c.num_layers;
   const size_t block_bytes = size_t(options.block_size) * size_t(c.num_kv_heads) * size_t(c.head_dim) * 2 * 2 *
                              size_t(kv_layers);
   size_t kv_bytes = options.kv_cache_bytes;
-  if (kv_bytes == 0) {  // what the memory budget leaves after the weights and every stage's activations
+  if (kv_bytes == 0) {  // what the memory budget leaves after the weights, every stage's activations and the reserve
     size_t free = 0, total = 0;
     TROUPE_CUDA_CHECK(cudaMemGetInfo(&free, &total));
     const size_t budget = size_t(double(total) * options.gpu_memory_utilization);
-    const size_t used = total - free + size_t(stages) * gpu_step_runner::activation_bytes(**weights, *experts, r);
+    const size_t used = total - free + size_t(stages) * gpu_step_runner::activation_bytes(**weights, *experts, r) +
+                        options.reserved_bytes;
     kv_bytes = budget > used ? budget - used : 0;
   }
-  r.num_blocks = int(std::min<size_t>(kv_bytes / block_bytes, size_t(1) << 30));
-  std::fprintf(stderr, "troupe: KV cache on cuda:%d: %d blocks of %d tokens (%zu MiB)\n", options.device, r.num_blocks,
-               options.block_size, (size_t(r.num_blocks) * block_bytes) >> 20);
+  r.num_blocks = stages == 0 ? 0 : int(std::min<size_t>(kv_bytes / block_bytes, size_t(1) << 30));
+  if (stages > 0)
+    std::fprintf(stderr, "troupe: KV cache on cuda:%d: %d blocks of %d tokens (%zu MiB)\n", options.device,
+                 r.num_blocks, options.block_size, (size_t(r.num_blocks) * block_bytes) >> 20);
   auto memories = std::make_shared<stage_memories>();
   // One stage of the whole model is allocated now, so a device with too little fails the
   // start, not the stage (a cluster node's one stage of some layers allocates when it starts).
@@ -88,8 +96,10 @@ result<compute_backend> make_gpu_backend(const backend_options& options) {
     auto memory = memories->of(0, c.num_layers, gpu_step_runner::memory_bytes(**weights, *experts, r));
     if (!memory) return memory.err();
   }
-  compute_backend b{c, r.num_blocks, {}, {}};
-  b.make_runner = [weights = *weights, experts, r, memories](int first, int last) -> result<std::unique_ptr<step_runner>> {
+  gpu_backend_parts parts{{c, r.num_blocks, {}, {}}, *weights, experts, {}};
+  parts.make_runner_with = [weights = *weights, experts, r, memories](
+                               int first, int last,
+                               std::shared_ptr<gpu_remote_experts> remote) -> result<std::unique_ptr<step_runner>> {
     if (auto inside = gpu_step_runner::check_layer_range(first, last, weights->config.num_layers); !inside)
       return inside.err();
     gpu_runner_options stage = r;
@@ -98,13 +108,14 @@ result<compute_backend> make_gpu_backend(const backend_options& options) {
     TROUPE_CUDA_CHECK(cudaSetDevice(stage.device));
     auto memory = memories->of(first, last, gpu_step_runner::memory_bytes(*weights, *experts, stage));
     if (!memory) return memory.err();
-    return gpu_step_runner::create(weights, experts, stage, std::move(*memory));
+    return gpu_step_runner::create(weights, experts, stage, std::move(*memory), std::move(remote));
   };
-  b.attach_experts = [experts](const std::string& group, int first, int last) -> std::function<void()> {
+  parts.backend.make_runner = [with = parts.make_runner_with](int first, int last) { return with(first, last, nullptr); };
+  parts.backend.attach_experts = [experts](const std::string& group, int first, int last) -> std::function<void()> {
     experts->attach(group, first, last);
     return [experts, group] { experts->detach(group); };
   };
-  return b;
+  return parts;
 }
 
 }  // namespace troupe

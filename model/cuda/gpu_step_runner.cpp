@@ -12,6 +12,7 @@
 #include "kernels/cuda/flash_attention.cuh"
 #include "kernels/cuda/gather_rows.cuh"
 #include "kernels/cuda/matmul.cuh"
+#include "kernels/cuda/moe_combine_ranks.cuh"
 #include "kernels/cuda/moe_routing.cuh"
 #include "kernels/cuda/gemv.cuh"
 #include "kernels/cuda/paged_attention.cuh"
@@ -148,11 +149,13 @@ gpu_step_runner::gpu_step_runner(std::shared_ptr<const gpu_weights> weights, std
 result<std::unique_ptr<step_runner>> gpu_step_runner::create(std::shared_ptr<const gpu_weights> weights,
                                                              std::shared_ptr<gpu_experts> experts,
                                                              const gpu_runner_options& options,
-                                                             std::shared_ptr<device_arena> memory) {
+                                                             std::shared_ptr<device_arena> memory,
+                                                             std::shared_ptr<gpu_remote_experts> remote) {
   const auto [first, last] = layer_range_of(options, weights->config);
   if (auto inside = check_layer_range(first, last, weights->config.num_layers); !inside) return inside.err();
   TROUPE_CUDA_CHECK(cudaSetDevice(options.device));
   std::unique_ptr<gpu_step_runner> r(new gpu_step_runner(std::move(weights), std::move(experts), options));
+  r->remote_ = std::move(remote);
   if (memory == nullptr) {
     auto own = device_arena::allocate(memory_bytes(*r->weights_, *r->experts_, options),
                                       "the stage's activations and KV cache");
@@ -270,8 +273,9 @@ status gpu_step_runner::forward(const shape& s) {
                         b.route_weights, stream_);
       // A decode step is being captured: no handle, so fused_moe never waits for the stream.
       cublasHandle_t moe_cublas = s.decode ? nullptr : cublas_;
-      if (auto r = experts_->run(i, b.normed, n, b.chosen, b.route_weights, b.moe_workspace, b.block_out, stream_,
-                                 moe_cublas);
+      if (auto r = remote_ ? moe_across_gpus(i, n)
+                           : experts_->run(i, b.normed, n, b.chosen, b.route_weights, b.moe_workspace, b.block_out,
+                                           stream_, moe_cublas);
           !r)
         return r;
     } else {
@@ -311,11 +315,35 @@ status gpu_step_runner::forward(const shape& s) {
   return ok();
 }
 
-status gpu_step_runner::run_decode_graph(int seqs) {
+// The tokens go out before this GPU computes its experts' rows, and the others' rows are
+// taken after, so the GPUs compute at once. Sent and received on the stage's stream: no
+// host sync.
+status gpu_step_runner::moe_across_gpus(int layer, int tokens) {
+  const model_config& c = weights_->config;
+  buffers& b = *buf_;
+  if (auto sent = remote_->send(b.normed, b.chosen, b.route_weights, tokens, stream_); !sent) return sent;
+  const auto [first, last] = remote_->local_experts();
+  if (first < last)
+    if (auto r = experts_->run_rows(layer, b.normed, tokens, b.chosen, b.route_weights, first, last, b.moe_workspace,
+                                    remote_->local_rows(), stream_);
+        !r)
+      return r;
+  auto parts = remote_->receive(tokens, stream_);
+  if (!parts) return parts.err();
+  cuda::moe_combine_ranks(parts->data(), int(parts->size()), b.chosen, tokens, c.num_experts_per_tok, c.hidden_size,
+                          b.block_out, stream_);
+  return ok();
+}
+
+gpu_step_runner::shape gpu_step_runner::decode_shape(int seqs) const {
   int longest = 0;
   for (int i = 0; i < seqs; ++i) longest = std::max(longest, inputs_->seq_lens.host[i]);
-  const shape s{batch_bucket(seqs), batch_bucket(seqs), batch_bucket(seqs), true,
-                context_bucket(longest, options_.max_model_len), 1};
+  return {batch_bucket(seqs), batch_bucket(seqs), batch_bucket(seqs), true,
+          context_bucket(longest, options_.max_model_len), 1};
+}
+
+status gpu_step_runner::run_decode_graph(int seqs) {
+  const shape s = decode_shape(seqs);
   if (!experts_->serving()) return error{"the expert group is restarting"};
   if (const uint64_t g = experts_->generation(); g != graphs_generation_) {
     for (auto& [key, exec] : graphs_) TROUPE_CUDA_CHECK(cudaGraphExecDestroy(exec));
@@ -340,6 +368,13 @@ status gpu_step_runner::run_decode_graph(int seqs) {
   return ok();
 }
 
+// With experts on other GPUs the wait has a timeout: a peer that died must not hang it.
+status gpu_step_runner::finish_step() {
+  if (remote_) return remote_->finish(stream_);
+  TROUPE_CUDA_CHECK(cudaStreamSynchronize(stream_));
+  return ok();
+}
+
 result<stage_output> gpu_step_runner::run(const forward_batch& batch, std::vector<float> hidden,
                                           const std::vector<sample_request>& samples) {
   const int seqs = int(batch.sequences.size()), tokens = int(batch.token_ids.size());
@@ -351,7 +386,15 @@ result<stage_output> gpu_step_runner::run(const forward_batch& batch, std::vecto
   const int bucket = batch_bucket(seqs);
   const bool decode = options_.graphs && tokens == seqs && (!last_stage_ || int(samples.size()) == seqs) &&
                       bucket != 0 && bucket <= options_.max_num_seqs && bucket <= options_.max_num_batched_tokens;
-  if (auto filled = inputs_->fill(batch, samples, decode ? bucket : 0, last_stage_); !filled) return filled.err();
+  // The peers learn the step before anything is on the stream; from here a failure ends
+  // their part too.
+  if (remote_)
+    if (auto started = remote_->start(decode ? bucket : tokens, first_, last_); !started) return started.err();
+  auto fail = [&](const error& e) -> result<stage_output> {
+    if (remote_) remote_->abandon(stream_);
+    return e;
+  };
+  if (auto filled = inputs_->fill(batch, samples, decode ? bucket : 0, last_stage_); !filled) return fail(filled.err());
   inputs_->upload(stream_);
   if (first_ > 0) {  // the previous stage's rows into the stream; a graph's padding rows zero (finite)
     std::memcpy(hidden_host_, hidden.data(), rows_bytes);
@@ -360,8 +403,11 @@ result<stage_output> gpu_step_runner::run(const forward_batch& batch, std::vecto
       TROUPE_CUDA_CHECK(cudaMemsetAsync(buf_->residual[0] + size_t(tokens) * row_floats, 0,
                                         size_t(bucket - tokens) * row_floats * sizeof(float), stream_));
   }
-  if (decode) {
-    if (auto r = run_decode_graph(seqs); !r) return r.err();
+  status ran = ok();
+  if (decode && !remote_) {
+    ran = run_decode_graph(seqs);
+  } else if (decode) {
+    ran = forward(decode_shape(seqs));
   } else {
     shape s{tokens, seqs, int(samples.size()), false, 0, 0};
     for (const auto& span : batch.sequences) s.max_query_len = std::max(s.max_query_len, span.tokens);
@@ -370,16 +416,17 @@ result<stage_output> gpu_step_runner::run(const forward_batch& batch, std::vecto
       ++s.decode_seqs;
       s.decode_len = std::max(s.decode_len, span.start + 1);
     }
-    if (auto r = forward(s); !r) return r.err();
+    ran = forward(s);
   }
+  if (!ran) return fail(ran.err());
   if (!last_stage_) {
     TROUPE_CUDA_CHECK(cudaMemcpyAsync(hidden_host_, buf_->residual[0], rows_bytes, cudaMemcpyDeviceToHost, stream_));
-    TROUPE_CUDA_CHECK(cudaStreamSynchronize(stream_));
+    if (auto done = finish_step(); !done) return done.err();
     hidden.assign(hidden_host_, hidden_host_ + size_t(tokens) * row_floats);
     return stage_output{{}, std::move(hidden)};
   }
   TROUPE_CUDA_CHECK(cudaMemcpyAsync(outputs_host_, buf_->outputs, buf_->outputs_bytes, cudaMemcpyDeviceToHost, stream_));
-  TROUPE_CUDA_CHECK(cudaStreamSynchronize(stream_));
+  if (auto done = finish_step(); !done) return done.err();
   auto at = [&](const void* device) { return outputs_host_ + (static_cast<const char*>(device) - buf_->outputs); };
   const int* ids = reinterpret_cast<const int*>(at(buf_->tokens));
   const float* logprob = reinterpret_cast<const float*>(at(buf_->logprob));

@@ -6,7 +6,10 @@
 // any other hands its residual rows back. The host only packs the step's inputs and moves
 // the rows and sampled tokens through pinned buffers. Pure decode steps run as CUDA
 // graphs, one per (batch bucket, context-length bucket), captured on first use; prefill
-// and mixed steps run eagerly (flash attention over the paged KV).
+// and mixed steps run eagerly (flash attention over the paged KV). A stage whose experts
+// are partly on other GPUs (gpu_remote_experts) runs its decode steps eagerly in the
+// graphs' padded shapes, the MoE transfers between its kernels: what a graph would compute,
+// so its tokens are one GPU's.
 #include <map>
 #include <memory>
 #include <utility>
@@ -19,6 +22,7 @@
 #include "model/cuda/step_inputs.hpp"
 #include "model/step_runner.hpp"
 #include "transport/gpu_experts.hpp"
+#include "transport/gpu_remote_experts.hpp"
 
 namespace troupe {
 
@@ -42,11 +46,13 @@ class gpu_step_runner final : public step_runner {
   // least memory_bytes; its previous runner must be gone), or allocates them when it is
   // null: an error then when the GPU has too little. A stage's runners share one `memory`,
   // so a restart never needs the KV cache twice. A layer range outside the model is an
-  // error.
+  // error. With `remote`, the MoE layers run remote->local_experts() from `experts` and
+  // the rest on the GPUs it reaches.
   static result<std::unique_ptr<step_runner>> create(std::shared_ptr<const gpu_weights> weights,
                                                      std::shared_ptr<gpu_experts> experts,
                                                      const gpu_runner_options& options,
-                                                     std::shared_ptr<device_arena> memory = nullptr);
+                                                     std::shared_ptr<device_arena> memory = nullptr,
+                                                     std::shared_ptr<gpu_remote_experts> remote = nullptr);
   // An error for a stage of layers [first, last) that is not inside a model of `layers`.
   static status check_layer_range(int first, int last, int layers);
   // The bytes of activations (the KV pool aside), and of everything create carves.
@@ -77,10 +83,17 @@ class gpu_step_runner final : public step_runner {
   // stage, the rows in residual[0]) already uploaded; a stage before the last leaves its
   // rows in residual[0].
   status forward(const shape& s);
+  // A MoE layer's experts over this GPU and the remote ones, into buf_->block_out.
+  status moe_across_gpus(int layer, int tokens);
+  // A decode step of `seqs` sequences as its graph runs it: padded to its batch bucket.
+  shape decode_shape(int seqs) const;
   status run_decode_graph(int seqs);
+  // Waits for the step's work on stream_.
+  status finish_step();
 
   std::shared_ptr<const gpu_weights> weights_;
   std::shared_ptr<gpu_experts> experts_;
+  std::shared_ptr<gpu_remote_experts> remote_;  // null: every expert is in experts_
   gpu_runner_options options_;
   int first_ = 0, last_ = 0;
   bool last_stage_ = true;
