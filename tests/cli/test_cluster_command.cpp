@@ -38,25 +38,23 @@ BOOST_AUTO_TEST_CASE(a_file_that_does_not_fit_its_model_exits_2_naming_the_line)
   BOOST_TEST(check((dir.path() / "missing.conf").string()).exit_code == 2);
 }
 
-BOOST_AUTO_TEST_CASE(the_gpu_example_runs_a_stage_and_its_experts_on_each_gpu) {
+BOOST_AUTO_TEST_CASE(the_gpu_example_splits_the_experts_over_two_gpus) {
   const auto r = check((troupe::test::source_dir() / "docs/cluster.gpu.example.conf").string());
   BOOST_REQUIRE_MESSAGE(r.exit_code == 0, r.output);
-  for (const char* line : {"a cluster, 2 node(s), 1 replica(s)", "stage layers 0-1 on head:cuda:0",
-                           "stage layers 2-3 on second:cuda:1", "experts 0-15 on head:cuda:0",
-                           "experts 0-15 on second:cuda:1"})
+  for (const char* line : {"a cluster, 2 node(s), 1 replica(s)", "stage layers 0-3 on head:cuda:0",
+                           "experts 0-7 on head:cuda:0", "experts 8-15 on second:cuda:1"})
     BOOST_TEST(r.output.find(line) != std::string::npos, "missing \"" << line << "\" in:\n" << r.output);
 }
 
-BOOST_AUTO_TEST_CASE(experts_of_a_gpu_replica_on_other_processes_exit_2_naming_the_line) {
+BOOST_AUTO_TEST_CASE(two_expert_groups_of_a_replica_on_one_gpu_node_exit_2_naming_the_line) {
   troupe::test::temp_dir dir("cluster_check_gpu");
   const auto file = dir.path() / "cluster.conf";
   std::ofstream(file) << "[cluster]\nsecret = s\n[model]\npath = " << (troupe::test::source_dir() / "models/demo").string()
                       << "\n[node.a]\naddress = 127.0.0.1\nport = 0\ndevices = cuda:0\n[node.b]\naddress = 127.0.0.1\n"
-                      << "port = 0\ndevices = cuda:1\n[replica.r]\nstages = a:0-1, b:2-3\nexperts = a:0-7, b:8-15\n";
+                      << "port = 0\ndevices = cuda:1\n[replica.r]\nstages = a:0-1, b:2-3\nexperts = a:0-7, b:8-11, b:12-15\n";
   const auto r = check(file.string());
   BOOST_TEST(r.exit_code == 2);
-  BOOST_TEST(r.output.find(file.string() + ":15: replica r: its stages run on GPUs") != std::string::npos, r.output);
-  BOOST_TEST(r.output.find("expert parallelism across GPUs, which is not supported yet (it needs the NCCL all-to-all)") !=
-                 std::string::npos,
+  BOOST_TEST(r.output.find(file.string() + ":15: replica r: node b holds expert groups b:1:8-11 and b:1:12-15; a GPU "
+                                           "node holds one expert group of a replica") != std::string::npos,
              r.output);
 }

@@ -411,15 +411,23 @@ BOOST_AUTO_TEST_CASE(a_replica_on_gpu_nodes_gets_a_group_of_all_experts_on_each_
   BOOST_TEST(check_gpu_placements(cpu).ok());
 }
 
+// Expert parallelism across GPUs: a stage with the group of its node in place and the
+// others reached over NCCL, the same with two stages, a group beside the only stage.
+BOOST_AUTO_TEST_CASE(expert_groups_of_a_gpu_replica_on_gpu_nodes_run) {
+  for (const char* replica : {"[replica.r]\nstages = g:0-19\nexperts = g:0-7, h:8-15\n",
+                              "[replica.r]\nstages = g:0-9, h:10-19\nexperts = h:0-7, g:8-15\n",
+                              "[replica.r]\nstages = g:0-19\nexperts = h:0-15\n",
+                              "[replica.r]\nstages = g:0-19\nexperts = g:0-15\n"}) {
+    BOOST_TEST(gpu_refusal(two_gpu_nodes(replica)) == "", replica);
+    BOOST_TEST(misfit(spec_of(two_gpu_nodes(replica)), model_of(20, 16)) == "", replica);
+  }
+  const auto s = spec_of(two_gpu_nodes("[replica.r]\nstages = g:0-19\nexperts = g:0-7, h:8-15\n"));
+  BOOST_TEST(same(s.replicas[0].experts[1], "h", 0, 8, 15));
+}
+
 BOOST_AUTO_TEST_CASE(what_gpu_nodes_do_not_run_yet_is_refused_naming_the_line) {
   const std::string file = (dir / "cluster.conf").string();
   const std::string cpu_node = "[node.c]\naddress = 10.0.0.3\n";  // lines 11 and 12
-  BOOST_TEST(gpu_refusal(two_gpu_nodes("[replica.r]\nstages = g:0-9, h:10-19\nexperts = g:0-7, h:8-15\n")) ==
-             file + ":13: replica r: its stages run on GPUs, where each stage serves its own layers' experts from its "
-                    "own GPU, so leave `experts` out: expert group g:0:0-7 would be expert parallelism across GPUs, "
-                    "which is not supported yet (it needs the NCCL all-to-all)");
-  BOOST_TEST(gpu_refusal(two_gpu_nodes("[replica.r]\nstages = g:0-19\nexperts = g:0-15\n")).find(
-                 file + ":13: replica r: its stages run on GPUs") == 0);  // even one group beside the stage
   BOOST_TEST(gpu_refusal(two_gpu_nodes("[replica.r]\nstages = g:0:0-9, g:1:10-19\n")) ==
              file + ":12: node g runs stage g:1:10-19 of replica r on GPU 1 and stage g:0:0-9 of replica r (line 12) "
                     "on GPU 0; a node's process computes on one GPU: give each GPU a [node.NAME] of its own");
@@ -429,9 +437,30 @@ BOOST_AUTO_TEST_CASE(what_gpu_nodes_do_not_run_yet_is_refused_naming_the_line) {
   BOOST_TEST(gpu_refusal(two_gpu_nodes(cpu_node + "[replica.r]\nstages = c:0-19\nexperts = h:0-15\n")) ==
              file + ":15: replica r: expert group h:0:0-15 is on GPU 0 of node h but the replica's stages compute on "
                     "CPUs; a replica runs all on GPUs or all on CPUs");
+  BOOST_TEST(gpu_refusal(two_gpu_nodes(cpu_node + "[replica.r]\nstages = g:0-19\nexperts = g:0-7, c:8-15\n")) ==
+             file + ":15: replica r: expert group c:8-15 is on the CPU of node c but the replica's stages compute on "
+                    "GPUs; a replica runs all on GPUs or all on CPUs");
+  BOOST_TEST(gpu_refusal(two_gpu_nodes("[replica.r]\nstages = g:0-19\nexperts = g:0-7, g:8-15\n")) ==
+             file + ":13: replica r: node g holds expert groups g:0:0-7 and g:0:8-15; a GPU node holds one expert "
+                    "group of a replica (one NCCL rank per GPU): give each group a [node.NAME] of its own");
+  BOOST_TEST(gpu_refusal(two_gpu_nodes("[replica.r]\nstages = g:0-19\nexperts = g:1:0-7, h:8-15\n")) ==
+             file + ":13: node g runs expert group g:1:0-7 of replica r on GPU 1 and stage g:0:0-19 of replica r "
+                    "(line 12) on GPU 0; a node's process computes on one GPU: give each GPU a [node.NAME] of its own");
   BOOST_TEST(gpu_refusal(two_gpu_nodes("[replica.x]\nstages = g:0-19\n[replica.y]\nstages = g:0-9, h:10-19\n")) ==
              file + ":14: node g runs stages of replica x (line 12) and of replica y; a GPU node runs the stages of "
                     "one replica (its GPU's experts serve one replica): give each replica GPU nodes of its own");
+  BOOST_TEST(gpu_refusal(two_gpu_nodes("[replica.x]\nstages = g:0-19\n[replica.y]\nstages = h:0-19\n"
+                                       "experts = h:0-7, g:8-15\n")) ==
+             file + ":15: node g runs parts of replica x (line 12) and of replica y; a GPU node runs the parts of "
+                    "one replica (its GPU's experts serve one replica): give each replica GPU nodes of its own");
+  // Nine groups, one a GPU node: more than a token's rows are combined from.
+  std::string nodes = "[cluster]\nsecret = s\n[model]\npath = m\n", experts;
+  for (int n = 0; n < 9; ++n) {
+    nodes += "[node.n" + std::to_string(n) + "]\naddress = 10.0.0." + std::to_string(n + 1) + "\ndevices = cuda:0\n";
+    experts += (n ? ", n" : "n") + std::to_string(n) + ":" + std::to_string(n) + "-" + std::to_string(n);
+  }
+  BOOST_TEST(gpu_refusal(nodes + "[replica.r]\nstages = n0:0-19\nexperts = " + experts + "\n") ==
+             file + ":34: replica r: 9 expert groups on GPUs; expert parallelism across GPUs takes at most 8");
 }
 
 BOOST_AUTO_TEST_CASE(the_gpu_example_cluster_file_runs_and_fits_the_demo_model) {
@@ -440,11 +469,11 @@ BOOST_AUTO_TEST_CASE(the_gpu_example_cluster_file_runs_and_fits_the_demo_model) 
   BOOST_TEST(check_gpu_placements(*s).ok());
   BOOST_REQUIRE(s->replicas.size() == 1);
   const auto& r = s->replicas[0];
-  BOOST_REQUIRE(r.stages.size() == 2);
-  BOOST_TEST(same(r.stages[0], "head", 0, 0, 1));
-  BOOST_TEST(same(r.stages[1], "second", 1, 2, 3));
+  BOOST_REQUIRE(r.stages.size() == 1);
+  BOOST_TEST(same(r.stages[0], "head", 0, 0, 3));
   BOOST_REQUIRE(r.experts.size() == 2);
-  BOOST_TEST(same(r.experts[1], "second", 1, 0, std::nullopt));
+  BOOST_TEST(same(r.experts[0], "head", 0, 0, 7));
+  BOOST_TEST(same(r.experts[1], "second", 1, 8, 15));
   BOOST_TEST(misfit(*s, model_of(4, 16)) == "");
 }
 
