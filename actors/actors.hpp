@@ -50,6 +50,9 @@ using join_atom = caf::atom_constant<caf::atom("join")>;
 using load_atom = caf::atom_constant<caf::atom("load")>;
 using start_atom = caf::atom_constant<caf::atom("start")>;
 using repoint_atom = caf::atom_constant<caf::atom("repoint")>;
+using expert_group_atom = caf::atom_constant<caf::atom("expgroup")>;
+using expert_join_atom = caf::atom_constant<caf::atom("expjoin")>;
+using expert_step_atom = caf::atom_constant<caf::atom("expstep")>;
 
 // A pipeline stage: a contiguous range of layers on one device, with their KV pool. A step
 // enters at the first stage and each stage hands it on: the plan as a message, its
@@ -64,6 +67,9 @@ using stage_actor = caf::typed_actor<
     // Where a stage other than the last hands its steps on, from now on (the scheduler
     // sends it whenever either end (re)starts).
     caf::reacts_to<next_stage_atom, caf::actor>,
+    // Where the replica's expert group G runs, from now on (the scheduler sends it whenever
+    // the group or the stage (re)starts): a GPU stage reaches the groups on other GPUs there.
+    caf::reacts_to<expert_group_atom, int, caf::actor>,
     // Fails the way a crash would (chaos drills and tests).
     caf::reacts_to<crash_atom>>;
 
@@ -73,6 +79,11 @@ inline std::string expert_group_name(int g) { return "expert_group_" + std::to_s
 
 // The experts of a set of layers on one device; stages reach them through transport/.
 using expert_group_actor = caf::typed_actor<
+    // A GPU stage of another process made a new NCCL communicator with the groups it
+    // reaches: the group joins it (replacing its earlier one with that stage).
+    caf::reacts_to<expert_join_atom, expert_session>,
+    // That stage's next step comes over the communicator: the group serves its part.
+    caf::reacts_to<expert_step_atom, expert_step>,
     // Fails the way a crash would (chaos drills and tests).
     caf::reacts_to<crash_atom>>;
 

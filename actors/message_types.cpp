@@ -35,7 +35,9 @@ void add_message_types(caf::actor_system_config& config) {
       .add_message_type<kv_grow>("troupe::kv_grow")
       .add_message_type<kv_commit>("troupe::kv_commit")
       .add_message_type<kv_step_request>("troupe::kv_step_request")
-      .add_message_type<kv_step_reply>("troupe::kv_step_reply");
+      .add_message_type<kv_step_reply>("troupe::kv_step_reply")
+      .add_message_type<expert_session>("troupe::expert_session")
+      .add_message_type<expert_step>("troupe::expert_step");
 }
 
 }  // namespace troupe

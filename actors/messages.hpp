@@ -8,6 +8,7 @@
 #include "base/fields.hpp"
 #include "model/grammar/grammar.hpp"
 #include "model/sampling.hpp"
+#include "transport/expert_parallel.hpp"  // expert_session, expert_step: stage -> expert group
 
 namespace troupe {
 

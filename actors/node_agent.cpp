@@ -57,6 +57,11 @@ std::vector<child_spec> node_children(self_ptr self, size_t r, const health_moni
     if (p.node != me) continue;
     expert_group_options opts{prefix + expert_group_name(int(g)), p.first,
                               p.last.value_or(c.num_experts - 1) + 1};
+    // A GPU group that stages of other nodes reach over NCCL serves them too.
+    if (st.backend->make_expert_server && !stages_reaching_group(replica, g, c.num_experts).empty())
+      opts.make_server = [make = st.backend->make_expert_server, first = opts.first_expert, last = opts.last_expert] {
+        return make(first, last);
+      };
     children.push_back({opts.name, [opts, attach = st.backend->backend.attach_experts, health](caf::local_actor* parent) {
                           return caf::actor_cast<caf::actor>(parent->spawn<caf::detached>(expert_group, opts, attach, health));
                         }});
@@ -85,6 +90,18 @@ std::vector<child_spec> node_children(self_ptr self, size_t r, const health_moni
       make = [over = st.backend->make_runner_over, experts](int first, int last_layer) {
         return over(first, last_layer, experts);
       };
+    if (st.backend->make_gpu_runner_over)
+      if (stage_expert_ranks ranks = expert_ranks_of_stage(replica, k, c.num_experts); !ranks.peers.empty()) {
+        std::vector<int> groups;
+        std::vector<std::string> names;
+        for (const expert_rank& peer : ranks.peers) {
+          groups.push_back(peer.group);
+          names.push_back(prefix + expert_group_name(peer.group) + " on node " + peer.node);
+        }
+        opts.expert_peers = std::make_shared<expert_peer_handles>(std::move(groups), std::move(names));
+        make = [over = st.backend->make_gpu_runner_over, stage = int(k), ranks, peers = opts.expert_peers](
+                   int first, int last_layer) { return over(first, last_layer, stage, ranks, peers); };
+      }
     children.push_back({opts.name, [opts, make, health](caf::local_actor* parent) {
                           return caf::actor_cast<caf::actor>(parent->spawn<caf::detached>(stage, opts, make, health));
                         }});

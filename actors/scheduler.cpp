@@ -309,6 +309,9 @@ scheduler_actor::behavior_type scheduler(scheduler_actor::stateful_pointer<sched
           if (name == st.options.component_prefix + expert_group_name(g)) {
             st.expert_groups[size_t(g)] = child;
             self->monitor(child);
+            // GPU stages reach the groups on other GPUs there (expert parallelism).
+            for (const stage_actor& stage : st.stages)
+              if (stage) self->send(stage, expert_group_atom::value, g, child);
             return schedule(self);
           }
         int k = 0;
@@ -322,6 +325,8 @@ scheduler_actor::behavior_type scheduler(scheduler_actor::stateful_pointer<sched
         if (k > 0 && st.stages[size_t(k - 1)]) self->send(st.stages[size_t(k - 1)], next_stage_atom::value, child);
         if (k + 1 < int(st.stages.size()) && st.stages[size_t(k + 1)])
           self->send(stage, next_stage_atom::value, caf::actor_cast<caf::actor>(st.stages[size_t(k + 1)]));
+        for (int g = 0; g < int(st.expert_groups.size()); ++g)
+          if (const caf::actor& group = st.expert_groups[size_t(g)]) self->send(stage, expert_group_atom::value, g, group);
         schedule(self);
       },
       // After a recovery: retry once every stage is up, or give up on every request once

@@ -131,6 +131,9 @@ stage_actor::behavior_type stage(self_ptr self, stage_options options, step_runn
         return run_step(self, plan, std::move(*rows));
       },
       [=](next_stage_atom, const caf::actor& next) { self->state.next = caf::actor_cast<stage_actor>(next); },
+      [=](expert_group_atom, int group, const caf::actor& handle) {
+        if (const auto& peers = self->state.options.expert_peers) peers->place(group, handle);
+      },
       [=](crash_atom) { self->quit(caf::make_error(caf::sec::runtime_error, "crash drill")); },
   };
 }

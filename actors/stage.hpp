@@ -4,6 +4,7 @@
 #include <unordered_map>
 
 #include "actors/actors.hpp"
+#include "actors/expert_peer_handles.hpp"
 #include "transport/transport.hpp"
 #include "model/grammar/constrained_output.hpp"
 #include "model/grammar/grammar_cache.hpp"
@@ -35,6 +36,9 @@ struct stage_options {
   // once a constrained sequence comes) and the engine's compiled grammars.
   std::shared_ptr<const token_vocabulary> vocabulary;
   std::shared_ptr<grammar_cache> grammars;
+  // A GPU stage with expert groups on other GPUs: where its runner reaches them (the
+  // stage keeps it up to date); null otherwise.
+  std::shared_ptr<expert_peer_handles> expert_peers;
 };
 
 struct stage_state {
