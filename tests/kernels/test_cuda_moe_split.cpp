@@ -115,18 +115,65 @@ std::vector<float> rank_rows(device_buffer<uint16_t>& x, device_buffer<int>& cho
   return y.to_host();
 }
 
-// Every rank's rows next to the CPU's, and their combination next to fused_moe's bits.
-void check_split(const shape& s, uint32_t seed, bool graph) {
+// The experts' weights in fused_moe's layout, random for the experts some pair chose and
+// NaN for the others (a read of one fails the test).
+struct expert_weights {
+  bf16_values w13, w2;
+};
+
+expert_weights random_experts(const routing& r, const shape& s, uint32_t seed) {
+  const size_t h = size_t(s.hidden), inter = size_t(s.inter), e = size_t(s.experts);
+  const size_t w13_size = 2 * inter * h, w2_size = h * inter;
+  expert_weights w{{std::vector<uint16_t>(e * w13_size, bf16_nan), std::vector<float>(e * w13_size, f32_nan)},
+                   {std::vector<uint16_t>(e * w2_size, bf16_nan), std::vector<float>(e * w2_size, f32_nan)}};
+  std::vector<bool> used(e, false);
+  for (int c : r.chosen) used[size_t(c)] = true;
+  for (size_t i = 0; i < e; ++i) {
+    if (!used[i]) continue;
+    const auto w13 = random_bf16(w13_size, seed + 2 * uint32_t(i), 1.0f / std::sqrt(float(s.hidden)));
+    const auto w2 = random_bf16(w2_size, seed + 2 * uint32_t(i) + 1, 1.0f / std::sqrt(float(s.inter)));
+    std::copy(w13.bits.begin(), w13.bits.end(), w.w13.bits.begin() + ptrdiff_t(i * w13_size));
+    std::copy(w13.values.begin(), w13.values.end(), w.w13.values.begin() + ptrdiff_t(i * w13_size));
+    std::copy(w2.bits.begin(), w2.bits.end(), w.w2.bits.begin() + ptrdiff_t(i * w2_size));
+    std::copy(w2.values.begin(), w2.values.end(), w.w2.values.begin() + ptrdiff_t(i * w2_size));
+  }
+  return w;
+}
+
+// A rank's rows: its pairs' rows near the CPU's, the others' as they were (NaN).
+void check_rank_rows(const std::string& what, const std::vector<float>& got, const routing& r, const shape& s,
+                     int first, int last, const std::vector<float>& ref) {
+  const size_t h = size_t(s.hidden);
+  std::vector<float> served, served_ref;
+  bool others_untouched = true;
+  for (size_t p = 0; p < r.chosen.size(); ++p) {
+    const bool mine = r.chosen[p] >= first && r.chosen[p] < last;
+    for (size_t n = 0; n < h; ++n) {
+      if (mine) {
+        served.push_back(got[p * h + n]);
+        served_ref.push_back(ref[p * h + n]);
+      } else if (!std::isnan(got[p * h + n])) {
+        others_untouched = false;
+      }
+    }
+  }
+  BOOST_TEST(others_untouched, what << ": rows of pairs it does not serve stay as they were");
+  if (!served.empty()) expect_close(what + "'s rows", served, served_ref, bf16_tolerance);
+}
+
+// Every rank's rows next to the CPU's, and their combination next to fused_moe's bits,
+// called directly and from a captured graph.
+void check_split(const shape& s, uint32_t seed) {
   std::ostringstream name;
   name << "tokens " << s.tokens << " of top-" << s.k << " over " << s.experts << " experts, hidden " << s.hidden
-       << " inter " << s.inter << (graph ? " (graph)" : "") << ", ranks";
+       << " inter " << s.inter << ", ranks";
   for (size_t i = 0; i + 1 < s.bounds.size(); ++i) name << " [" << s.bounds[i] << ", " << s.bounds[i + 1] << ")";
   BOOST_TEST_MESSAGE(name.str());
-  const size_t h = size_t(s.hidden), inter = size_t(s.inter), e = size_t(s.experts);
+  const size_t h = size_t(s.hidden);
   const routing r = random_routing(s.tokens, s.experts, s.k, seed);
   const auto x = random_bf16(size_t(s.tokens) * h, seed + 1);
-  const auto w13 = random_bf16(e * 2 * inter * h, seed + 2, 1.0f / std::sqrt(float(s.hidden)));
-  const auto w2 = random_bf16(e * h * inter, seed + 3, 1.0f / std::sqrt(float(s.inter)));
+  const expert_weights weights = random_experts(r, s, seed + 2);
+  const bf16_values &w13 = weights.w13, &w2 = weights.w2;
 
   device_buffer<uint16_t> d_x(x.bits), d_w13(w13.bits), d_w2(w2.bits);
   device_buffer<int> d_chosen(r.chosen);
@@ -137,52 +184,43 @@ void check_split(const shape& s, uint32_t seed, bool graph) {
                   s.inter, 0, s.experts, workspace.get(), whole.bf16(), nullptr, nullptr);
   const std::vector<uint16_t> want = whole.to_host();
 
-  std::vector<std::unique_ptr<device_buffer<float>>> rows;
-  std::vector<cuda::moe_rows_part> parts;
-  for (size_t i = 0; i + 1 < s.bounds.size(); ++i) {
-    const int first = s.bounds[i], last = s.bounds[i + 1];
-    const auto got = rank_rows(d_x, d_chosen, d_weights, s, w13.bits, w2.bits, first, last, graph);
-    const auto ref = reference_rows(x.values, r, s, w13.bits, w2.bits, first, last);
-    std::vector<float> served, served_ref;
-    bool others_untouched = true;
-    for (size_t p = 0; p < r.chosen.size(); ++p) {
-      const bool mine = r.chosen[p] >= first && r.chosen[p] < last;
-      for (size_t n = 0; n < h; ++n) {
-        if (mine) {
-          served.push_back(got[p * h + n]);
-          served_ref.push_back(ref[p * h + n]);
-        } else if (!std::isnan(got[p * h + n])) {
-          others_untouched = false;
-        }
-      }
+  for (bool graph : {false, true}) {
+    const std::string how = name.str() + (graph ? " (graph)" : "");
+    std::vector<std::unique_ptr<device_buffer<float>>> rows;
+    std::vector<cuda::moe_rows_part> parts;
+    for (size_t i = 0; i + 1 < s.bounds.size(); ++i) {
+      const int first = s.bounds[i], last = s.bounds[i + 1];
+      const auto got = rank_rows(d_x, d_chosen, d_weights, s, w13.bits, w2.bits, first, last, graph);
+      if (!graph) check_rank_rows(how + ": rank " + std::to_string(i), got, r, s, first, last,
+                                  reference_rows(x.values, r, s, w13.bits, w2.bits, first, last));
+      rows.push_back(std::make_unique<device_buffer<float>>(got));
+      parts.push_back({first, last, rows.back()->get()});
     }
-    BOOST_TEST(others_untouched, name.str() << ": rows of pairs rank " << i << " does not serve stay as they were");
-    if (!served.empty()) expect_close(name.str() + ": rank " + std::to_string(i) + "'s rows", served, served_ref, bf16_tolerance);
-    rows.push_back(std::make_unique<device_buffer<float>>(got));
-    parts.push_back({first, last, rows.back()->get()});
+    device_buffer<uint16_t> combined(size_t(s.tokens) * h, bf16_nan);
+    cuda::moe_combine_ranks(parts.data(), int(parts.size()), d_chosen.get(), s.tokens, s.k, s.hidden,
+                            combined.bf16(), nullptr);
+    BOOST_TEST((combined.to_host() == want), how << ": the ranks' rows combined are fused_moe's bits");
   }
-  device_buffer<uint16_t> combined(size_t(s.tokens) * h, bf16_nan);
-  cuda::moe_combine_ranks(parts.data(), int(parts.size()), d_chosen.get(), s.tokens, s.k, s.hidden, combined.bf16(),
-                          nullptr);
-  BOOST_TEST((combined.to_host() == want), name.str() << ": the ranks' rows combined are fused_moe's bits");
 }
 
 }  // namespace
 
 BOOST_AUTO_TEST_CASE(fused_moe_split_over_ranks_gives_fused_moes_bits) {
-  // moe_gemv (at most 64 pairs): batch 1 and 8 of the real shape; 16-row tiles (under 16
-  // pairs per expert of the whole model; one rank alone would have more); 64-row tiles.
+  // moe_gemv (at most 64 pairs): batch 1 of the real shape, batch 8 of its hidden and inter
+  // sizes, a small one; 16-row tiles (under 16 pairs per expert of the whole model, where
+  // one rank alone would have more): batch 24 at the real sizes, small ones split two and
+  // three ways; 64-row tiles.
   const std::vector<shape> shapes{
-      {1, 128, 8, 2048, 768, {0, 64, 128}},      {8, 128, 8, 2048, 768, {0, 64, 128}},
-      {5, 16, 4, 80, 48, {0, 5, 16}},            {24, 128, 8, 2048, 768, {0, 64, 128}},
-      {40, 16, 4, 96, 80, {0, 8, 16}},           {40, 16, 4, 96, 80, {0, 3, 11, 16}},
-      {100, 16, 4, 128, 64, {0, 8, 16}},         {300, 8, 2, 256, 128, {0, 4, 8}},
-      {260, 128, 8, 2048, 768, {0, 64, 128}},
+      {1, 128, 8, 2048, 768, {0, 64, 128}},  {8, 16, 8, 2048, 768, {0, 8, 16}},
+      {5, 16, 4, 80, 48, {0, 5, 16}},        {24, 32, 8, 2048, 768, {0, 16, 32}},
+      {40, 16, 4, 96, 80, {0, 8, 16}},       {40, 16, 4, 96, 80, {0, 3, 11, 16}},
+      {100, 16, 4, 128, 64, {0, 8, 16}},     {300, 8, 2, 256, 128, {0, 4, 8}},
+      {600, 16, 4, 256, 128, {0, 7, 16}},
   };
   uint32_t seed = 900;
   for (const shape& s : shapes) {
-    for (bool graph : {false, true}) check_split(s, seed, graph);
-    seed += 10;
+    check_split(s, seed);
+    seed += 1000;
   }
 }
 
