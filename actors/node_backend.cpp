@@ -36,6 +36,7 @@ node_share share_of(const cluster_spec& spec, const node_spec& node, int num_lay
   return share;
 }
 
+#ifdef TROUPE_WITH_CUDA
 // What expert parallelism across GPUs asks of the node: the peers of each of its stages
 // that reach groups elsewhere, and its groups that stages elsewhere reach.
 struct expert_parallel_share {
@@ -58,7 +59,6 @@ expert_parallel_share expert_parallelism_of(const cluster_spec& spec, const node
   return share;
 }
 
-#ifdef TROUPE_WITH_CUDA
 // Why this machine cannot compute on `gpu`; empty when it can.
 std::string lacking(int gpu) {
   const int devices = visible_cuda_devices();
@@ -121,12 +121,12 @@ result<node_backend> make_node_backend(const cluster_spec& spec, int node, backe
   auto config = load_model_config(options.model_dir);
   if (!config) return config.err();
   const node_share share = share_of(spec, me, config->num_layers);
-  const expert_parallel_share experts = expert_parallelism_of(spec, me, config->num_experts);
   const std::string device = "cuda:" + std::to_string(share.gpu);
   const std::string where =
       spec.file.string() + ":" + std::to_string(me.line) + ": node " + me.name + " computes on " + device + ", but ";
 #ifdef TROUPE_WITH_CUDA
   if (auto why = lacking(share.gpu); !why.empty()) return error{where + why};
+  const expert_parallel_share experts = expert_parallelism_of(spec, me, config->num_experts);
 #ifndef TROUPE_WITH_NCCL
   if (experts.any())
     return error{where + "its replica's expert groups are spread over GPUs, and this build of troupe has no NCCL"};

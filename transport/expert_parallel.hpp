@@ -54,7 +54,7 @@ struct expert_layer_bytes {
 expert_layer_bytes expert_layer_transfers(int tokens, int hidden, int k);
 
 // How a GPU stage's link reaches the expert groups it has on other GPUs: the control plane
-// (stage.cpp's expert_peer_handles). Used from the stage's thread only.
+// (actors/expert_peer_handles). Used from the stage's thread only.
 class expert_peers {
  public:
   virtual ~expert_peers() = default;

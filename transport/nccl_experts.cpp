@@ -29,8 +29,9 @@ nccl_experts::nccl_experts(options o, std::shared_ptr<expert_peers> control)
     : o_(std::move(o)), control_(std::move(control)), sessions_(std::random_device{}()) {}
 
 result<std::unique_ptr<nccl_experts>> nccl_experts::create(options o, std::shared_ptr<expert_peers> control) {
-  TROUPE_CHECK(!o.peers.empty() && o.peers.size() < size_t(cuda::moe_combine_max_parts) && control,
-               "expert parallelism needs peers (at most 7) and a control plane");
+  const size_t parts = o.peers.size() + (o.local.first < o.local.second ? 1 : 0);
+  TROUPE_CHECK(!o.peers.empty() && parts <= size_t(cuda::moe_combine_max_parts) && control,
+               "expert parallelism needs peers (with the local experts at most moe_combine_max_parts) and a control plane");
   std::unique_ptr<nccl_experts> e(new nccl_experts(std::move(o), std::move(control)));
   e->rows_floats_ = expert_layer_transfers(e->o_.max_tokens, e->o_.hidden, e->o_.k).pair_rows / sizeof(float);
   TROUPE_CUDA_CHECK(cudaSetDevice(e->o_.device));
