@@ -68,7 +68,8 @@ using stage_actor = caf::typed_actor<
     // sends it whenever either end (re)starts).
     caf::reacts_to<next_stage_atom, caf::actor>,
     // Where the replica's expert group G runs, from now on (the scheduler sends it whenever
-    // the group or the stage (re)starts): a GPU stage reaches the groups on other GPUs there.
+    // the group or the stage (re)starts; a null actor while the group is down): a GPU stage
+    // reaches the groups on other GPUs there.
     caf::reacts_to<expert_group_atom, int, caf::actor>,
     // Fails the way a crash would (chaos drills and tests).
     caf::reacts_to<crash_atom>>;

@@ -261,9 +261,14 @@ scheduler_actor::behavior_type scheduler(scheduler_actor::stateful_pointer<sched
         recover(self);
       }
     // An expert group holds no KV memory: a step that needed it fails on its own, and none
-    // starts until it is back.
-    for (auto& group : self->state.expert_groups)
-      if (group && msg.source == group.address()) group = nullptr;
+    // starts until it is back. GPU stages stop reaching it (expert parallelism).
+    auto& groups = self->state.expert_groups;
+    for (int g = 0; g < int(groups.size()); ++g)
+      if (groups[size_t(g)] && msg.source == groups[size_t(g)].address()) {
+        groups[size_t(g)] = nullptr;
+        for (const stage_actor& stage : self->state.stages)
+          if (stage) self->send(stage, expert_group_atom::value, g, caf::actor{});
+      }
   });
   return {
       [=](submit_atom, generation_request& r, caf::actor& sink) {

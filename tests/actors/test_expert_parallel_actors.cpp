@@ -1,5 +1,5 @@
 // The control plane of expert parallelism across GPUs, without a GPU: the scheduler tells a
-// stage where each expert group runs whenever either (re)starts; a stage's
+// stage where each expert group runs whenever either (re)starts, and when one goes down; a stage's
 // expert_peer_handles follow those actors (a new one is a new generation: the NCCL
 // communicator is joined again) and send the joins and steps to the right ones; an expert
 // group with a server hands them to it in order, lives on when one fails, and ends with the
@@ -106,6 +106,9 @@ BOOST_AUTO_TEST_CASE(a_stage_hears_where_each_expert_group_runs_when_either_star
   restarted->send(scheduler, child_up_atom::value, std::string("main/stage_0"), caf::actor(restarted));
   BOOST_TEST((next_group(restarted) == std::pair<int, caf::actor>{0, g0}));
   BOOST_TEST((next_group(restarted) == std::pair<int, caf::actor>{1, g1_again}));
+  // A group that goes down is no one's to reach until it is back.
+  anon_send_exit(g0, caf::exit_reason::kill);
+  BOOST_TEST((next_group(restarted) == std::pair<int, caf::actor>{0, caf::actor{}}));
   for (const caf::actor& a : {caf::actor_cast<caf::actor>(scheduler), caf::actor_cast<caf::actor>(kv), g0, g1, g1_again})
     anon_send_exit(a, caf::exit_reason::user_shutdown);
 }
