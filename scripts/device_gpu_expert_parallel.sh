@@ -9,17 +9,22 @@
 #      split over the two GPUs, in two processes, against one GPU: tokens and top-5 log-probs
 #      to the bit; a peer killed mid-step fails the step in time and a new one serves again);
 #   2. a small random-weight checkpoint: greedy completions with top-5 log-probs, one at a
-#      time, from `troupe serve --device cuda` (one GPU), from an EP2 cluster (every layer on
-#      cuda:0 in the head, experts 8-15 on cuda:1 in node second's process) and from a
-#      PP2+EP cluster (a stage on each GPU, each reaching the other's experts) must be
-#      identical (cmp); then node second's process is SIGKILLed during a streamed completion
-#      of the EP2 cluster, which must still end with [DONE] and all its tokens;
+#      time, from `troupe serve --device cuda` (one GPU) and from an EP2 cluster (every layer
+#      on cuda:0 in the head, experts 8-15 on cuda:1 in node second's process) must be
+#      identical (cmp);
 #   3. the full Qwen3-30B-A3B shape with dummy weights: the same check of an EP2 cluster
-#      against serve on one GPU; with --bench, `troupe bench` at concurrency 1, 32 and 128
-#      (512 in / 256 out) against both, and the table side by side.
+#      (experts 64-127 on cuda:1) against serve on one GPU; with --bench, `troupe bench` at
+#      concurrency 1, 32 and 128 (512 in / 256 out) against both, and the table side by side;
+#   4. the small checkpoint again: node second's process SIGKILLed during a streamed
+#      completion of its EP2 cluster, which must still end with [DONE] and all its tokens
+#      (the step fails, the node is started again, the communicator is joined anew, the
+#      sequence re-prefilled); and a PP2+EP cluster (a stage on each GPU, each reaching the
+#      other's experts) must answer as one GPU too.
 #
 # Each part says PASS or FAIL; the exit status is 1 when any failed. Logs go to $OUT or
-# .device/out. About 6 minutes with --bench on two H200s. Needs bash, curl and cmp only.
+# .device/out. About 6 minutes with --bench on two H200s. Every wait is bounded and ends by
+# 7.5 minutes, and a part starts only if it can end by 8 (one left out FAILs, saying so).
+# Needs bash, curl and cmp only.
 set -uo pipefail
 bench=0
 [ "${1:-}" = "--bench" ] && bench=1
@@ -35,6 +40,18 @@ if [ "$(wc -l <"$out/gpu.txt")" -lt 2 ]; then
 fi
 work=$(mktemp -d)
 began=$(date +%s)
+deadline=$((began + 450))
+# Seconds left before the deadline, at most $1.
+left() {
+  local l=$((deadline - $(date +%s)))
+  [ "$l" -lt "$1" ] && echo $((l > 1 ? l : 1)) || echo "$1"
+}
+# 0 while there is time for a part that needs about $1 seconds; else says so.
+time_for() {
+  [ $(($(date +%s) + $1)) -le $((deadline + 30)) ] && return 0
+  echo "no time left for it (deadline at 7.5 minutes)"
+  return 1
+}
 verdicts=()
 # Records and prints a part's verdict: $1 0 for PASS, $2 what.
 verdict() {
@@ -53,7 +70,7 @@ start() {
   shift 2
   "$@" >"$out/$name.out" 2>"$out/$name.err" &
   server=$!
-  for _ in $(seq $((wait_s * 2))); do
+  for _ in $(seq $(($(left "$wait_s") * 2))); do
     grep -q "serving" "$out/$name.out" 2>/dev/null && break
     kill -0 "$server" 2>/dev/null || break
     sleep 0.5
@@ -87,8 +104,8 @@ write_conf() {
 [cluster]
 name = ep-$1
 secret = device-test-secret
-startup_timeout_s = 400
-step_timeout_s = 120
+startup_timeout_s = 240
+step_timeout_s = 60
 
 [model]
 $4
@@ -134,14 +151,19 @@ prompts=("The quick brown fox" "Once upon a time, in a land far away," "1, 2, 3,
          "Experts on two GPUs answer as one")
 ask_all() {
   : >"$out/$1.txt"
-  local p
+  local p answer
   for p in "${prompts[@]}"; do
-    curl -s -m 120 "$url/v1/completions" -H 'content-type: application/json' \
-      -d "{\"model\":\"$served\",\"prompt\":\"$p\",\"max_tokens\":$tokens,\"temperature\":0,\"logprobs\":5}" |
-      sed 's/"id":"[^"]*"//; s/"created":[0-9]*//' >>"$out/$1.txt"
+    answer=$(curl -s -m "$(left 90)" "$url/v1/completions" -H 'content-type: application/json' \
+      -d "{\"model\":\"$served\",\"prompt\":\"$p\",\"max_tokens\":$tokens,\"temperature\":0,\"logprobs\":5}")
+    echo "$answer" | sed 's/"id":"[^"]*"//; s/"created":[0-9]*//' >>"$out/$1.txt"
     echo >>"$out/$1.txt"
+    if ! echo "$answer" | grep -q '"text"'; then
+      echo "$1 answered no completion to \"$p\":"
+      echo "$answer" | head -c 400
+      echo
+      return 1
+    fi
   done
-  grep -q '"text"' "$out/$1.txt" || { echo "$1 answered no completion:"; head -c 400 "$out/$1.txt"; echo; return 1; }
 }
 
 # 0 when $out/$1.txt and $out/$2.txt are the same answers, byte for byte.
@@ -168,7 +190,7 @@ node_pid() {
 # end with its 600 tokens and [DONE], no error.
 kill_drill() {
   local stream=$out/ep2_killed_stream.txt victim
-  curl -s -N -m 240 "$url/v1/completions" -H 'content-type: application/json' \
+  curl -s -N -m "$(left 150)" "$url/v1/completions" -H 'content-type: application/json' \
     -d "{\"model\":\"$served\",\"prompt\":\"A long story:\",\"max_tokens\":600,\"temperature\":0,\"ignore_eos\":true,\"stream\":true}" \
     >"$stream" &
   local client=$!
@@ -197,56 +219,46 @@ kill_drill() {
 
 echo "== 1. GPU tests"
 for t in test_cuda_moe_split test_nccl_experts; do
-  timeout 300 "$bin/$t" --log_level=message >"$out/$t.log" 2>&1
+  timeout "$(left 150)" "$bin/$t" --log_level=message >"$out/$t.log" 2>&1
   rc=$?
   grep -E "error|failed after|No errors|failure" "$out/$t.log" | head -12
   verdict "$rc" "$t"
 done
 
-echo "== 2. a small random-weight checkpoint: one GPU, EP2 and PP2+EP"
-model=$work/small
-"$bin/troupe" make-test-model --out "$model" --layers 6 --hidden 256 --heads 4 --kv-heads 2 --head-dim 64 \
+echo "== 2. a small random-weight checkpoint: one GPU against EP2"
+small=$work/small
+"$bin/troupe" make-test-model --out "$small" --layers 6 --hidden 256 --heads 4 --kv-heads 2 --head-dim 64 \
   --experts 16 --top-k 4 --moe-intermediate 128 --intermediate 512 --mlp-only-layers 2 \
   --tokenizer-from .device/tokenizer >"$out/make_model.log" 2>&1 || { echo "make-test-model failed:"; tail -5 "$out/make_model.log"; }
-served=small
-tokens=48
-small_model="path = $model
+small_model="path = $small
 served_model_name = small"
 small_engine="max_num_seqs = 16
 max_num_batched_tokens = 1024
 max_model_len = 1024
 kv_cache_mb = 1024"
+served=small
+tokens=48
 rc=1
-if start small_serve 120 "$bin/troupe" serve --device cuda --model "$model" --served-model-name small --port 0 \
+if start small_serve 120 "$bin/troupe" serve --device cuda --model "$small" --served-model-name small --port 0 \
      --max-num-seqs 16 --max-num-batched-tokens 1024 --max-model-len 1024 --gpu-memory-percent 30; then
   ask_all small_serve && rc=0
   stop
 fi
 verdict "$rc" "small model: troupe serve --device cuda answers"
-conf=$(write_conf ep2 "head:0-5" "head:0-7, second:8-15" "$small_model" "$small_engine")
+small_ep2=$(write_conf ep2 "head:0-5" "head:0-7, second:8-15" "$small_model" "$small_engine")
 rc=1
-drill=1
-if start ep2 180 "$bin/troupe" cluster up "$conf" --port 0; then
+if start ep2 120 "$bin/troupe" cluster up "$small_ep2" --port 0; then
   show_devices ep2 || echo "the nodes do not compute on cuda:0 and cuda:1 as placed"
-  "$bin/troupe" cluster status "$conf" --url "$url" | tee "$out/ep2_status.txt"
+  "$bin/troupe" cluster status "$small_ep2" --url "$url" | tee "$out/ep2_status.txt"
   ask_all ep2 && same_answers small_serve ep2 && rc=0
-  kill_drill && drill=0
   stop
 fi
 verdict "$rc" "small model: EP2 cluster, the same completions and top-5 log-probs as one GPU"
-verdict "$drill" "small model: EP2 cluster, node second killed mid-stream, the stream ends whole"
-conf=$(write_conf pp2ep "head:0-2, second:3-5" "head:0-7, second:8-15" "$small_model" "$small_engine")
-rc=1
-if start pp2ep 180 "$bin/troupe" cluster up "$conf" --port 0; then
-  ask_all pp2ep && same_answers small_serve pp2ep && rc=0
-  stop
-fi
-verdict "$rc" "small model: PP2+EP cluster, the same completions and top-5 log-probs as one GPU"
 
-echo "== 3. Qwen3-30B-A3B shape, dummy weights: one GPU and EP2"
-model=$work/qwen3-30b-a3b
-mkdir -p "$model"
-cp bench/configs/qwen3-30b-a3b/config.json .device/tokenizer/tokenizer.json .device/tokenizer/tokenizer_config.json "$model/"
+echo "== 3. Qwen3-30B-A3B shape, dummy weights: one GPU against EP2"
+big=$work/qwen3-30b-a3b
+mkdir -p "$big"
+cp bench/configs/qwen3-30b-a3b/config.json .device/tokenizer/tokenizer.json .device/tokenizer/tokenizer_config.json "$big/"
 served=qwen3-30b-a3b
 tokens=32
 
@@ -255,7 +267,7 @@ tokens=32
 drive() {
   local c
   for c in 1 32 128; do
-    timeout 150 "$bin/troupe" bench --base-url "$url" --model "$served" --random-input-len 512 \
+    timeout "$(left 100)" "$bin/troupe" bench --base-url "$url" --model "$served" --random-input-len 512 \
       --random-output-len 256 --num-prompts $((c * 2 < 8 ? 8 : c * 2)) --max-concurrency "$c" --disable-progress \
       --json "$out/$1_c$c.json" >"$out/$1_c$c.log" 2>&1
     echo "$1 concurrency $c: $(grep -h "Output token throughput" "$out/$1_c$c.log" || echo "no result (see $out/$1_c$c.log)")" \
@@ -264,20 +276,20 @@ drive() {
 }
 
 rc=1
-if start big_serve 300 "$bin/troupe" serve --device cuda --load-format dummy --model "$model" \
+if time_for 60 && start big_serve 240 "$bin/troupe" serve --device cuda --load-format dummy --model "$big" \
      --served-model-name "$served" --port 0 --max-num-seqs 128 --max-num-batched-tokens 8192 --max-model-len 4096; then
   ask_all big_serve && rc=0
   [ "$bench" = 1 ] && drive serve1
   stop
 fi
 verdict "$rc" "Qwen3-30B-A3B shape: troupe serve --device cuda answers"
-conf=$(write_conf big_ep2 "head:0-47" "head:0-63, second:64-127" "path = $model
+conf=$(write_conf big_ep2 "head:0-47" "head:0-63, second:64-127" "path = $big
 served_model_name = $served
 load_format = dummy" "max_num_seqs = 128
 max_num_batched_tokens = 8192
 max_model_len = 4096")
 rc=1
-if start big_ep2 400 "$bin/troupe" cluster up "$conf" --port 0; then
+if time_for 80 && start big_ep2 240 "$bin/troupe" cluster up "$conf" --port 0; then
   show_devices big_ep2 || echo "the nodes do not compute on cuda:0 and cuda:1 as placed"
   "$bin/troupe" cluster status "$conf" --url "$url" | tee "$out/big_ep2_status.txt"
   ask_all big_ep2 && same_answers big_serve big_ep2 && rc=0
@@ -285,6 +297,23 @@ if start big_ep2 400 "$bin/troupe" cluster up "$conf" --port 0; then
   stop
 fi
 verdict "$rc" "Qwen3-30B-A3B shape: EP2 cluster, the same completions and top-5 log-probs as one GPU"
+
+echo "== 4. the small checkpoint again: a node killed under EP2, and PP2+EP"
+served=small
+tokens=48
+drill=1
+if time_for 50 && start ep2 120 "$bin/troupe" cluster up "$small_ep2" --port 0; then
+  kill_drill && drill=0
+  stop
+fi
+verdict "$drill" "small model: EP2 cluster, node second killed mid-stream, the stream ends whole"
+conf=$(write_conf pp2ep "head:0-2, second:3-5" "head:0-7, second:8-15" "$small_model" "$small_engine")
+rc=1
+if time_for 30 && start pp2ep 120 "$bin/troupe" cluster up "$conf" --port 0; then
+  ask_all pp2ep && same_answers small_serve pp2ep && rc=0
+  stop
+fi
+verdict "$rc" "small model: PP2+EP cluster, the same completions and top-5 log-probs as one GPU"
 
 if [ "$bench" = 1 ]; then
   # "tok/s (TTFT, TPOT)" of run $1 at concurrency $2, from its report.
