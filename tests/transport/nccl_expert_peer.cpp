@@ -25,7 +25,7 @@ using namespace troupe;
 namespace {
 
 constexpr int device = 1;
-constexpr auto join_timeout = std::chrono::seconds(60);
+constexpr auto join_timeout = std::chrono::seconds(30);
 constexpr auto wait_timeout = std::chrono::seconds(3);
 
 // The command's failure, or "".

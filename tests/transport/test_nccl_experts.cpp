@@ -32,7 +32,8 @@ namespace {
 constexpr int experts = 16, split = 8, layers = 4;
 constexpr int block_size = 16, blocks_each = 3, decode_steps = 12;
 constexpr int max_tokens = 256;
-constexpr auto patience = 120s;  // loading, joining (NCCL's first communicator takes seconds)
+constexpr auto patience = 120s;     // for the peer's answers (it loads a model)
+constexpr auto join_timeout = 30s;  // NCCL's first communicator in a process takes seconds
 constexpr auto wait_timeout = 3s;
 constexpr auto margin = 5s;
 
@@ -256,7 +257,7 @@ struct two_gpus {
   std::shared_ptr<gpu_remote_experts> link(int stage) {
     const model_config& c = weights->config;
     nccl_experts::options o{stage, 0, max_tokens, c.hidden_size, c.num_experts_per_tok, {0, split}, {{split, experts}},
-                            patience, wait_timeout};
+                            join_timeout, wait_timeout};
     auto e = nccl_experts::create(o, control);
     BOOST_REQUIRE_MESSAGE(e, (e ? std::string() : e.err().message));
     return std::move(*e);
