@@ -14,7 +14,6 @@ struct nccl_expert_server::parts {
   float* weights = nullptr;    // [max_tokens, k]
   float* rows = nullptr;       // [max_tokens * k, hidden]
   void* workspace = nullptr;   // fused_moe_rows'
-  size_t bytes = 0;
 };
 
 namespace {
