@@ -62,7 +62,7 @@ result<engine> start_local_engine(caf::actor_system& system, const engine_option
   std::vector<child_spec> children;
   for (int g = 0; g < groups; ++g) {
     expert_group_options opts{expert_group_name(g), c.num_experts * g / groups,
-                              c.num_experts * (g + 1) / groups};
+                              c.num_experts * (g + 1) / groups, {}};
     children.push_back({opts.name, [opts, attach = backend->attach_experts, health = e.health](caf::local_actor* parent) {
                           return caf::actor_cast<caf::actor>(parent->spawn<caf::detached>(expert_group, opts, attach, health));
                         }});
@@ -78,7 +78,7 @@ result<engine> start_local_engine(caf::actor_system& system, const engine_option
   for (size_t k = 0; k < layout->size(); ++k) {
     const layer_range layers = (*layout)[k];
     stage_options opts{stage_name(int(k)), int(k), layers.first, layers.last, layers.last == c.num_layers,
-                       c.hidden_size, {rows, *self_peer}, options.vocabulary, grammars};
+                       c.hidden_size, {rows, *self_peer}, options.vocabulary, grammars, {}};
     children.push_back({opts.name, [opts, make = backend->make_runner, health = e.health](caf::local_actor* parent) {
                           return caf::actor_cast<caf::actor>(parent->spawn<caf::detached>(stage, opts, make, health));
                         }});

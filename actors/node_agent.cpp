@@ -56,7 +56,7 @@ std::vector<child_spec> node_children(self_ptr self, size_t r, const health_moni
     const placement& p = replica.experts[g];
     if (p.node != me) continue;
     expert_group_options opts{prefix + expert_group_name(int(g)), p.first,
-                              p.last.value_or(c.num_experts - 1) + 1};
+                              p.last.value_or(c.num_experts - 1) + 1, {}};
     // A GPU group that stages of other nodes reach over NCCL serves them too.
     if (st.backend->make_expert_server && !stages_reaching_group(replica, g, c.num_experts).empty())
       opts.make_server = [make = st.backend->make_expert_server, first = opts.first_expert, last = opts.last_expert] {
@@ -84,7 +84,7 @@ std::vector<child_spec> node_children(self_ptr self, size_t r, const health_moni
     const bool last_stage = k + 1 == replica.stages.size();
     const int next_peer = last_stage ? -1 : st.peers[size_t(node_index(o.spec, replica.stages[k + 1].node))];
     stage_options opts{prefix + stage_name(int(k)), int(k), p.first, last, last_stage, c.hidden_size,
-                       {o.link, next_peer, timeout, int(r)}, o.vocabulary, grammars};
+                       {o.link, next_peer, timeout, int(r)}, o.vocabulary, grammars, {}};
     step_runner_factory make = st.backend->backend.make_runner;
     if (on_cpu)
       make = [over = st.backend->make_runner_over, experts](int first, int last_layer) {
