@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <numeric>
 #include <random>
 #include <string>
 #include <vector>
@@ -101,6 +102,28 @@ inline std::vector<int> random_ints(size_t n, int below, uint32_t seed) {
   std::vector<int> v(n);
   for (int& x : v) x = dist(gen);
   return v;
+}
+
+// k distinct experts of `experts` per token in random order, with weights in (0, 1).
+struct routing {
+  std::vector<int> chosen;
+  std::vector<float> weights;
+};
+
+inline routing random_routing(int tokens, int experts, int k, uint32_t seed) {
+  std::mt19937 gen(seed);
+  std::uniform_real_distribution<float> weight(0.05f, 1.0f);
+  std::vector<int> ids(static_cast<size_t>(experts));
+  std::iota(ids.begin(), ids.end(), 0);
+  routing r;
+  for (int t = 0; t < tokens; ++t) {
+    std::shuffle(ids.begin(), ids.end(), gen);
+    for (int j = 0; j < k; ++j) {
+      r.chosen.push_back(ids[size_t(j)]);
+      r.weights.push_back(weight(gen));
+    }
+  }
+  return r;
 }
 
 }  // namespace troupe::test

@@ -29,28 +29,6 @@ namespace {
 
 constexpr uint16_t bf16_all_ones = 0xffff;  // a NaN
 
-// k distinct experts of `experts` per token in random order, with weights in (0, 1).
-struct routing {
-  std::vector<int> chosen;
-  std::vector<float> weights;
-};
-
-routing random_routing(int tokens, int experts, int k, uint32_t seed) {
-  std::mt19937 gen(seed);
-  std::uniform_real_distribution<float> weight(0.05f, 1.0f);
-  std::vector<int> ids(static_cast<size_t>(experts));
-  std::iota(ids.begin(), ids.end(), 0);
-  routing r;
-  for (int t = 0; t < tokens; ++t) {
-    std::shuffle(ids.begin(), ids.end(), gen);
-    for (int j = 0; j < k; ++j) {
-      r.chosen.push_back(ids[size_t(j)]);
-      r.weights.push_back(weight(gen));
-    }
-  }
-  return r;
-}
-
 // Tokens [1, 1 + count) get `expert` as their last choice, unless they have it already.
 void make_hot(routing& r, int k, int expert, int count) {
   for (int t = 1; t <= count; ++t) {

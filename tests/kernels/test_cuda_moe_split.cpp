@@ -30,28 +30,6 @@ namespace {
 
 constexpr float f32_nan = std::numeric_limits<float>::quiet_NaN();
 
-// k distinct experts of `experts` per token, with weights in (0, 1).
-struct routing {
-  std::vector<int> chosen;
-  std::vector<float> weights;
-};
-
-routing random_routing(int tokens, int experts, int k, uint32_t seed) {
-  std::mt19937 gen(seed);
-  std::uniform_real_distribution<float> weight(0.05f, 1.0f);
-  std::vector<int> ids(static_cast<size_t>(experts));
-  std::iota(ids.begin(), ids.end(), 0);
-  routing r;
-  for (int t = 0; t < tokens; ++t) {
-    std::shuffle(ids.begin(), ids.end(), gen);
-    for (int j = 0; j < k; ++j) {
-      r.chosen.push_back(ids[size_t(j)]);
-      r.weights.push_back(weight(gen));
-    }
-  }
-  return r;
-}
-
 struct shape {
   int tokens, experts, k, hidden, inter;
   std::vector<int> bounds;  // the ranks' ranges: [bounds[i], bounds[i + 1])
