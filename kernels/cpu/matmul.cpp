@@ -1,6 +1,7 @@
 #include "kernels/cpu/matmul.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <vector>
 
 #if defined(__AVX__) && defined(__FMA__)
@@ -38,7 +39,8 @@ float dot_f32(const float* a, const float* b, int64_t n) {
   float sum = 0.0f;
   int64_t k = 0;
 #endif
-  for (; k < n; ++k) sum += a[k] * b[k];
+  // The tails fuse explicitly, so both dots (and so a row's result whatever m is) round alike.
+  for (; k < n; ++k) sum = std::fma(a[k], b[k], sum);
   return sum;
 }
 
@@ -68,7 +70,7 @@ float dot_bf16(const float* x, const uint16_t* w, int64_t n) {
   float sum = 0.0f;
   int64_t k = 0;
 #endif
-  for (; k < n; ++k) sum += x[k] * bf16_to_f32(w[k]);
+  for (; k < n; ++k) sum = std::fma(x[k], bf16_to_f32(w[k]), sum);
   return sum;
 }
 

@@ -62,6 +62,27 @@ BOOST_AUTO_TEST_CASE(matmul_matches_reference_for_every_dtype_and_shape) {
         }
 }
 
+// Batching must not change a row: the decode path (m <= 2) and the tiled one round alike,
+// also where cols leaves a tail after the 16-wide loop.
+BOOST_AUTO_TEST_CASE(matmul_rows_do_not_depend_on_the_batch) {
+  uint32_t seed = 200;
+  for (dtype type : {dtype::f32, dtype::bf16})
+    for (int64_t cols : {16, 24, 40, 100}) {
+      std::vector<uint8_t> storage;
+      weight_view w = test::random_weight(type, 33, cols, seed++, storage);
+      auto x = test::random_floats(size_t(7 * cols), seed++);
+      std::vector<float> one(33), two(2 * 33), seven(7 * 33);
+      cpu::matmul(x.data(), 1, w, one.data());
+      cpu::matmul(x.data(), 2, w, two.data());
+      cpu::matmul(x.data(), 7, w, seven.data());
+      BOOST_TEST_CONTEXT("dtype " << dtype_name(type) << " cols " << cols)
+      for (size_t r = 0; r < 33; ++r) {
+        BOOST_TEST(one[r] == seven[r]);
+        BOOST_TEST(two[33 + r] == seven[33 + r]);
+      }
+    }
+}
+
 BOOST_AUTO_TEST_CASE(rms_norm_matches_reference) {
   for (int dim : {1, 7, 64, 129}) {
     const int rows = 5;
