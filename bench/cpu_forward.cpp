@@ -1,4 +1,4 @@
-// CPU prefill and decode throughput of the qwen3_moe forward pass. Prints medians.
+// CPU prefill and decode throughput of the forward pass (qwen3_moe or qwen3_5_moe). Prints medians.
 //   bench_cpu_forward --model DIR [--load-format dummy] [--layers N] [--prompt N] [--decode N] [--runs N]
 #include <omp.h>
 
@@ -59,13 +59,13 @@ int main(int argc, char** argv) {
     if (!w) return std::fprintf(stderr, "%s\n", w.err().message.c_str()), 1;
     weights = std::move(*w);
   }
-  qwen3_moe model(*config, std::move(weights));
+  const auto model = make_model(*config, std::move(weights));
 
   std::vector<int> prompt(static_cast<size_t>(prompt_len));
   for (int i = 0; i < prompt_len; ++i) prompt[size_t(i)] = (i * 7919 + 13) % config->vocab_size;
   std::vector<double> prefill, decode;
   for (int r = 0; r < runs + 1; ++r) {  // the first run warms caches and pages
-    single_sequence sequence(model, prompt_len + decode_len);
+    single_sequence sequence(*model, prompt_len + decode_len);
     auto t0 = std::chrono::steady_clock::now();
     auto logits = sequence.forward(prompt);
     const double tp = seconds_since(t0);

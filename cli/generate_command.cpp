@@ -29,19 +29,19 @@ int generate_command(int argc, char** argv) {
     std::fprintf(stderr, "troupe generate: %s\n", failure.c_str());
     return 2;
   }
-  auto model = qwen3_moe::load(*dir, format == "dummy");
+  auto model = load_model(*dir, format == "dummy");
   if (!model) {
     std::fprintf(stderr, "troupe generate: %s\n", model.err().message.c_str());
     return 1;
   }
-  const auto& c = model->config();
+  const auto& c = (*model)->config();
   for (int id : *prompt)
     if (id < 0 || id >= c.vocab_size) {
       std::fprintf(stderr, "troupe generate: prompt id %d is outside the vocabulary (0..%d)\n", id,
                    c.vocab_size - 1);
       return 2;
     }
-  single_sequence sequence(*model, int(prompt->size()) + *max_tokens);
+  single_sequence sequence(**model, int(prompt->size()) + *max_tokens);
   std::vector<int> step(*prompt);
   for (int i = 0; i < *max_tokens; ++i) {
     auto logits = sequence.forward(step);

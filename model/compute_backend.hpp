@@ -37,6 +37,7 @@ struct compute_backend {
   int num_blocks = 0;
   step_runner_factory make_runner;
   experts_attacher attach_experts;
+  int num_state_slots = 0;  // recurrent states (models with linear-attention layers), one per running sequence
 };
 
 }  // namespace troupe

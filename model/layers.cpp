@@ -1,5 +1,7 @@
 #include "model/layers.hpp"
 
+#include <algorithm>
+#include <cmath>
 #include <vector>
 
 #include "kernels/cpu/kv_cache_write.hpp"
@@ -20,19 +22,37 @@ void add_bias(float* y, int rows, const std::vector<float>& bias) {
     for (int64_t i = 0; i < n; ++i) y[r * n + i] += bias[size_t(i)];
 }
 
+float sigmoid(float x) { return 1.0f / (1.0f + std::exp(-x)); }
+
 }  // namespace
+
+void add_to(std::vector<float>& residual, const std::vector<float>& block_out) {
+  for (size_t j = 0; j < residual.size(); ++j) residual[j] += block_out[j];
+}
 
 void attention_block(const attention_weights& w, const model_config& c, const forward_batch& batch,
                      const float* x, kv_pool& kv, int layer, float* out) {
   const int tokens = int(batch.token_ids.size());
   const int heads = c.num_heads, kv_heads = c.num_kv_heads, hd = c.head_dim, row = kv.row();
   const float eps = float(c.rms_norm_eps);
-  std::vector<float> q(static_cast<size_t>(tokens * heads * hd)), attn(q.size());
+  std::vector<float> q(static_cast<size_t>(tokens * heads * hd)), attn(q.size()), gate;
   std::vector<float> k(static_cast<size_t>(tokens * row)), v(k.size());
-  cpu::matmul(x, tokens, w.q, q.data());
+  const bool gated = c.arch == architecture::qwen3_5_moe;
+  if (gated) {  // each head's q_proj rows: its query dims, then its gate's
+    std::vector<float> both(static_cast<size_t>(w.q.rows) * size_t(tokens));
+    cpu::matmul(x, tokens, w.q, both.data());
+    add_bias(both.data(), tokens, w.q_bias);
+    gate.resize(q.size());
+    for (int64_t r = 0; r < int64_t(tokens) * heads; ++r) {
+      std::copy_n(both.data() + r * 2 * hd, hd, q.data() + r * hd);
+      std::copy_n(both.data() + r * 2 * hd + hd, hd, gate.data() + r * hd);
+    }
+  } else {
+    cpu::matmul(x, tokens, w.q, q.data());
+    add_bias(q.data(), tokens, w.q_bias);
+  }
   cpu::matmul(x, tokens, w.k, k.data());
   cpu::matmul(x, tokens, w.v, v.data());
-  add_bias(q.data(), tokens, w.q_bias);
   add_bias(k.data(), tokens, w.k_bias);
   add_bias(v.data(), tokens, w.v_bias);
   cpu::rms_norm(q.data(), w.q_norm.data(), eps, tokens * heads, hd, q.data());
@@ -41,8 +61,8 @@ void attention_block(const attention_weights& w, const model_config& c, const fo
   std::vector<int> positions(static_cast<size_t>(tokens));
   for (const auto& s : batch.sequences)
     for (int t = 0; t < s.tokens; ++t) positions[size_t(s.first_token + t)] = s.start + t;
-  cpu::rope(q.data(), tokens, heads, hd, positions.data(), float(c.rope_theta));
-  cpu::rope(k.data(), tokens, kv_heads, hd, positions.data(), float(c.rope_theta));
+  cpu::rope(q.data(), tokens, heads, hd, positions.data(), float(c.rope_theta), c.rotary_dim);
+  cpu::rope(k.data(), tokens, kv_heads, hd, positions.data(), float(c.rope_theta), c.rotary_dim);
 
   for (const auto& s : batch.sequences) {
     const int64_t first = s.first_token;
@@ -52,6 +72,7 @@ void attention_block(const attention_weights& w, const model_config& c, const fo
                          {kv.keys(layer), kv.values(layer), s.block_table.data(), kv.block_size()},
                          s.start, attn.data() + first * heads * hd);
   }
+  for (size_t i = 0; i < gate.size(); ++i) attn[i] *= sigmoid(gate[i]);
   cpu::matmul(attn.data(), tokens, w.o, out);
   add_bias(out, tokens, w.o_bias);
 }
@@ -76,6 +97,17 @@ status moe_block(const layer_weights& w, const model_config& c, const float* x, 
     cpu::route_top_k(logits.data() + t * count, count, k, c.norm_topk_prob, chosen.data() + t * k,
                      weights.data() + t * k);
   return experts.run(layer, x, tokens, k, chosen.data(), weights.data(), out);
+}
+
+void shared_expert_block(const layer_weights& w, const float* x, int tokens, float* out) {
+  const int64_t hidden = w.shared_expert_gate.cols;
+  std::vector<float> expert(static_cast<size_t>(tokens * hidden)), gate(static_cast<size_t>(tokens));
+  mlp_block(w.shared_expert, x, tokens, expert.data());
+  cpu::matmul(x, tokens, w.shared_expert_gate, gate.data());
+  for (int t = 0; t < tokens; ++t) {
+    const float g = sigmoid(gate[size_t(t)]);
+    for (int64_t d = 0; d < hidden; ++d) out[t * hidden + d] += g * expert[size_t(t * hidden + d)];
+  }
 }
 
 }  // namespace troupe

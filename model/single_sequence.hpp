@@ -1,17 +1,17 @@
 #pragma once
-// One sequence run through the whole model with KV blocks of its own: for the CLI,
-// benchmarks and tests, where no scheduler or kv_manager is involved.
+// One sequence run through the whole model with KV blocks and a recurrent-state slot of its
+// own: for the CLI, benchmarks and tests, where no scheduler or kv_manager is involved.
 #include <span>
 #include <vector>
 
 #include "model/local_experts.hpp"
-#include "model/qwen3_moe.hpp"
+#include "model/moe_model.hpp"
 
 namespace troupe {
 
 class single_sequence {
  public:
-  single_sequence(const qwen3_moe& model, int capacity, int block_size = 16);
+  single_sequence(const moe_model& model, int capacity, int block_size = 16);
 
   // Appends `tokens`; returns logits [rows, vocab] of every new token when `all_logits`,
   // else of the last one.
@@ -19,7 +19,7 @@ class single_sequence {
   int length() const { return length_; }
 
  private:
-  const qwen3_moe& model_;
+  const moe_model& model_;
   kv_pool kv_;
   local_experts experts_;
   std::vector<int> block_table_;

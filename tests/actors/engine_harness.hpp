@@ -28,9 +28,9 @@ inline engine_options fixture_options() {
 }
 
 // The reference: the same checkpoint run one sequence at a time, outside the actors.
-inline const qwen3_moe& model_alone() {
-  static const qwen3_moe model = qwen3_moe::load(fixture()).value();
-  return model;
+inline const moe_model& model_alone() {
+  static const auto model = load_model(fixture()).value();
+  return *model;
 }
 
 inline caf::actor_system_config& engine_config() {
@@ -123,7 +123,7 @@ inline std::vector<generation_request> greedy_requests(int count, uint32_t seed,
 }
 
 // Greedy tokens of one prompt run alone, stopping at `stops` or after `max_tokens`.
-inline std::vector<int> greedy_alone(const qwen3_moe& model, const std::vector<int>& prompt, int max_tokens,
+inline std::vector<int> greedy_alone(const moe_model& model, const std::vector<int>& prompt, int max_tokens,
                                      const std::vector<int>& stops = {}) {
   single_sequence s(model, int(prompt.size()) + max_tokens + 1);
   std::vector<int> out;

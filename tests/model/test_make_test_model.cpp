@@ -3,7 +3,7 @@
 #include <boost/test/unit_test.hpp>
 
 
-#include "model/qwen3_moe.hpp"
+#include "model/moe_model.hpp"
 #include "model/safetensors.hpp"
 #include "tests/support/run_command.hpp"
 #include "tests/support/source_dir.hpp"
@@ -36,12 +36,12 @@ BOOST_AUTO_TEST_CASE(writes_a_loadable_sharded_checkpoint_with_the_qwen3_tokeniz
   BOOST_TEST(ckpt->file_count() >= 2);  // 151936-row embeddings exceed one 4 MB shard
   BOOST_TEST(ckpt->find("model.layers.0.mlp.experts.7.gate_proj.weight") != nullptr);
   BOOST_TEST(ckpt->find("model.layers.1.mlp.gate_proj.weight") != nullptr);
-  auto model = qwen3_moe::load(dir.path());
+  auto model = load_model(dir.path());
   BOOST_REQUIRE(model);
-  BOOST_TEST(model->config().vocab_size == 151936);
-  BOOST_TEST(model->config().num_layers == 3);
-  BOOST_TEST(!model->config().is_moe_layer(1));
-  BOOST_TEST((model->config().eos_token_ids == std::vector<int>{151645, 151643}));
+  BOOST_TEST((*model)->config().vocab_size == 151936);
+  BOOST_TEST((*model)->config().num_layers == 3);
+  BOOST_TEST(!(*model)->config().is_moe_layer(1));
+  BOOST_TEST(((*model)->config().eos_token_ids == std::vector<int>{151645, 151643}));
 
   auto g = run("generate --model " + dir.path().string() + " --prompt-ids 9707,11,1879 --max-tokens 5");
   BOOST_REQUIRE_MESSAGE(g.exit_code == 0, g.output);

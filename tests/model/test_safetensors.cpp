@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <fstream>
 
-#include "model/qwen3_moe.hpp"
+#include "model/moe_model.hpp"
 #include "model/safetensors.hpp"
 #include "model/safetensors_writer.hpp"
 #include "model/test_model.hpp"
@@ -44,7 +44,7 @@ std::vector<fs::path> shards(const fs::path& dir) {
 }
 
 std::string load_error(const fs::path& dir) {
-  auto m = qwen3_moe::load(dir);
+  auto m = load_model(dir);
   BOOST_REQUIRE(!m);
   return m.err().message;
 }
@@ -83,7 +83,7 @@ BOOST_AUTO_TEST_CASE(single_file_and_sharded_checkpoints_load) {
     BOOST_REQUIRE(t);
     BOOST_TEST((t->shape == std::vector<int64_t>{16, 8}));
     BOOST_TEST((t->type == dtype::bf16));
-    BOOST_TEST(bool(qwen3_moe::load(dir.path())));
+    BOOST_TEST(bool(load_model(dir.path())));
   }
 }
 
