@@ -103,7 +103,9 @@ result<running_cluster> start_cluster_engine(caf::actor_system& system, const cl
   std::vector<scheduler_actor> schedulers;
   size_t components = 0;
   for (const replica_spec& r : spec.replicas) {
-    auto kv = system.spawn(kv_manager, num_blocks, spec.engine.block_size);
+    // Every node's CPU stages keep one recurrent-state slot per sequence the engine may run.
+    const int state_slots = model.has_linear_layers() ? spec.engine.max_num_seqs : 0;
+    auto kv = system.spawn(kv_manager, num_blocks, spec.engine.block_size, state_slots);
     scheduler_options options = scheduler;
     options.max_model_len = c.max_model_len;
     options.pipeline_stages = int(r.stages.size());

@@ -18,8 +18,8 @@ uint64_t chain_hash(uint64_t prev, const int* tokens, int n) {  // FNV-1a over t
 
 }  // namespace
 
-kv_blocks::kv_blocks(int num_blocks, int block_size)
-    : block_size_(block_size), blocks_(static_cast<size_t>(num_blocks)) {
+kv_blocks::kv_blocks(int num_blocks, int block_size, int state_slots)
+    : block_size_(block_size), state_slots_(state_slots), blocks_(static_cast<size_t>(num_blocks)) {
   reset();
 }
 
@@ -30,6 +30,8 @@ void kv_blocks::reset() {
   evictable_.clear();
   cache_.clear();
   sequences_.clear();
+  free_slots_.resize(size_t(state_slots_));
+  for (int i = 0; i < state_slots_; ++i) free_slots_[size_t(i)] = state_slots_ - 1 - i;  // hand out 0 first
 }
 
 int kv_blocks::take_block() {
@@ -65,6 +67,7 @@ void kv_blocks::release(request_id id) {
   auto it = sequences_.find(id);
   if (it == sequences_.end()) return;
   for (int b : it->second.table) drop(b);
+  if (it->second.state_slot >= 0) free_slots_.push_back(it->second.state_slot);
   sequences_.erase(it);
 }
 
@@ -81,7 +84,7 @@ void kv_blocks::commit(const kv_commit& c) {
     const int b = s.table[s.full++];
     block& k = blocks_[size_t(b)];
     // A block already cached under another block (same prefix computed twice) stays private.
-    if (!k.cached && !cache_.count(s.chain)) {
+    if (state_slots_ == 0 && !k.cached && !cache_.count(s.chain)) {
       k.cached = true;
       k.hash = s.chain;
       cache_[s.chain] = b;
@@ -103,7 +106,7 @@ kv_admission kv_blocks::admit(const kv_admit& a) {
   // needs it to produce logits.
   std::vector<int> matched;
   uint64_t chain = 0;
-  const int reusable = std::max(0, (n - 1) / block_size_);
+  const int reusable = state_slots_ > 0 ? 0 : std::max(0, (n - 1) / block_size_);
   for (int i = 0; i < reusable; ++i) {
     ++prefix_queries_;
     const uint64_t h = chain_hash(chain, a.tokens.data() + i * block_size_, block_size_);
@@ -118,13 +121,18 @@ kv_admission kv_blocks::admit(const kv_admit& a) {
   int matched_evictable = 0;
   for (int b : matched) matched_evictable += blocks_[size_t(b)].refs == 0;
   if (needed > available() - matched_evictable) return {};
+  if (state_slots_ > 0 && free_slots_.empty()) return {};
   sequence s;
+  if (state_slots_ > 0) {
+    s.state_slot = free_slots_.back();
+    free_slots_.pop_back();
+  }
   for (int b : matched) hold(b);
   s.table = matched;
   s.full = matched.size();
   s.chain = chain;
   for (int i = 0; i < needed; ++i) s.table.push_back(take_block());
-  kv_admission out{true, s.table, int(matched.size()) * block_size_};
+  kv_admission out{true, s.table, int(matched.size()) * block_size_, s.state_slot};
   sequences_[a.id] = std::move(s);
   return out;
 }

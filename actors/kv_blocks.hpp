@@ -3,6 +3,11 @@
 // full blocks keyed by a hash chained over every token before them, so a block is reused
 // only when its whole prefix matches. Blocks nobody holds stay cached until evicted
 // (least recently freed first).
+//
+// A model with linear-attention layers (Qwen3.5) also needs one recurrent-state slot per
+// sequence, from `state_slots`. Its prefix cache is off: a cached block holds the full-
+// attention layers' keys and values, but the linear layers' state after those tokens is
+// kept nowhere, so a hit could not skip their computation.
 #include <cstdint>
 #include <list>
 #include <unordered_map>
@@ -14,7 +19,7 @@ namespace troupe {
 
 class kv_blocks {
  public:
-  kv_blocks(int num_blocks, int block_size);
+  kv_blocks(int num_blocks, int block_size, int state_slots = 0);
 
   kv_step_reply apply(const kv_step_request& request);
   // Forgets every sequence and cached block (their KV memory is gone).
@@ -34,6 +39,7 @@ class kv_blocks {
     std::vector<int> pending;  // committed tokens of the block not yet full
     size_t full = 0;           // blocks whose every token is committed
     uint64_t chain = 0;        // hash of those blocks' tokens
+    int state_slot = -1;
   };
 
   void release(request_id id);
@@ -46,6 +52,8 @@ class kv_blocks {
   void drop(int b);
 
   int block_size_;
+  int state_slots_;
+  std::vector<int> free_slots_;
   std::vector<block> blocks_;
   std::vector<int> free_;       // hold nothing
   std::list<int> evictable_;    // cached, held by nobody; front is evicted first

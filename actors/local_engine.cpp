@@ -52,7 +52,7 @@ result<engine> start_local_engine(caf::actor_system& system, const engine_option
   const int groups = std::clamp(options.expert_groups, 1, c.num_experts);
 
   e.health = system.spawn(health_monitor);
-  e.kv = system.spawn(kv_manager, e.num_blocks, block_size);
+  e.kv = system.spawn(kv_manager, e.num_blocks, block_size, backend->num_state_slots);
   scheduler_options sched = options.scheduler;
   sched.max_model_len = e.max_model_len;
   sched.pipeline_stages = int(layout->size());

@@ -68,8 +68,9 @@ struct step_sequence {
   bool restart = false;
   std::vector<int> prefix;
   output_constraint constraint;
+  int state_slot = -1;  // its recurrent state in linear-attention layers (none without them)
   TROUPE_FIELDS(step_sequence, id, first_token, count, start, prompt_length, block_table, sample,
-                sampling, restart, prefix, constraint)
+                sampling, restart, prefix, constraint, state_slot)
 };
 
 // scheduler -> first stage: one iteration of continuous batching.
@@ -90,12 +91,14 @@ struct step_result {
 };
 
 // kv_manager's answer to admitting a sequence: blocks already holding its prompt's
-// prefix (prefix cache), and how many tokens they cover.
+// prefix (prefix cache), how many tokens they cover, and for a model with linear-attention
+// layers the slot of its recurrent state (-1 otherwise).
 struct kv_admission {
   bool admitted = false;
   std::vector<int> blocks;
   int cached_tokens = 0;
-  TROUPE_FIELDS(kv_admission, admitted, blocks, cached_tokens)
+  int state_slot = -1;
+  TROUPE_FIELDS(kv_admission, admitted, blocks, cached_tokens, state_slot)
 };
 
 struct kv_usage {

@@ -36,6 +36,7 @@ void requeue(scheduler_state& st, request_id id) {
   sequence& s = st.sequences[id];
   s.computed = 0;
   s.blocks.clear();
+  s.state_slot = -1;
   s.restart = true;
   st.waiting.push_front(id);
 }
@@ -150,7 +151,8 @@ void on_kv_reply(self_ptr self, const kv_step_request& asked, const kv_step_repl
   auto add_span = [&](request_id id, int count) {
     sequence& s = st.sequences[id];
     step_sequence span{id, int(plan.token_ids.size()), count, s.computed, int(s.request.prompt.size()),
-                       s.blocks, s.computed + count == int(s.tokens.size()), s.request.sampling, s.restart, {}, {}};
+                       s.blocks, s.computed + count == int(s.tokens.size()), s.request.sampling, s.restart, {}, {},
+                       s.state_slot};
     if (s.restart) {
       span.prefix.assign(s.tokens.begin(), s.tokens.begin() + s.computed);
       if (!s.request.output_grammar.rules.empty())
@@ -179,6 +181,7 @@ void on_kv_reply(self_ptr self, const kv_step_request& asked, const kv_step_repl
     const request_id id = asked.admits[i].id;
     sequence& s = st.sequences[id];
     s.blocks = a.blocks;
+    s.state_slot = a.state_slot;
     s.computed = a.cached_tokens;
     if (s.cached_prompt_tokens < 0) s.cached_prompt_tokens = a.cached_tokens;
     st.waiting.erase(std::find(st.waiting.begin(), st.waiting.end(), id));

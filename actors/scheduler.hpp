@@ -40,6 +40,7 @@ struct scheduler_state {
     int cached_prompt_tokens = -1;  // from the first admission's prefix-cache hit
     int recoveries = 0;
     bool cancelled = false;
+    int state_slot = -1;      // its recurrent state (models with linear-attention layers)
   };
   scheduler_options options;
   std::unordered_map<request_id, sequence> sequences;

@@ -73,7 +73,7 @@ caf::result<step_result> run_step(self_ptr self, const step_plan& plan, std::vec
   forward_batch batch{plan.token_ids, {}};
   for (const auto& s : plan.sequences) {
     const logits_rows logits = s.sample ? logits_rows::last : logits_rows::none;
-    batch.sequences.push_back({s.first_token, s.count, s.start, s.block_table, logits});
+    batch.sequences.push_back({s.first_token, s.count, s.start, s.block_table, logits, s.state_slot});
   }
   const auto samples = st.options.last_stage ? sample_requests(st, plan) : std::vector<sample_request>{};
   // A peer that failed (an expert group restarting) fails the step, not the stage: the

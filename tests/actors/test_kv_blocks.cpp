@@ -112,3 +112,32 @@ BOOST_AUTO_TEST_CASE(grows_and_admissions_that_do_not_fit_are_refused) {
   BOOST_TEST(kv.usage().used_blocks == 0);
   BOOST_TEST(admit(kv, 2, tokens(100, 16)).admitted);
 }
+
+// A model with linear-attention layers: every admitted sequence holds its own state slot
+// until released or reset, an admission without a free slot is refused, and no prefix is
+// ever served from the cache (the linear layers' state at its end is not kept).
+BOOST_AUTO_TEST_CASE(recurrent_state_slots_are_held_per_sequence_and_turn_the_prefix_cache_off) {
+  kv_blocks kv(16, 4, 2);
+  const auto prompt = tokens(100, 10);
+  kv_admission a = admit(kv, 1, prompt), b = admit(kv, 2, tokens(200, 3));
+  BOOST_TEST(a.admitted);
+  BOOST_TEST(b.admitted);
+  BOOST_TEST((std::set<int>{a.state_slot, b.state_slot} == std::set<int>{0, 1}));
+  BOOST_TEST(!admit(kv, 3, tokens(300, 2)).admitted);  // blocks are free, slots are not
+
+  commit_and_release(kv, 1, prompt);
+  BOOST_TEST(kv.usage().cached_blocks == 0);
+  kv_admission again = admit(kv, 4, prompt);  // the same prompt: computed from scratch
+  BOOST_TEST(again.admitted);
+  BOOST_TEST(again.cached_tokens == 0);
+  BOOST_TEST(again.state_slot == a.state_slot);  // the slot sequence 1 gave back
+  BOOST_TEST(kv.usage().prefix_hits == 0u);
+
+  kv.reset();
+  BOOST_TEST(admit(kv, 5, prompt).state_slot >= 0);
+  BOOST_TEST(admit(kv, 6, prompt).state_slot >= 0);
+
+  // Without linear layers no slot is handed out.
+  kv_blocks plain(16, 4);
+  BOOST_TEST(admit(plain, 1, prompt).state_slot == -1);
+}
