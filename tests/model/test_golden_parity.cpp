@@ -93,6 +93,39 @@ void check_model(const moe_model& model, const json& g, const std::string& name)
 
 BOOST_AUTO_TEST_CASE(fixtures_exist) { BOOST_TEST(fixtures().size() >= 3); }
 
+// Qwen3.5 in both layouts: as published (text_config beside a vision tower, weights under
+// model.language_model.*, an mtp head to skip) and text-only; prompts longer than the
+// prefill chunk, so the recurrent and conv states carry between calls.
+BOOST_AUTO_TEST_CASE(qwen3_5_fixtures_cover_both_layouts) {
+  int full = 0, text = 0;
+  for (const auto& dir : fixtures()) {
+    std::ifstream in(dir / "config.json");
+    const std::string type = json::parse(in).value("model_type", "");
+    if (type != "qwen3_5_moe" && type != "qwen3_5_moe_text") continue;
+    const json g = read_golden(dir);
+    BOOST_TEST(g["prompt"].size() > g["prefill_chunk"].get<size_t>());
+    auto ckpt = checkpoint::open(dir);
+    BOOST_REQUIRE(ckpt);
+    int visual = 0, mtp = 0, nested = 0;
+    for (const auto& [name, t] : ckpt->tensors()) {
+      visual += name.starts_with("model.visual.");
+      mtp += name.starts_with("mtp.");
+      nested += name.starts_with("model.language_model.");
+    }
+    BOOST_TEST(mtp > 0);
+    if (type == "qwen3_5_moe") {
+      ++full;
+      BOOST_TEST(visual > 0);
+      BOOST_TEST(nested > 0);
+    } else {
+      ++text;
+      BOOST_TEST(visual == 0);
+    }
+  }
+  BOOST_TEST(full >= 1);
+  BOOST_TEST(text >= 1);
+}
+
 BOOST_AUTO_TEST_CASE(cpu_forward_matches_transformers) {
   for (const auto& dir : fixtures()) {
     auto model = load_model(dir);
