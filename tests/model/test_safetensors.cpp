@@ -9,6 +9,7 @@
 #include "model/safetensors.hpp"
 #include "model/safetensors_writer.hpp"
 #include "model/test_model.hpp"
+#include "tests/support/source_dir.hpp"
 #include "tests/support/temp_dir.hpp"
 
 using namespace troupe;
@@ -141,28 +142,48 @@ BOOST_AUTO_TEST_CASE(index_that_points_to_the_wrong_shard_is_rejected) {
   BOOST_TEST(contains(load_error(dir.path()), "says tensor model.embed_tokens.weight is in " + second + ", but that shard does not hold it"));
 }
 
+namespace {
+
+// The load error of DIR's checkpoint copied without tensor `drop` and with the first two
+// dims of tensor `reshape` swapped.
+std::string rewritten_load_error(const fs::path& dir, const std::string& drop, const std::string& reshape) {
+  auto c = checkpoint::open(dir);
+  BOOST_REQUIRE(c);
+  std::vector<tensor_to_write> tensors;
+  for (const auto& [name, t] : c->tensors()) {
+    if (name == drop) continue;
+    tensor_to_write w{name, t.type, t.shape, std::vector<uint8_t>(reinterpret_cast<const uint8_t*>(t.data), reinterpret_cast<const uint8_t*>(t.data) + t.nbytes)};
+    if (name == reshape) std::swap(w.shape[0], w.shape[1]);
+    tensors.push_back(std::move(w));
+  }
+  test::temp_dir out("rewritten");
+  fs::copy_file(dir / "config.json", out.path() / "config.json");
+  BOOST_REQUIRE(write_checkpoint(out.path(), tensors, size_t(1) << 30));
+  return load_error(out.path());
+}
+
+}  // namespace
+
 BOOST_AUTO_TEST_CASE(missing_tensor_and_wrong_shape_name_the_tensor) {
   test::temp_dir dir("bad_tensor");
   BOOST_REQUIRE(make_test_model(dir.path(), tiny(size_t(1) << 30)));
-  auto c = checkpoint::open(dir.path());
-  BOOST_REQUIRE(c);
-  auto rewrite = [&](const std::string& drop, const std::string& reshape) {
-    std::vector<tensor_to_write> tensors;
-    for (const auto& [name, t] : c->tensors()) {
-      if (name == drop) continue;
-      tensor_to_write w{name, t.type, t.shape, std::vector<uint8_t>(reinterpret_cast<const uint8_t*>(t.data), reinterpret_cast<const uint8_t*>(t.data) + t.nbytes)};
-      if (name == reshape) std::swap(w.shape[0], w.shape[1]);
-      tensors.push_back(std::move(w));
-    }
-    test::temp_dir out("rewritten");
-    fs::copy_file(dir.path() / "config.json", out.path() / "config.json");
-    BOOST_REQUIRE(write_checkpoint(out.path(), tensors, size_t(1) << 30));
-    return load_error(out.path());
-  };
-  BOOST_TEST(rewrite("model.layers.0.mlp.experts.3.up_proj.weight", "") ==
+  BOOST_TEST(rewritten_load_error(dir.path(), "model.layers.0.mlp.experts.3.up_proj.weight", "") ==
              "checkpoint is missing tensor model.layers.0.mlp.experts.3.up_proj.weight");
-  BOOST_TEST(contains(rewrite("", "model.layers.1.mlp.down_proj.weight"),
+  BOOST_TEST(contains(rewritten_load_error(dir.path(), "", "model.layers.1.mlp.down_proj.weight"),
                       "tensor model.layers.1.mlp.down_proj.weight has shape [24, 16], the config needs [16, 24]"));
+}
+
+// A Qwen3.5 checkpoint's linear-attention, shared-expert and gated-attention tensors are
+// looked up under model.language_model. and held to the config's shapes too.
+BOOST_AUTO_TEST_CASE(qwen3_5_tensors_missing_or_misshapen_are_named) {
+  const fs::path dir = test::source_dir() / "tests/golden/fixtures/qwen3_5_moe_full_sharded";
+  const std::string p = "model.language_model.layers.";
+  for (const std::string& name : {p + "2.linear_attn.A_log", p + "1.linear_attn.conv1d.weight",
+                                  p + "3.mlp.shared_expert_gate.weight", p + "0.mlp.shared_expert.up_proj.weight"})
+    BOOST_TEST(rewritten_load_error(dir, name, "") == "checkpoint is missing tensor " + name);
+  // q_proj carries each head's output gate: [4 heads x 2 x 32, 64].
+  BOOST_TEST(contains(rewritten_load_error(dir, "", p + "3.self_attn.q_proj.weight"),
+                      "tensor " + p + "3.self_attn.q_proj.weight has shape [64, 256], the config needs [256, 64]"));
 }
 
 BOOST_AUTO_TEST_CASE(unknown_architecture_and_missing_files_are_errors) {
