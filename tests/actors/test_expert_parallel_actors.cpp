@@ -87,7 +87,7 @@ class logging_server final : public remote_expert_server {
 BOOST_AUTO_TEST_CASE(a_stage_hears_where_each_expert_group_runs_when_either_starts) {
   caf::actor_system system{test::engine_config()};
   caf::scoped_actor stage{system}, restarted{system};
-  auto kv = system.spawn(kv_manager, 16, 4);
+  auto kv = system.spawn(kv_manager, 16, 4, 0);
   scheduler_options o;
   o.expert_groups = 2;
   o.component_prefix = "main/";
