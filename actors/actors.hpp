@@ -53,6 +53,10 @@ using repoint_atom = caf::atom_constant<caf::atom("repoint")>;
 using expert_group_atom = caf::atom_constant<caf::atom("expgroup")>;
 using expert_join_atom = caf::atom_constant<caf::atom("expjoin")>;
 using expert_step_atom = caf::atom_constant<caf::atom("expstep")>;
+using hang_atom = caf::atom_constant<caf::atom("hang")>;
+using busy_atom = caf::atom_constant<caf::atom("busy")>;
+using stuck_atom = caf::atom_constant<caf::atom("stuck")>;
+using subscribe_atom = caf::atom_constant<caf::atom("subscribe")>;
 
 // A pipeline stage: a contiguous range of layers on one device, with their KV pool. A step
 // enters at the first stage and each stage hands it on: the plan as a message, its
@@ -72,7 +76,10 @@ using stage_actor = caf::typed_actor<
     // reaches the groups on other GPUs there.
     caf::reacts_to<expert_group_atom, int, caf::actor>,
     // Fails the way a crash would (chaos drills and tests).
-    caf::reacts_to<crash_atom>>;
+    caf::reacts_to<crash_atom>,
+    // Blocks its next step this many milliseconds, as a hung device or a collective that
+    // does not return would (chaos drills and tests).
+    caf::reacts_to<hang_atom, int>>;
 
 // Pipeline stage k's name: what supervisors, health reports and crash drills call it.
 inline std::string stage_name(int k) { return "stage_" + std::to_string(k); }
@@ -113,14 +120,22 @@ using scheduler_actor = caf::typed_actor<
 
 // Heartbeats and progress of the components; the gateway's /health asks it.
 using health_monitor_actor = caf::typed_actor<
-    // A component that must report ready before the service is healthy.
+    // A component that must report ready before the service is healthy. The sender (its
+    // supervisor) is told `stuck_atom, name` whenever the component is declared stuck.
     caf::reacts_to<expect_atom, std::string>,
     // The component finished loading and can work.
     caf::reacts_to<ready_atom, std::string>,
+    // The component began a step (true), or ended one that failed (false). A step in
+    // flight longer than the progress timeout makes it stuck: not ready.
+    caf::reacts_to<busy_atom, std::string, bool>,
     // The component finished a unit of work (a step): it is alive and moving.
     caf::reacts_to<progress_atom, std::string>,
     // The component's supervisor restarted it: not ready until it says so again.
     caf::reacts_to<restarted_atom, std::string>,
+    // The actor is told `stuck_atom, name` of every component declared stuck from now on.
+    caf::reacts_to<subscribe_atom, caf::actor>,
+    // Looks for components stuck in a step (its own timer).
+    caf::reacts_to<tick_atom>,
     // Every expected component's state.
     caf::replies_to<health_atom>::with<std::vector<component_health>>>;
 
@@ -156,7 +171,9 @@ using node_agent_actor = caf::typed_actor<
                     health_monitor_actor>::with<int>,
     // Node N's process was started again at a new transport address: this node's link to
     // it moves there (the peer keeps its id). The answer: N's peer id.
-    caf::replies_to<repoint_atom, int, std::vector<uint8_t>>::with<int>>;
+    caf::replies_to<repoint_atom, int, std::vector<uint8_t>>::with<int>,
+    // The hang drill: every stage of this node blocks its next step this many milliseconds.
+    caf::reacts_to<hang_atom, int>>;
 
 }  // namespace troupe
 

@@ -95,7 +95,7 @@ result<running_cluster> start_cluster_engine(caf::actor_system& system, const cl
   const int model_len = spec.engine.max_model_len > 0 ? spec.engine.max_model_len : c.config.max_position_embeddings;
   c.max_model_len = std::min(model_len, num_blocks * spec.engine.block_size);
   if (c.max_model_len < 2) return error{"the cluster's KV cache holds fewer than two tokens of this model"};
-  c.health = system.spawn(health_monitor);
+  c.health = system.spawn(health_monitor, spec.engine.progress_timeout);
   c.actors.push_back(caf::actor_cast<caf::actor>(c.health));
   // The gateway node's agent, in this process, stops with the rest.
   for (size_t i = 0; i < agents.size(); ++i)

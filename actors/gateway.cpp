@@ -231,7 +231,7 @@ void health(self_ptr self, const http_call_ptr& http) {
               return answer(self, http, "/health", 200, "");
             std::string waiting;
             for (const auto& p : parts)
-              if (!p.ready) waiting += (waiting.empty() ? "" : ", ") + p.name;
+              if (!p.ready) waiting += (waiting.empty() ? "" : ", ") + p.name + (p.stuck ? " (stuck in a step)" : "");
             answer_error(self, http, "/health", {503, "not ready: " + waiting, "service_unavailable", {}, {}});
           },
           [=](const caf::error&) {

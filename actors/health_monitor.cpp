@@ -1,39 +1,107 @@
 #include "actors/health_monitor.hpp"
 
-namespace troupe {
+#include <cstdio>
 
-health_monitor_actor::behavior_type health_monitor(
-    health_monitor_actor::stateful_pointer<health_monitor_state> self) {
+namespace troupe {
+namespace {
+
+using self_ptr = health_monitor_actor::stateful_pointer<health_monitor_state>;
+using component = health_monitor_state::component;
+using clock_type = std::chrono::steady_clock;
+
+// How often stuck components are looked for: they are declared within this of the timeout.
+constexpr auto check_interval = std::chrono::milliseconds(100);
+
+bool stuck_now(const health_monitor_state& st, const component& c, clock_type::time_point now) {
+  return c.stuck || (c.busy_since && now - *c.busy_since > st.progress_timeout);
+}
+
+// The component `name` when the current message comes from the actor that said it is
+// ready; null for anyone else's (a replaced actor that woke up).
+component* from_reporter(self_ptr self, const std::string& name) {
+  auto it = self->state.components.find(name);
+  if (it == self->state.components.end() || !it->second.reporter) return nullptr;
+  auto sender = self->current_sender();
+  if (!sender || caf::actor_cast<caf::actor_addr>(sender) != it->second.reporter) return nullptr;
+  return &it->second;
+}
+
+void declare_stuck(self_ptr self, const std::string& name, component& c) {
+  auto& st = self->state;
+  c.stuck = true;
+  const double in_step = std::chrono::duration<double>(clock_type::now() - *c.busy_since).count();
+  std::fprintf(stderr, "troupe: %s has been in one step for %.1f s without progress (progress timeout %lld ms): "
+               "declared failed\n", name.c_str(), in_step, static_cast<long long>(st.progress_timeout.count()));
+  if (c.supervisor) caf::anon_send(c.supervisor, stuck_atom::value, name);
+  for (const caf::actor& s : st.subscribers) caf::anon_send(s, stuck_atom::value, name);
+}
+
+}  // namespace
+
+health_monitor_actor::behavior_type health_monitor(self_ptr self, std::chrono::milliseconds progress_timeout) {
+  self->state.progress_timeout = progress_timeout;
   auto& components = self->state.components;
-  auto now = [] { return std::chrono::steady_clock::now(); };
+  auto now = [] { return clock_type::now(); };
   self->set_down_handler([=, &components](caf::down_msg& msg) {
     for (auto& [name, c] : components)
       if (c.reporter == msg.source) {
         c.ready = false;
         c.reporter = nullptr;
+        c.busy_since.reset();
       }
   });
+  self->delayed_send(self, check_interval, tick_atom::value);
   return {
-      [=, &components](expect_atom, const std::string& name) { components[name].last_progress = now(); },
+      [=, &components](expect_atom, const std::string& name) {
+        auto& c = components[name];
+        c.last_progress = now();
+        if (auto sender = self->current_sender()) c.supervisor = caf::actor_cast<caf::actor>(sender);
+      },
       [=, &components](ready_atom, const std::string& name) {
         auto& c = components[name];
         c.ready = true;
         c.last_progress = now();
+        c.busy_since.reset();
+        c.stuck = false;
         if (auto sender = self->current_sender()) {
           c.reporter = caf::actor_cast<caf::actor_addr>(sender);
           self->monitor(c.reporter);
         }
       },
-      [=, &components](progress_atom, const std::string& name) { components[name].last_progress = now(); },
+      [=](busy_atom, const std::string& name, bool busy) {
+        if (component* c = from_reporter(self, name)) {
+          if (busy) c->busy_since = now();
+          else c->busy_since.reset();
+        }
+      },
+      [=](progress_atom, const std::string& name) {
+        if (component* c = from_reporter(self, name)) {
+          c->last_progress = now();
+          c->busy_since.reset();
+          c->stuck = false;  // it was slow, not dead; nobody replaced it meanwhile
+        }
+      },
       [=, &components](restarted_atom, const std::string& name) {
         auto& c = components[name];
         c.ready = false;
+        c.busy_since.reset();
         ++c.restarts;
+      },
+      [=](subscribe_atom, const caf::actor& subscriber) { self->state.subscribers.push_back(subscriber); },
+      [=, &components](tick_atom) {
+        const auto t = now();
+        for (auto& [name, c] : components)
+          if (c.ready && !c.stuck && stuck_now(self->state, c, t)) declare_stuck(self, name, c);
+        self->delayed_send(self, check_interval, tick_atom::value);
       },
       [=, &components](health_atom) {
         std::vector<component_health> out;
-        for (const auto& [name, c] : components)
-          out.push_back({name, c.ready, std::chrono::duration<double>(now() - c.last_progress).count(), c.restarts});
+        const auto t = now();
+        for (const auto& [name, c] : components) {
+          const bool stuck = c.ready && stuck_now(self->state, c, t);
+          out.push_back({name, c.ready && !stuck, std::chrono::duration<double>(t - c.last_progress).count(),
+                         c.restarts, stuck});
+        }
         return out;
       },
   };

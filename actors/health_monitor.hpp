@@ -1,7 +1,9 @@
 #pragma once
 #include <chrono>
 #include <map>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "actors/actors.hpp"
 
@@ -14,15 +16,25 @@ struct health_monitor_state {
     std::chrono::steady_clock::time_point last_progress;
     uint32_t restarts = 0;
     caf::actor_addr reporter;  // the actor that last said ready: its end makes it not ready
+    caf::actor supervisor;     // the one that expected it: told when it is stuck
+    std::optional<std::chrono::steady_clock::time_point> busy_since;  // a step in flight
+    bool stuck = false;  // declared stuck (and its supervisor and subscribers told)
   };
+  std::chrono::milliseconds progress_timeout{30000};
   std::map<std::string, component> components;
+  std::vector<caf::actor> subscribers;
 };
 
 // Tracks readiness, restarts and the time since each component last made progress. A
 // component is ready from its ready message until it is restarted or the actor that sent
 // the message ends, however: a crash, or its node's process gone (in another process, once
-// the connection timeout passes), so a dead node's stages never look ready.
+// the connection timeout passes), so a dead node's stages never look ready. A component
+// that has been in one step for longer than `progress_timeout` (a hung device, a
+// collective that never returns: alive, but making no progress) is stuck, not ready at
+// once, and within 100 ms more its supervisor and the subscribers are told, which replace
+// it. Only the reporter's busy and progress messages count: a replaced actor that wakes up
+// does not speak for its successor.
 health_monitor_actor::behavior_type health_monitor(
-    health_monitor_actor::stateful_pointer<health_monitor_state> self);
+    health_monitor_actor::stateful_pointer<health_monitor_state> self, std::chrono::milliseconds progress_timeout);
 
 }  // namespace troupe

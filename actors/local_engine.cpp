@@ -51,11 +51,12 @@ result<engine> start_local_engine(caf::actor_system& system, const engine_option
                  " tokens) holds fewer than two tokens of this model; give it more memory"};
   const int groups = std::clamp(options.expert_groups, 1, c.num_experts);
 
-  e.health = system.spawn(health_monitor);
+  e.health = system.spawn(health_monitor, options.progress_timeout);
   e.kv = system.spawn(kv_manager, e.num_blocks, block_size, backend->num_state_slots);
   scheduler_options sched = options.scheduler;
   sched.max_model_len = e.max_model_len;
   sched.pipeline_stages = int(layout->size());
+  e.pipeline_stages = sched.pipeline_stages;
   sched.expert_groups = groups;
   e.scheduler = system.spawn(scheduler, sched, e.kv);
 
@@ -78,12 +79,12 @@ result<engine> start_local_engine(caf::actor_system& system, const engine_option
   for (size_t k = 0; k < layout->size(); ++k) {
     const layer_range layers = (*layout)[k];
     stage_options opts{stage_name(int(k)), int(k), layers.first, layers.last, layers.last == c.num_layers,
-                       c.hidden_size, {rows, *self_peer}, options.vocabulary, grammars, {}};
-    children.push_back({opts.name, [opts, make = backend->make_runner, health = e.health](caf::local_actor* parent) {
-                          return caf::actor_cast<caf::actor>(parent->spawn<caf::detached>(stage, opts, make, health));
-                        }});
+                       c.hidden_size, {rows, *self_peer}, options.vocabulary, grammars, {}, {}};
+    children.push_back(stage_child(opts, backend->make_runner, e.health));
   }
-  e.supervisor = system.spawn(supervisor, std::move(children), options.restarts, e.health,
+  restart_policy restarts = options.restarts;
+  restarts.replace_stuck = options.device == device_kind::cpu;
+  e.supervisor = system.spawn(supervisor, std::move(children), restarts, e.health,
                               caf::actor_cast<caf::actor>(e.scheduler));
   return e;
 }

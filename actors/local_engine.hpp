@@ -25,7 +25,9 @@ struct engine_options {
   int pipeline_stages = 1;
   std::vector<layer_range> pipeline_layers;
   scheduler_options scheduler;
-  restart_policy restarts;
+  restart_policy restarts;  // replace_stuck is set for CPU stages
+  // A stage in one step longer than this is declared stuck, and replaced on the CPU.
+  std::chrono::milliseconds progress_timeout{30000};
   // The tokenizer's, for constrained decoding; null: the engine takes no constrained requests.
   std::shared_ptr<const token_vocabulary> vocabulary;
 };
@@ -38,6 +40,7 @@ struct engine {
   caf::actor supervisor;
   int num_blocks = 0;
   int max_model_len = 0;
+  int pipeline_stages = 0;  // stage_0 .. stage_{n-1}, children of the supervisor
 
   // Stops the engine's actors and waits until they are gone.
   void stop(caf::actor_system& system);

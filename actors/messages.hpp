@@ -134,7 +134,8 @@ struct component_health {
   bool ready = false;
   double seconds_since_progress = 0.0;
   uint32_t restarts = 0;
-  TROUPE_FIELDS(component_health, name, ready, seconds_since_progress, restarts)
+  bool stuck = false;  // in one step longer than the progress timeout (then not ready)
+  TROUPE_FIELDS(component_health, name, ready, seconds_since_progress, restarts, stuck)
 };
 
 }  // namespace troupe

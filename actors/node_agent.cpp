@@ -84,7 +84,7 @@ std::vector<child_spec> node_children(self_ptr self, size_t r, const health_moni
     const bool last_stage = k + 1 == replica.stages.size();
     const int next_peer = last_stage ? -1 : st.peers[size_t(node_index(o.spec, replica.stages[k + 1].node))];
     stage_options opts{prefix + stage_name(int(k)), int(k), p.first, last, last_stage, c.hidden_size,
-                       {o.link, next_peer, timeout, int(r)}, o.vocabulary, grammars, {}};
+                       {o.link, next_peer, timeout, int(r)}, o.vocabulary, grammars, {}, {}};
     step_runner_factory make = st.backend->backend.make_runner;
     if (on_cpu)
       make = [over = st.backend->make_runner_over, experts](int first, int last_layer) {
@@ -102,11 +102,19 @@ std::vector<child_spec> node_children(self_ptr self, size_t r, const health_moni
         make = [over = st.backend->make_gpu_runner_over, stage = int(k), ranks, peers = opts.expert_peers](
                    int first, int last_layer) { return over(first, last_layer, stage, ranks, peers); };
       }
-    children.push_back({opts.name, [opts, make, health](caf::local_actor* parent) {
-                          return caf::actor_cast<caf::actor>(parent->spawn<caf::detached>(stage, opts, make, health));
-                        }});
+    children.push_back(stage_child(opts, make, health));
   }
   return children;
+}
+
+// The names of replica `r`'s stages on this node.
+std::vector<std::string> stage_names(const node_agent_state& st, size_t r) {
+  const replica_spec& replica = st.options.spec.replicas[r];
+  std::vector<std::string> names;
+  for (size_t k = 0; k < replica.stages.size(); ++k)
+    if (replica.stages[k].node == st.options.spec.nodes[size_t(st.options.node)].name)
+      names.push_back(replica.name + "/" + stage_name(int(k)));
+  return names;
 }
 
 bool has_stage(const node_agent_state& st) {
@@ -214,6 +222,7 @@ node_agent_actor::behavior_type node_agent(self_ptr self, node_agent_options opt
                                caf::actor_cast<caf::actor>(schedulers[r]));
           self->link_to(s);
           st.supervisors.push_back(s);
+          for (const std::string& name : stage_names(st, r)) st.stages.emplace_back(s, name);
         }
         return started;
       },
@@ -224,6 +233,9 @@ node_agent_actor::behavior_type node_agent(self_ptr self, node_agent_options opt
         if (auto moved = st.options.link->repoint(st.peers[size_t(node)], address); !moved)
           return refused(st, "reaching node " + st.options.spec.nodes[size_t(node)].name + " again: " + moved.err().message);
         return st.peers[size_t(node)];
+      },
+      [=](hang_atom, int ms) {
+        for (const auto& [supervising, name] : self->state.stages) caf::anon_send(supervising, hang_atom::value, name, ms);
       },
   };
 }

@@ -43,6 +43,7 @@ struct node_agent_state {
   std::unique_ptr<expert_server> server;
   scheduler_actor head;  // a scheduler of the head's: when it goes, the head has gone
   std::vector<caf::actor> supervisors;  // one per replica with a part here
+  std::vector<std::pair<caf::actor, std::string>> stages;  // each stage here, with its supervisor
 };
 
 node_agent_actor::behavior_type node_agent(node_agent_actor::stateful_pointer<node_agent_state> self,

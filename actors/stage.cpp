@@ -1,6 +1,7 @@
 #include "actors/stage.hpp"
 
 #include <cstring>
+#include <thread>
 
 #include "base/check.hpp"
 #include "transport/tags.hpp"
@@ -76,10 +77,17 @@ caf::result<step_result> run_step(self_ptr self, const step_plan& plan, std::vec
     batch.sequences.push_back({s.first_token, s.count, s.start, s.block_table, logits, s.state_slot});
   }
   const auto samples = st.options.last_stage ? sample_requests(st, plan) : std::vector<sample_request>{};
+  if (st.hang.count() > 0) std::this_thread::sleep_for(std::exchange(st.hang, std::chrono::milliseconds(0)));
   // A peer that failed (an expert group restarting) fails the step, not the stage: the
   // scheduler re-runs its sequences once the peer is back.
   auto out = st.runner->run(batch, std::move(hidden), samples);
-  if (!out) return caf::make_error(caf::sec::runtime_error, st.options.name + ": " + out.err().message);
+  if (st.options.generation.replaced())
+    return caf::make_error(caf::sec::runtime_error, st.options.name + ": replaced while stuck in step " +
+                                                        std::to_string(plan.step));
+  if (!out) {
+    self->send(st.health, busy_atom::value, st.options.name, false);
+    return caf::make_error(caf::sec::runtime_error, st.options.name + ": " + out.err().message);
+  }
   self->send(st.health, progress_atom::value, st.options.name);
   if (st.options.last_stage) return step_result{plan.step, std::move(out->tokens)};
   // The scheduler plans steps only once every stage is up, and links a stage to the next
@@ -123,11 +131,21 @@ stage_actor::behavior_type stage(self_ptr self, stage_options options, step_runn
   } else {  // e.g. no device memory left for its KV pool: its supervisor decides
     self->quit(caf::make_error(caf::sec::runtime_error, st.options.name + ": " + runner.err().message));
   }
+  // Busy from a step's start: the health monitor declares the stage stuck once a step
+  // takes longer than its progress timeout.
+  auto busy = [=] { self->send(self->state.health, busy_atom::value, self->state.options.name, true); };
   return {
-      [=](step_atom, const step_plan& plan) { return run_step(self, plan, {}); },
+      [=](step_atom, const step_plan& plan) {
+        busy();
+        return run_step(self, plan, {});
+      },
       [=](step_atom, const step_plan& plan, handed_on_atom) -> caf::result<step_result> {
+        busy();
         auto rows = rows_handed_on(self->state.options, plan);
-        if (!rows) return caf::make_error(caf::sec::runtime_error, self->state.options.name + ": " + rows.err().message);
+        if (!rows) {
+          self->send(self->state.health, busy_atom::value, self->state.options.name, false);
+          return caf::make_error(caf::sec::runtime_error, self->state.options.name + ": " + rows.err().message);
+        }
         return run_step(self, plan, std::move(*rows));
       },
       [=](next_stage_atom, const caf::actor& next) { self->state.next = caf::actor_cast<stage_actor>(next); },
@@ -135,7 +153,18 @@ stage_actor::behavior_type stage(self_ptr self, stage_options options, step_runn
         if (const auto& peers = self->state.options.expert_peers) peers->place(group, handle);
       },
       [=](crash_atom) { self->quit(caf::make_error(caf::sec::runtime_error, "crash drill")); },
+      [=](hang_atom, int ms) { self->state.hang = std::chrono::milliseconds(ms); },
   };
+}
+
+child_spec stage_child(stage_options options, step_runner_factory make_runner, health_monitor_actor health) {
+  options.generation.latest = std::make_shared<std::atomic<uint64_t>>(0);
+  std::string name = options.name;
+  return {std::move(name), [options, make_runner, health](caf::local_actor* parent) {
+            stage_options started = options;
+            started.generation.mine = ++*started.generation.latest;
+            return caf::actor_cast<caf::actor>(parent->spawn<caf::detached>(stage, started, make_runner, health));
+          }};
 }
 
 }  // namespace troupe

@@ -1,10 +1,12 @@
 #pragma once
+#include <atomic>
 #include <memory>
 #include <string>
 #include <unordered_map>
 
 #include "actors/actors.hpp"
 #include "actors/expert_peer_handles.hpp"
+#include "actors/supervisor.hpp"
 #include "transport/transport.hpp"
 #include "model/grammar/constrained_output.hpp"
 #include "model/grammar/grammar_cache.hpp"
@@ -24,6 +26,15 @@ struct stage_link {
   int replica = 0;
 };
 
+// Which start of its stage an actor is. A stage replaced while stuck finds, when its step
+// returns, that a later one has started, and drops what it computed: its successor's
+// pipeline may be running newer steps on the same KV blocks.
+struct stage_generation {
+  std::shared_ptr<std::atomic<uint64_t>> latest;  // shared by every start of the stage
+  uint64_t mine = 0;
+  bool replaced() const { return latest && latest->load() != mine; }
+};
+
 struct stage_options {
   std::string name;
   int index = 0;  // in pipeline order
@@ -39,6 +50,7 @@ struct stage_options {
   // A GPU stage with expert groups on other GPUs: where its runner reaches them (the
   // stage keeps it up to date); null otherwise.
   std::shared_ptr<expert_peer_handles> expert_peers;
+  stage_generation generation;  // set by stage_child at each start
 };
 
 struct stage_state {
@@ -51,6 +63,7 @@ struct stage_state {
   std::unordered_map<request_id, token_history> histories;
   std::unordered_map<request_id, constrained_output> constraints;
   health_monitor_actor health;
+  std::chrono::milliseconds hang{0};  // a drill's: how long the next step blocks
 };
 
 // Runs its layers of each step plan. Its KV pool starts empty at every (re)start: the
@@ -58,5 +71,9 @@ struct stage_state {
 // histories and grammar states from the tokens of that re-prefill.
 stage_actor::behavior_type stage(stage_actor::stateful_pointer<stage_state> self, stage_options options,
                                  step_runner_factory make_runner, health_monitor_actor health);
+
+// How a supervisor starts the stage: detached (a step blocks its thread), each start one
+// generation later than the last.
+child_spec stage_child(stage_options options, step_runner_factory make_runner, health_monitor_actor health);
 
 }  // namespace troupe

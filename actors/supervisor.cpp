@@ -1,14 +1,15 @@
 #include "actors/supervisor.hpp"
 
 #include <algorithm>
+#include <cstdio>
 
 namespace troupe {
 namespace {
 
 using restart_atom = caf::atom_constant<caf::atom("restart")>;
+using self_ptr = caf::stateful_actor<supervisor_state>*;
 
-void start_child(caf::stateful_actor<supervisor_state>* self, const child_spec& spec,
-                 const caf::actor& listener) {
+void start_child(self_ptr self, const child_spec& spec, const caf::actor& listener) {
   caf::actor child = spec.start(self);
   // Linked so that children end with their supervisor; monitored because a down message
   // arrives however a child ends (an actor killed by an exit message from its linked
@@ -19,10 +20,27 @@ void start_child(caf::stateful_actor<supervisor_state>* self, const child_spec& 
   if (listener) self->send(listener, child_up_atom::value, spec.name, child);
 }
 
+// Child `name` is gone: started again after the backoff, unless it failed too often within
+// the window, which fails the supervisor.
+void restart_later(self_ptr self, const std::string& name, const restart_policy& policy,
+                   const health_monitor_actor& health) {
+  auto& times = self->state.restarts[name];
+  const auto now = std::chrono::steady_clock::now();
+  while (!times.empty() && now - times.front() > policy.window) times.pop_front();
+  if (int(times.size()) >= policy.max_restarts) {
+    self->quit(caf::make_error(caf::sec::runtime_error, name + " failed " + std::to_string(times.size() + 1) +
+                                                            " times within the restart window"));
+    return;
+  }
+  times.push_back(now);
+  self->send(health, restarted_atom::value, name);
+  self->delayed_send(self, policy.backoff, restart_atom::value, name);
+}
+
 }  // namespace
 
-caf::behavior supervisor(caf::stateful_actor<supervisor_state>* self, std::vector<child_spec> specs,
-                         restart_policy policy, health_monitor_actor health, caf::actor listener) {
+caf::behavior supervisor(self_ptr self, std::vector<child_spec> specs, restart_policy policy,
+                         health_monitor_actor health, caf::actor listener) {
   self->state.specs = std::move(specs);
   for (const auto& spec : self->state.specs) {
     self->send(health, expect_atom::value, spec.name);
@@ -43,23 +61,30 @@ caf::behavior supervisor(caf::stateful_actor<supervisor_state>* self, std::vecto
     const std::string name = it->first;
     st.children.erase(it);
     if (msg.reason == caf::exit_reason::normal || msg.reason == caf::exit_reason::user_shutdown) return;
-    auto& times = st.restarts[name];
-    const auto now = std::chrono::steady_clock::now();
-    while (!times.empty() && now - times.front() > policy.window) times.pop_front();
-    if (int(times.size()) >= policy.max_restarts) {
-      self->quit(caf::make_error(caf::sec::runtime_error, name + " failed " + std::to_string(times.size() + 1) +
-                                                              " times within the restart window"));
-      return;
-    }
-    times.push_back(now);
-    self->send(health, restarted_atom::value, name);
-    self->delayed_send(self, policy.backoff, restart_atom::value, name);
+    restart_later(self, name, policy, health);
   });
   return {
       // Chaos drills: make one child fail as a crash would.
       [=](crash_atom, const std::string& name) {
         auto it = self->state.children.find(name);
         if (it != self->state.children.end()) self->send_exit(it->second, caf::sec::runtime_error);
+      },
+      // Chaos drills: make one child (a stage) block its next step.
+      [=](hang_atom, const std::string& name, int ms) {
+        auto it = self->state.children.find(name);
+        if (it != self->state.children.end()) self->send(it->second, hang_atom::value, ms);
+      },
+      [=](stuck_atom, const std::string& name) {
+        auto it = self->state.children.find(name);
+        if (!policy.replace_stuck || it == self->state.children.end()) return;
+        const caf::actor stuck = it->second;
+        self->state.children.erase(it);
+        self->demonitor(stuck);
+        self->unlink_from(stuck);
+        self->send_exit(stuck, caf::exit_reason::kill);
+        std::fprintf(stderr, "troupe: %s is stuck: replacing it (the stuck one keeps its thread and memory until "
+                     "its step returns)\n", name.c_str());
+        restart_later(self, name, policy, health);
       },
       [=](restart_atom, const std::string& name) {
         for (const auto& spec : self->state.specs)

@@ -92,7 +92,7 @@ int cluster_status_command(int argc, char** argv) {
     char last[32] = "-";  // expert groups report no steps of their own
     if (stage) std::snprintf(last, sizeof last, "%.1f s ago", c.seconds_since_progress);
     std::printf("%-24s %-35s %-6s %8u %10s\n", c.name.c_str(), placement_of(spec, c.name, model).c_str(),
-                c.ready ? "yes" : "no", c.restarts, last);
+                c.ready ? "yes" : c.stuck ? "stuck" : "no", c.restarts, last);
   }
   return all_ready ? 0 : 1;
 }

@@ -124,8 +124,11 @@ int cluster_up_command(int argc, char** argv) {
   for (size_t i = 0; i < spec.nodes.size(); ++i) {
     const node_spec& n = spec.nodes[i];
     if (n.name == head) {
-      node_agent_options options{spec, int(i), backend_options_of(spec), {}, std::shared_ptr<transport>(std::move(*link)),
-                                 vocabulary_of(*codec->tok)};
+      // The head's own stuck stages are replaced in this process, where that is safe.
+      restart_policy restarts;
+      restarts.replace_stuck = n.gpus.empty();
+      node_agent_options options{spec, int(i), backend_options_of(spec), restarts,
+                                 std::shared_ptr<transport>(std::move(*link)), vocabulary_of(*codec->tok)};
       agents.push_back(system.spawn(node_agent, std::move(options)));
       continue;
     }
@@ -140,11 +143,13 @@ int cluster_up_command(int argc, char** argv) {
   auto cluster = start_cluster_engine(system, spec, checked->model, agents, scheduling);
   if (!cluster) return fail(cluster.err().message);
   // A node whose agent the head loses (its process died, or stopped answering heartbeats
-  // for the connection timeout: stopped, hung) is killed if it still runs, and restarted.
+  // for the connection timeout: stopped, hung), or one of whose stages is stuck in a step,
+  // is killed if it still runs, and restarted.
   std::atomic<node_keeper*> keeping{nullptr};
-  const caf::actor watch = spawn_node_watch(system, [&keeping](const std::string& node) {
+  const caf::actor watch = spawn_node_watch(system, spec, [&keeping](const std::string& node) {
     if (node_keeper* k = keeping.load()) k->lost(node);
   });
+  caf::anon_send(cluster->health, subscribe_atom::value, watch);
   node_keeper keeper(children, spec.file, node_restarts, spec.cluster.startup_timeout,
                      [&](const std::string& name, int node_port) -> status {
                        const auto at = std::find_if(spec.nodes.begin(), spec.nodes.end(),
@@ -168,13 +173,19 @@ int cluster_up_command(int argc, char** argv) {
   http::server_options http;
   http.host = spec.gateway.host;
   http.port = *port >= 0 ? *port : spec.gateway.port;
-  const served_engine e{cluster->config,        cluster->health,     cluster->replicas,
-                        cluster->max_model_len, cluster->num_blocks, [&] {
+  const node_agent_actor head_agent = agents[size_t(spec.node(head) - spec.nodes.data())];
+  const served_engine e{cluster->config,
+                        cluster->health,
+                        cluster->replicas,
+                        cluster->max_model_len,
+                        cluster->num_blocks,
+                        [&] {
                           keeping = nullptr;  // no node rejoins a cluster that is stopping
                           keeper.stop();
                           caf::anon_send_exit(watch, caf::exit_reason::user_shutdown);
                           cluster->stop(system);
-                        }};
+                        },
+                        [head_agent](int ms) { caf::anon_send(head_agent, hang_atom::value, ms); }};
   return serve_until_stopped(system, e, *codec, g, http, stop_signals, "troupe cluster up");
 }
 

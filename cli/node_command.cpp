@@ -1,7 +1,8 @@
 // `troupe node --config FILE --name NAME [--port N]`: one node process of a cluster. It
 // publishes its node_agent on the node's control address and port (--port overrides the
 // file's; 0 picks a free one), prints "troupe node NAME: control on ADDRESS:PORT", and
-// runs what the head starts there until SIGTERM, SIGINT, or the head going away.
+// runs what the head starts there until SIGTERM, SIGINT, or the head going away. A hang
+// drill's signal (base/hang_drill_signal.hpp) goes to its stages.
 #include <unistd.h>
 
 #include <csignal>
@@ -12,6 +13,7 @@
 #include <caf/io/middleman.hpp>
 
 #include "actors/node_agent.hpp"
+#include "base/hang_drill_signal.hpp"
 #include "cli/args.hpp"
 #include "cli/cluster_system.hpp"
 #include "cli/commands.hpp"
@@ -92,7 +94,15 @@ int node_command(int argc, char** argv) {
   const timespec poll{0, 200'000'000};
   bool ended = false;
   while (!ended) {
-    if (sigtimedwait(&stop_signals, nullptr, &poll) > 0) {
+    siginfo_t info{};
+    const int signal = sigtimedwait(&stop_signals, &info, &poll);
+    if (signal == hang_drill_signal) {
+      if (auto ms = hang_drill_ms(info)) {
+        std::fprintf(stderr, "troupe node %s: hang drill: every stage here blocks its next step for %d ms\n",
+                     name->c_str(), *ms);
+        caf::anon_send(agent, hang_atom::value, *ms);
+      }
+    } else if (signal > 0) {
       caf::anon_send_exit(agent, caf::exit_reason::user_shutdown);
       self->receive([](const caf::down_msg&) {}, caf::after(stop_grace) >> [] {});
       break;

@@ -3,6 +3,8 @@
 #include <cstdio>
 #include <cstring>
 
+#include "base/hang_drill_signal.hpp"
+
 namespace troupe::cli {
 
 sigset_t block_stop_signals() {
@@ -10,6 +12,7 @@ sigset_t block_stop_signals() {
   sigemptyset(&stop_signals);
   sigaddset(&stop_signals, SIGTERM);
   sigaddset(&stop_signals, SIGINT);
+  sigaddset(&stop_signals, hang_drill_signal);
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
   return stop_signals;
 }
@@ -27,7 +30,14 @@ result<text_codec> load_text_codec(const std::filesystem::path& model_dir) {
 }
 
 served_engine served(caf::actor_system& system, engine& e) {
-  return {e.config, e.health, {{"main", e.scheduler, 1, ""}}, e.max_model_len, e.num_blocks, [&system, &e] { e.stop(system); }};
+  return {e.config,        e.health,
+          {{"main", e.scheduler, 1, ""}},
+          e.max_model_len, e.num_blocks,
+          [&system, &e] { e.stop(system); },
+          [&e](int ms) {
+            for (int k = 0; k < e.pipeline_stages; ++k)
+              caf::anon_send(e.supervisor, hang_atom::value, stage_name(k), ms);
+          }};
 }
 
 int serve_until_stopped(caf::actor_system& system, const served_engine& e, const text_codec& codec,
@@ -50,9 +60,16 @@ int serve_until_stopped(caf::actor_system& system, const served_engine& e, const
               http.host.c_str(), (*server)->port(), e.max_model_len, e.num_blocks);
   std::fflush(stdout);
 
-  int signal = 0;
-  sigwait(&stop_signals, &signal);
-  std::fprintf(stderr, "troupe: %s: no new connections; finishing requests in flight\n", strsignal(signal));
+  siginfo_t info{};
+  for (;;) {
+    if (sigwaitinfo(&stop_signals, &info) < 0) continue;  // interrupted
+    if (info.si_signo != hang_drill_signal) break;
+    if (auto ms = hang_drill_ms(info)) {
+      std::fprintf(stderr, "troupe: hang drill: every stage here blocks its next step for %d ms\n", *ms);
+      e.hang(*ms);
+    }
+  }
+  std::fprintf(stderr, "troupe: %s: no new connections; finishing requests in flight\n", strsignal(info.si_signo));
   (*server)->stop_accepting();
   (*server)->shutdown(std::chrono::seconds(30));
   server->reset();

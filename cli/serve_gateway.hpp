@@ -14,8 +14,9 @@
 
 namespace troupe::cli {
 
-// Blocks SIGTERM and SIGINT in this thread and every thread started after it (call it
-// before the actor system starts); serve_until_stopped takes them with sigwait.
+// Blocks SIGTERM and SIGINT, and the hang drill's SIGUSR1 (base/hang_drill_signal.hpp), in
+// this thread and every thread started after it (call it before the actor system starts);
+// serve_until_stopped and troupe node take them with sigwaitinfo.
 sigset_t block_stop_signals();
 
 // The tokenizer and chat template in `model_dir`; a missing template is logged (chat
@@ -34,13 +35,14 @@ struct served_engine {
   int max_model_len = 0;
   int num_blocks = 0;  // per stage, for the start-up line
   std::function<void()> stop;
+  std::function<void(int ms)> hang;  // the hang drill: this process's stages block their next step
 };
 
 // One process's engine as one replica, "main".
 served_engine served(caf::actor_system& system, engine& e);
 
 // Runs the gateway over `e` until a stop signal, then stops it; 0, or 1 when the HTTP
-// server cannot start.
+// server cannot start. A hang drill's signal meanwhile goes to e.hang.
 int serve_until_stopped(caf::actor_system& system, const served_engine& e, const text_codec& codec,
                         gateway_options g, const http::server_options& http, const sigset_t& stop_signals,
                         const char* command);

@@ -54,6 +54,8 @@ struct engine_settings {
   int kv_cache_mb = 0;    // 0: the backend decides
   int block_size = 16;
   int pipeline_stages = 1;  // single-node files only; a cluster's replicas list their stages
+  // A stage in one step longer than this is stuck: declared failed and replaced.
+  std::chrono::milliseconds progress_timeout{30000};
 };
 
 struct node_spec {

@@ -12,7 +12,8 @@ std::string status_json(const cluster_status& status) {
     components.push_back({{"name", c.name},
                           {"ready", c.ready},
                           {"restarts", c.restarts},
-                          {"seconds_since_progress", c.seconds_since_progress}});
+                          {"seconds_since_progress", c.seconds_since_progress},
+                          {"stuck", c.stuck}});
   for (const auto& r : status.replicas) {
     const kv_usage& kv = r.engine.kv;
     replicas.push_back({{"name", r.route.name},
@@ -39,7 +40,8 @@ result<cluster_status> parse_status_json(std::string_view text) {
   try {  // get<T> throws on a wrong type: one place turns that into an error
     for (const json& c : *components)
       s.components.push_back({c.at("name").get<std::string>(), c.at("ready").get<bool>(),
-                              c.at("seconds_since_progress").get<double>(), c.at("restarts").get<uint32_t>()});
+                              c.at("seconds_since_progress").get<double>(), c.at("restarts").get<uint32_t>(),
+                              c.at("stuck").get<bool>()});
     for (const json& r : *replicas) {
       replica_status rs;
       rs.route = {r.at("name").get<std::string>(), r.at("weight").get<double>(), r.at("in_flight").get<int>(),

@@ -1,6 +1,6 @@
 // What /health reports: not ready until every expected component said so, not ready again
-// after a restart or once the actor that said so is gone, and the time since each last
-// made progress.
+// after a restart or once the actor that said so is gone, the time since each last made
+// progress, and a component stuck in one step past the progress timeout.
 #define BOOST_TEST_MODULE health_monitor
 #include <boost/test/unit_test.hpp>
 
@@ -30,7 +30,7 @@ bool all_ready(const std::vector<component_health>& parts) {
 BOOST_AUTO_TEST_CASE(ready_only_when_every_expected_component_is) {
   caf::actor_system system{test::engine_config()};
   caf::scoped_actor self{system};
-  auto h = system.spawn(health_monitor);
+  auto h = system.spawn(health_monitor, std::chrono::milliseconds(30000));
   self->send(h, expect_atom::value, std::string("stage_0"));
   self->send(h, expect_atom::value, std::string("expert_group_0"));
   BOOST_TEST(!all_ready(ask(self, h)));
@@ -60,7 +60,7 @@ BOOST_AUTO_TEST_CASE(ready_only_when_every_expected_component_is) {
 BOOST_AUTO_TEST_CASE(a_component_whose_actor_ends_is_not_ready) {
   caf::actor_system system{test::engine_config()};
   caf::scoped_actor self{system};
-  auto h = system.spawn(health_monitor);
+  auto h = system.spawn(health_monitor, std::chrono::milliseconds(30000));
   auto say_ready = [&](const std::string& name) {
     return system.spawn([h, name](caf::event_based_actor* a) -> caf::behavior {
       a->send(h, ready_atom::value, name);
@@ -75,5 +75,83 @@ BOOST_AUTO_TEST_CASE(a_component_whose_actor_ends_is_not_ready) {
   auto second = say_ready("stage_0");
   BOOST_TEST(test::eventually([&] { return all_ready(ask(self, h)); }));
   self->send_exit(second, caf::exit_reason::user_shutdown);
+  self->send_exit(h, caf::exit_reason::user_shutdown);
+}
+
+namespace {
+
+// A component's actor: on "ready", "busy", "idle" or "progress" it tells the monitor so.
+caf::actor component_actor(caf::actor_system& system, const health_monitor_actor& h, const std::string& name) {
+  return system.spawn([h, name](caf::event_based_actor* a) -> caf::behavior {
+    return {[=](const std::string& what) {
+      if (what == "ready") a->send(h, ready_atom::value, name);
+      if (what == "busy" || what == "idle") a->send(h, busy_atom::value, name, what == "busy");
+      if (what == "progress") a->send(h, progress_atom::value, name);
+    }};
+  });
+}
+
+// The next stuck_atom message `self` receives, or "" within `within`.
+std::string next_stuck(caf::scoped_actor& self, std::chrono::milliseconds within) {
+  std::string name;
+  self->receive([&](stuck_atom, const std::string& n) { name = n; }, caf::after(within) >> [] {});
+  return name;
+}
+
+}  // namespace
+
+// A component in one step for longer than the progress timeout is not ready from that
+// moment, and its supervisor (who expected it) and the subscribers hear it is stuck within
+// the check interval; its own progress makes it ready again. A step that ended (even by
+// failing) is no longer in flight, and messages of an actor other than the one that said
+// ready do not count.
+BOOST_AUTO_TEST_CASE(a_component_in_one_step_past_the_progress_timeout_is_stuck) {
+  caf::actor_system system{test::engine_config()};
+  caf::scoped_actor self{system};
+  caf::scoped_actor subscriber{system};
+  const auto timeout = std::chrono::milliseconds(300);
+  auto h = system.spawn(health_monitor, timeout);
+  self->send(h, expect_atom::value, std::string("stage_0"));
+  self->send(h, subscribe_atom::value, caf::actor(subscriber));
+  auto stage = component_actor(system, h, "stage_0");
+  auto impostor = component_actor(system, h, "stage_0");
+  self->send(stage, std::string("ready"));
+  BOOST_TEST(test::eventually([&] { return all_ready(ask(self, h)); }));
+
+  self->send(stage, std::string("busy"));
+  self->send(stage, std::string("idle"));  // a failed step ends it too
+  std::this_thread::sleep_for(timeout * 2);
+  BOOST_TEST(all_ready(ask(self, h)));
+  BOOST_TEST(next_stuck(self, std::chrono::milliseconds(0)) == "");
+
+  self->send(impostor, std::string("busy"));  // not the reporter: ignored
+  std::this_thread::sleep_for(timeout * 2);
+  BOOST_TEST(all_ready(ask(self, h)));
+
+  self->send(stage, std::string("busy"));
+  const auto busy = std::chrono::steady_clock::now();
+  BOOST_TEST(test::eventually([&] { return !all_ready(ask(self, h)); }, std::chrono::seconds(2)));
+  const auto declared = std::chrono::steady_clock::now() - busy;
+  BOOST_TEST(declared >= timeout, "not ready before the timeout passed");
+  BOOST_TEST(ask(self, h).at(0).stuck);
+  BOOST_TEST(next_stuck(self, std::chrono::milliseconds(500)) == "stage_0");
+  BOOST_TEST(next_stuck(subscriber, std::chrono::milliseconds(500)) == "stage_0");
+  BOOST_TEST(next_stuck(self, std::chrono::milliseconds(300)) == "", "told twice");
+
+  self->send(impostor, std::string("progress"));  // a replaced actor's late progress
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  BOOST_TEST(!all_ready(ask(self, h)));
+  self->send(stage, std::string("progress"));  // slow, not dead: nobody replaced it
+  BOOST_TEST(test::eventually([&] { return all_ready(ask(self, h)); }));
+  BOOST_TEST(!ask(self, h).at(0).stuck);
+
+  // A replacement (restarted, then a new actor's ready) is a fresh start.
+  self->send(stage, std::string("busy"));
+  BOOST_TEST(next_stuck(self, std::chrono::seconds(2)) == "stage_0");
+  self->send(h, restarted_atom::value, std::string("stage_0"));
+  self->send(impostor, std::string("ready"));
+  BOOST_TEST(test::eventually([&] { return all_ready(ask(self, h)); }));
+  BOOST_TEST(ask(self, h).at(0).restarts == 1u);
+  for (const auto& a : {stage, impostor}) self->send_exit(a, caf::exit_reason::user_shutdown);
   self->send_exit(h, caf::exit_reason::user_shutdown);
 }
