@@ -34,7 +34,7 @@ std::string report_markdown(const chaos_spec& spec, const run_result& run) {
          "requests accepted / completed / errored / lost | outputs as without faults | TTFT p99 without / with "
          "faults (ms) |\n| --- | --- | --- | --- | --- | --- | --- | --- |\n";
   for (const drill_result& d : run.drills) {
-    out += "| " + d.drill.name + " | " + (d.drill.action == fault::kill ? "kill " : "stop ") + d.drill.node + " | " +
+    out += "| " + d.drill.name + " | " + fault_name(d.drill.action) + " " + d.drill.node + " | " +
            std::to_string(d.faults) + " of " +
            std::to_string(d.drill.count) + " | " + spread(d.detect_s, false) + " | " + spread(d.recover_s, true) + " | " +
            std::to_string(d.accepted) + " / " + std::to_string(d.completed) + " / " + std::to_string(d.errored) +

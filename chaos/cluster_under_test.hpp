@@ -24,6 +24,8 @@ class cluster_under_test {
   cluster_under_test& operator=(const cluster_under_test&) = delete;
 
   const bench::server_address& server() const { return server_; }
+  // The pid of the head (`troupe cluster up`), which runs the gateway's node.
+  int head_pid() const { return pid_; }
   // The pid of node `name`'s process, 0 while none runs.
   int node_pid(const std::string& name) const;
   // GET /health answered 200: every part of some replica is ready.

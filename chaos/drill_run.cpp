@@ -6,6 +6,7 @@
 #include <random>
 #include <thread>
 
+#include "base/hang_drill_signal.hpp"
 #include "bench/serve_load.hpp"
 #include "bench/serve_report.hpp"
 #include "chaos/cluster_under_test.hpp"
@@ -46,41 +47,85 @@ double ttft_p99(const std::vector<bench::request_outcome>& outcomes) {
   return bench::percentile(ttft, 99);
 }
 
-// Hits `drill.node` until the load ends or `count` faults are done, each time waiting for
-// the node to run as a new process with /health back at 200.
-void do_faults(cluster_under_test& cluster, const drill_spec& drill, const std::future<bench::load_result>& load,
-              const std::chrono::seconds patience, drill_result& out) {
+// The drill's fault to process `pid`.
+status hit(const drill_spec& drill, int pid) {
+  switch (drill.action) {
+    case fault::kill: ::kill(pid, SIGKILL); return ok();
+    case fault::stop: ::kill(pid, SIGSTOP); return ok();
+    case fault::hang: return send_hang_drill(pid, int(drill.hang.count()));
+  }
+  return ok();
+}
+
+// Hits `drill.node` until the load ends or `count` faults are done, each time waiting until
+// it is back: /health at 200 again and, for a node's process, a new one running. A hang of
+// the gateway's node hits the head, whose stages are replaced in its process: back once
+// /health, seen failing, answers 200 again.
+void do_faults(cluster_under_test& cluster, const drill_spec& drill, bool at_head,
+               const std::future<bench::load_result>& load, const std::chrono::seconds patience, drill_result& out) {
   auto load_running = [&] { return load.wait_for(std::chrono::seconds(0)) != std::future_status::ready; };
+  auto pid_now = [&] { return at_head ? cluster.head_pid() : cluster.node_pid(drill.node); };
   std::this_thread::sleep_for(drill.interval);  // the streams under way first
   for (int k = 0; k < drill.count && load_running(); ++k) {
-    const int old = cluster.node_pid(drill.node);
+    const int old = pid_now();
     if (old == 0) {
       out.failures.push_back("node " + drill.node + " was not running before fault " + std::to_string(k + 1));
       return;
     }
-    const auto hit = clock_type::now();
-    ::kill(old, drill.action == fault::kill ? SIGKILL : SIGSTOP);
+    const auto hit_at = clock_type::now();
+    if (auto done = hit(drill, old); !done) {
+      out.failures.push_back("node " + drill.node + ": " + done.err().message);
+      return;
+    }
     ++out.faults;
     bool seen_down = false;
     for (;;) {
       const bool healthy = cluster.healthy();
       if (!healthy && !seen_down) {
         seen_down = true;
-        out.detect_s.push_back(seconds_since(hit));
+        out.detect_s.push_back(seconds_since(hit_at));
       }
-      const int now = cluster.node_pid(drill.node);
-      if (healthy && now != 0 && now != old) break;
-      if (clock_type::now() - hit > patience) {
+      const int now = pid_now();
+      if (healthy && now != 0 && (at_head ? seen_down : now != old)) break;
+      if (clock_type::now() - hit_at > patience) {
         out.failures.push_back("node " + drill.node + " was not back within " + std::to_string(patience.count()) + " s");
         return;
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
-    if (!seen_down) out.detect_s.push_back(seconds_since(hit));  // back before a poll saw it down
-    out.recover_s.push_back(seconds_since(hit));
+    if (!seen_down) out.detect_s.push_back(seconds_since(hit_at));  // back before a poll saw it down
+    out.recover_s.push_back(seconds_since(hit_at));
     if (drill.action == fault::stop) ::kill(old, SIGCONT);  // should the head have left it stopped
     std::this_thread::sleep_for(drill.interval);
   }
+}
+
+// Whether `node` runs a pipeline stage of some replica (what a hang blocks).
+bool runs_a_stage(const cluster_spec& spec, const std::string& node) {
+  for (const replica_spec& r : spec.replicas)
+    for (const placement& p : r.stages)
+      if (p.node == node) return true;
+  return false;
+}
+
+// What a drill needs of the cluster's file: a node it can hit.
+status check_drill(const chaos_spec& spec, const cluster_spec& cluster, const drill_spec& d) {
+  const std::string where = spec.file.string() + ":" + std::to_string(d.line) + ": [drill." + d.name + "] ";
+  const node_spec* n = cluster.node(d.node);
+  if (d.action == fault::hang) {
+    if (n == nullptr || !runs_a_stage(cluster, d.node) || (n->name != cluster.gateway.node && n->port != 0))
+      return error{where + "hangs node `" + d.node + "`, which must be a node of " + spec.cluster.string() +
+                   " that runs a pipeline stage and that `troupe cluster up` runs (the gateway's, or one of port 0)"};
+    if (d.hang <= cluster.engine.progress_timeout)
+      return error{where + "hang_ms (" + std::to_string(d.hang.count()) + ") must be longer than the cluster's "
+                   "progress_timeout_ms (" + std::to_string(cluster.engine.progress_timeout.count()) +
+                   "), or nothing is declared stuck"};
+    return ok();
+  }
+  if (n == nullptr || n->name == cluster.gateway.node || n->port != 0)
+    return error{where + "hits node `" + d.node + "`, which must be a node of " + spec.cluster.string() +
+                 " that `troupe cluster up` starts itself (port 0, not the gateway's)"};
+  return ok();
 }
 
 }  // namespace
@@ -89,13 +134,8 @@ result<run_result> run_chaos(const chaos_spec& spec, const std::filesystem::path
   auto checked = read_cluster_with_model(spec.cluster);
   if (!checked) return checked.err();
   const cluster_spec& cluster_file = checked->spec;
-  for (const drill_spec& d : spec.drills) {
-    const node_spec* n = cluster_file.node(d.node);
-    if (n == nullptr || n->name == cluster_file.gateway.node || n->port != 0)
-      return error{spec.file.string() + ":" + std::to_string(d.line) + ": [drill." + d.name + "] hits node `" + d.node +
-                   "`, which must be a node of " + spec.cluster.string() +
-                   " that `troupe cluster up` starts itself (port 0, not the gateway's)"};
-  }
+  for (const drill_spec& d : spec.drills)
+    if (auto usable = check_drill(spec, cluster_file, d); !usable) return usable.err();
   auto cluster = cluster_under_test::start(spec.cluster, log, cluster_file.cluster.startup_timeout);
   if (!cluster) return cluster.err();
 
@@ -122,7 +162,7 @@ result<run_result> run_chaos(const chaos_spec& spec, const std::filesystem::path
     drill_result out;
     out.drill = d;
     auto faulty = std::async(std::launch::async, run_load);
-    do_faults(**cluster, d, faulty, cluster_file.cluster.startup_timeout, out);
+    do_faults(**cluster, d, d.node == cluster_file.gateway.node, faulty, cluster_file.cluster.startup_timeout, out);
     const bench::load_result got = faulty.get();
     out.accepted = int(got.outcomes.size());
     for (size_t i = 0; i < got.outcomes.size(); ++i) {

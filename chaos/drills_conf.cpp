@@ -26,27 +26,45 @@ status read_chaos(const ini_file& file, const ini_section& section, chaos_spec& 
 
 status read_drill(const ini_file& file, const ini_section& section, const std::string& name, chaos_spec& spec) {
   if (auto s = check_name(file, section.line, "drill", name); !s) return s;
-  drill_spec d{name, fault::kill, "", 1, std::chrono::milliseconds(300), section.line};
+  drill_spec d{name, fault::kill, "", 1, std::chrono::milliseconds(300), std::chrono::milliseconds(30000), section.line};
+  int hang_line = 0;
   auto s = read_entries(file, section, {
       {"action", [&](const ini_entry& e) -> status {
-         if (e.value == "kill" || e.value == "stop") {
-           d.action = e.value == "kill" ? fault::kill : fault::stop;
-           return ok();
-         }
-         return error{file.where(e.line) + "`action` is kill (SIGKILL of the node's process) or stop (SIGSTOP), not `" +
-                      e.value + "`"};
+         for (fault f : {fault::kill, fault::stop, fault::hang})
+           if (e.value == fault_name(f)) {
+             d.action = f;
+             return ok();
+           }
+         return error{file.where(e.line) + "`action` is kill (SIGKILL of the node's process), stop (SIGSTOP) or hang "
+                      "(its stages block a step), not `" + e.value + "`"};
        }},
       {"node", text(d.node)},
       {"count", integer(file, d.count, 1, 10000)},
       {"interval_ms", positive_duration(file, d.interval)},
+      {"hang_ms", [&](const ini_entry& e) {
+         hang_line = e.line;
+         return positive_duration(file, d.hang)(e);
+       }},
   });
   if (!s) return s;
   if (d.node.empty()) return error{file.where(section.line) + "[" + section.name + "] needs `node`: whose process it hits"};
+  if (hang_line && d.action != fault::hang)
+    return error{file.where(hang_line) + "`hang_ms` is for action = hang"};
   spec.drills.push_back(std::move(d));
   return ok();
 }
 
 }  // namespace
+
+const char* fault_name(fault f) {
+  switch (f) {
+    case fault::kill: return "kill";
+    case fault::stop: return "stop";
+    case fault::hang: return "hang";
+  }
+  TROUPE_CHECK(false, "a fault without a name");
+  return "";
+}
 
 result<chaos_spec> read_chaos_spec(const std::filesystem::path& path) {
   auto file = read_ini_file(path);

@@ -1,9 +1,12 @@
 #pragma once
 // chaos/drills.conf in native types: the cluster a chaos run starts, the load it keeps on
 // it, and its drills, each a fault done `count` times while that load runs to a node's
-// process: `kill` (SIGKILL: it dies, and `troupe cluster up` starts it again) or `stop`
+// process: `kill` (SIGKILL: it dies, and `troupe cluster up` starts it again), `stop`
 // (SIGSTOP: it hangs, alive, until the head, missing its heartbeats for the connection
-// timeout, kills it and starts it again). Every error names the file and line.
+// timeout, kills it and starts it again) or `hang` (the hang drill's signal: the node's
+// stages block their next step for `hang_ms` while the process stays alive, until the
+// health monitor declares them stuck; the head then restarts a node's process, or
+// replaces its own stages). Every error names the file and line.
 #include <chrono>
 #include <filesystem>
 #include <string>
@@ -13,7 +16,10 @@
 
 namespace troupe::chaos {
 
-enum class fault { kill, stop };
+enum class fault { kill, stop, hang };
+
+// The name a drills file gives the fault.
+const char* fault_name(fault f);
 
 struct drill_spec {
   std::string name;  // [drill.NAME]
@@ -21,6 +27,7 @@ struct drill_spec {
   std::string node;  // the node whose process it hits
   int count = 1;
   std::chrono::milliseconds interval{300};  // after a recovery, before the next fault
+  std::chrono::milliseconds hang{30000};    // hang: how long the stages block
   int line = 0;
 };
 

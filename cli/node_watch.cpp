@@ -25,9 +25,14 @@ caf::actor spawn_node_watch(caf::actor_system& system, const cluster_spec& spec,
                             std::function<void(const std::string& node)> lost) {
   return system.spawn([lost, stages = stage_nodes(spec)](caf::stateful_actor<watch_state>* self) -> caf::behavior {
     self->state.stage_nodes = stages;
+    // A node is reported once: its agent is forgotten until its successor is watched.
+    auto report = [=](const std::string& node) {
+      self->state.agents.erase(node);
+      lost(node);
+    };
     self->set_down_handler([=](caf::down_msg& msg) {
       for (const auto& [node, agent] : self->state.agents)
-        if (agent == msg.source) return lost(node);
+        if (agent == msg.source) return report(node);
     });
     return {
         [=](watch_atom, const std::string& node, const caf::actor& agent) {
@@ -38,7 +43,7 @@ caf::actor spawn_node_watch(caf::actor_system& system, const cluster_spec& spec,
         // (the head's own stages are replaced by their supervisor).
         [=](stuck_atom, const std::string& component) {
           auto at = self->state.stage_nodes.find(component);
-          if (at != self->state.stage_nodes.end() && self->state.agents.count(at->second)) lost(at->second);
+          if (at != self->state.stage_nodes.end() && self->state.agents.count(at->second)) report(at->second);
         },
     };
   });

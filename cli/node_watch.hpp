@@ -3,7 +3,7 @@
 // each and calls `lost` with the node's name when the one it watches goes down (its process
 // died, or stopped answering heartbeats for the connection timeout). A restarted node's new
 // agent is handed to it with watch_node; a down message of an agent it no longer watches
-// (one already replaced) is ignored. Subscribed to the health monitor, it also calls `lost`
+// (one already replaced or reported) is ignored. Subscribed to the health monitor, it also calls `lost`
 // for the node of a stage declared stuck (alive, but in one step past the progress
 // timeout): a process whose thread hangs is restarted whole.
 #include <functional>

@@ -1,11 +1,13 @@
 // `troupe chaos run`: the CI drill set on a CPU cluster of three processes (the head and
 // two nodes it starts, the fixture model as two pipeline stages and two expert groups).
 // 64 seeded streams run while one node's process is killed 20 times, the other's 10
-// times, and the first one's stopped (SIGSTOP) 3 times; troupe cluster up starts them
-// again (a stopped one once its heartbeats have been missing for the connection timeout). The run must lose no stream, end none with
-// an error, give every stream the tokens of the run without faults, and recover from each
-// kill within 5 s at p99 (the runner checks these and exits 1 otherwise; the test reads
-// the report too).
+// times, the first one's stopped (SIGSTOP) 3 times, and its stage hung in a step 3 times
+// (the hang drill's signal: the process stays alive and keeps its heartbeats); troupe
+// cluster up starts them again (a stopped one once its heartbeats have been missing for
+// the connection timeout, a hung one once its stage has been in one step for the progress
+// timeout). The run must lose no stream, end none with an error, give every stream the
+// tokens of the run without faults, and recover from each fault within 5 s at p99 (the
+// runner checks these and exits 1 otherwise; the test reads the report too).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
@@ -15,10 +17,12 @@ import { join } from 'node:path';
 import { binary } from '../gateway/server_process.mjs';
 import { fixtureModel, threeNodes, writeConf } from '../cli/cluster_process.mjs';
 
-test('20 kills and 3 stops during 64 seeded streams: none lost or changed, recovery p99 under 5 s', () => {
+test('kills, stops and hangs during 64 seeded streams: none lost or changed, recovery p99 under 5 s', () => {
   const work = mkdtempSync(join(tmpdir(), 'troupe_chaos_'));
-  // A node silent for 2 s (stopped) is lost, killed and started again: within the 5 s.
-  writeConf(join(work, 'cluster.conf'), fixtureModel(), threeNodes(), { maxNumSeqs: 64, connectionTimeout: 2000 });
+  // A node silent for 2 s (stopped), or whose stage is 2 s in one step (hung), is lost,
+  // killed and started again: within the 5 s.
+  writeConf(join(work, 'cluster.conf'), fixtureModel(), threeNodes(),
+            { maxNumSeqs: 64, connectionTimeout: 2000, progressTimeout: 2000 });
   writeFileSync(join(work, 'drills.conf'), `[chaos]
 cluster = cluster.conf
 streams = 64
@@ -44,21 +48,30 @@ action = stop
 node = second
 count = 3
 interval_ms = 200
+
+[drill.hung]
+action = hang
+node = second
+count = 3
+hang_ms = 20000
+interval_ms = 200
 `);
   const report = join(work, 'report.md');
   const r = spawnSync(binary, ['chaos', 'run', join(work, 'drills.conf'), '--report', report, '--log',
                                join(work, 'cluster.log')], { encoding: 'utf8', timeout: 900000 });
   const log = () => readFileSync(join(work, 'cluster.log'), 'utf8').slice(-3000);
   assert.equal(r.status, 0, r.stdout + r.stderr + log());
-  const rows = readFileSync(report, 'utf8').split('\n').filter((l) => /^\| (stage_and_experts|experts|stopped) \|/.test(l))
+  const rows = readFileSync(report, 'utf8').split('\n').filter((l) => /^\| (stage_and_experts|experts|stopped|hung) \|/.test(l))
     .map((l) => l.split('|').slice(1, -1).map((c) => c.trim()));
-  assert.equal(rows.length, 3, readFileSync(report, 'utf8'));
-  const planned = { stage_and_experts: '20 of 20', experts: '10 of 10', stopped: '3 of 3' };
-  for (const [drill, node, faults, , recover, requests, identical] of rows) {
+  assert.equal(rows.length, 4, readFileSync(report, 'utf8'));
+  const planned = { stage_and_experts: '20 of 20', experts: '10 of 10', stopped: '3 of 3', hung: '3 of 3' };
+  for (const [drill, node, faults, detect, recover, requests, identical] of rows) {
     assert.equal(faults, planned[drill], `${drill}: ${node}`);
     assert.equal(requests, '64 / 64 / 0 / 0', `${drill}: accepted / completed / errored / lost`);
     assert.equal(identical, 'yes', drill);
     const p99 = Number(recover.split(' / ')[1]);
     assert.ok(p99 < 5000, `${drill}: recovery p99 ${p99} ms`);
+    // A hung stage is declared failed once its step has run the progress timeout, not before.
+    if (drill === 'hung') assert.ok(Number(detect.split(' / ')[0]) >= 2000, `${drill}: detected after ${detect} ms`);
   }
 });

@@ -49,6 +49,7 @@ class serve_process {
   serve_process& operator=(const serve_process&) = delete;
 
   int port() const { return port_; }  // 0 when the server did not come up
+  pid_t pid() const { return pid_; }
   const std::string& output() const { return output_; }
 
  private:
