@@ -173,6 +173,7 @@ int cluster_up_command(int argc, char** argv) {
   http::server_options http;
   http.host = spec.gateway.host;
   http.port = *port >= 0 ? *port : spec.gateway.port;
+  http.send_timeout = spec.gateway.send_timeout;
   const node_agent_actor head_agent = agents[size_t(spec.node(head) - spec.nodes.data())];
   const served_engine e{cluster->config,
                         cluster->health,

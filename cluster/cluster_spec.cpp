@@ -126,6 +126,7 @@ status read_gateway(const ini_file& file, const ini_section& section, cluster_sp
       {"port", integer(file, g.port, 0, 65535)},
       {"api_key", text(g.api_key)},
       {"max_pending", integer(file, g.max_pending, 1)},
+      {"send_timeout_ms", positive_duration(file, g.send_timeout)},
       {"node", text(g.node)},
       {"routing", choice<std::string>(file, g.routing, {{"round_robin", "round_robin"},
                                                         {"least_load", "least_load"},

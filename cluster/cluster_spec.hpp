@@ -43,6 +43,8 @@ struct gateway_settings {
   int port = 8000;
   std::string api_key;  // empty: no authentication
   int max_pending = 1024;
+  // A client whose response has waited this long without it taking any is disconnected.
+  std::chrono::milliseconds send_timeout{30000};
   std::string node;  // runs the gateway, scheduler and kv_manager; the first node unless given
   std::string routing = "round_robin";  // among replicas: round_robin, least_load or prefix_aware
 };

@@ -1,5 +1,9 @@
 #include "gateway/http_connection.hpp"
 
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+
+#include <cstdio>
 #include <memory>
 #include <utility>
 
@@ -35,14 +39,24 @@ http_connection::http_connection(connection_host& host)
     : host_(host), parser_(host.options.max_header_bytes, host.options.max_body_bytes) {
   TROUPE_CHECK(uv_tcp_init(host.loop, &tcp_) == 0, "uv_tcp_init");
   TROUPE_CHECK(uv_timer_init(host.loop, &timer_) == 0, "uv_timer_init");
+  TROUPE_CHECK(uv_timer_init(host.loop, &send_timer_) == 0, "uv_timer_init");
   tcp_.data = this;
   timer_.data = this;
+  send_timer_.data = this;
 }
 
 bool http_connection::accept(uv_stream_t* listener) {
   if (uv_accept(listener, as_stream(&tcp_)) != 0) return false;
   uv_tcp_nodelay(&tcp_, 1);       // streamed tokens leave as soon as they are written
   uv_tcp_keepalive(&tcp_, 1, 60);  // a client that vanished without a FIN is noticed too
+  // The kernel keeps at most this much of a response that the client's window does not
+  // let out (without it, send buffers grow to megabytes): what a client that stopped
+  // reading leaves unsent then waits here, where the send timeout sees it.
+  uv_os_fd_t fd;
+  if (uv_fileno(as_handle(&tcp_), &fd) == 0) {
+    const int unsent = 16 << 10;
+    setsockopt(fd, IPPROTO_TCP, TCP_NOTSENT_LOWAT, &unsent, sizeof unsent);
+  }
   set_reading(true);
   start_timer(timer_use::awaiting_request, host_.options.header_timeout);
   return true;
@@ -70,7 +84,8 @@ void http_connection::start_stream(const connection_responder* from, int status,
 void http_connection::write(const connection_responder* from, std::string chunk) {
   if (!answers(from) || !streaming_ || head_) return;
   send(http_1_0_ ? std::move(chunk) : format_chunk(chunk));
-  if (queued_bytes_ > host_.options.max_write_queue_bytes) close();  // the client is not reading
+  if (queued_bytes_ > host_.options.max_write_queue_bytes)
+    drop_stalled_client("left more than " + std::to_string(host_.options.max_write_queue_bytes) + " bytes unread");
 }
 
 void http_connection::end(const connection_responder* from) {
@@ -91,6 +106,7 @@ void http_connection::close() {
   if (current_) std::exchange(current_, nullptr)->settle(true);
   uv_close(as_handle(&tcp_), on_handle_closed);
   uv_close(as_handle(&timer_), on_handle_closed);
+  uv_close(as_handle(&send_timer_), on_handle_closed);
 }
 
 void http_connection::on_alloc(uv_handle_t* handle, size_t, uv_buf_t* buf) {
@@ -115,6 +131,8 @@ void http_connection::on_written(uv_write_t* req, int status) {
   c.queued_bytes_ -= w->bytes.size();
   if (c.closed_) return;
   if (status < 0) return c.close();  // the client went away
+  c.send_timer_running_ = false;  // it took some: the clock starts again
+  c.watch_sending();
   if (c.queued_bytes_ > 0) return;
   if (c.closing_) return c.shut_down_writing();
   c.parse_input();
@@ -133,6 +151,13 @@ void http_connection::on_timer(uv_timer_t* timer) {
   if (c.timer_use_ == timer_use::awaiting_request && c.request_started_)
     return c.reject(408, "request timed out");
   c.close();  // idle, silent since it connected, or done closing
+}
+
+void http_connection::on_send_timeout(uv_timer_t* timer) {
+  http_connection& c = owner(timer->data);
+  c.send_timer_running_ = false;
+  c.drop_stalled_client("took none of its response for " + std::to_string(c.host_.options.send_timeout.count()) +
+                        " ms");
 }
 
 void http_connection::on_handle_closed(uv_handle_t* handle) {
@@ -189,6 +214,44 @@ void http_connection::send(std::string bytes) {
   buf.len = w->bytes.size();
   if (uv_write(&w->req, as_stream(&tcp_), &buf, 1, on_written) != 0) return close();
   queued_bytes_ += w.release()->bytes.size();
+  watch_sending();
+}
+
+// The send timeout runs while libuv holds bytes the kernel would not take (its buffers for
+// the client are full) and stops when they are all gone; each write that completes starts
+// it over.
+void http_connection::watch_sending() {
+  if (closed_) return;
+  if (uv_stream_get_write_queue_size(as_stream(&tcp_)) == 0) {
+    uv_timer_stop(&send_timer_);
+    send_timer_running_ = false;
+  } else if (!send_timer_running_) {
+    uv_timer_start(&send_timer_, on_send_timeout, uint64_t(host_.options.send_timeout.count()), 0);
+    send_timer_running_ = true;
+  }
+}
+
+// A line says which client and why: an operator sees where a stream went.
+void http_connection::drop_stalled_client(const std::string& why) {
+  if (closed_) return;
+  sockaddr_storage peer{};
+  int length = sizeof peer;
+  char host[64] = "?";
+  int port = 0;
+  if (uv_tcp_getpeername(&tcp_, reinterpret_cast<sockaddr*>(&peer), &length) == 0) {
+    if (peer.ss_family == AF_INET6) {
+      const auto& a = reinterpret_cast<const sockaddr_in6&>(peer);
+      uv_ip6_name(&a, host, sizeof host);
+      port = ntohs(a.sin6_port);
+    } else {
+      const auto& a = reinterpret_cast<const sockaddr_in&>(peer);
+      uv_ip4_name(&a, host, sizeof host);
+      port = ntohs(a.sin_port);
+    }
+  }
+  std::fprintf(stderr, "troupe: http: client %s:%d %s (%zu bytes waiting); disconnected%s\n", host, port, why.c_str(),
+               queued_bytes_, current_ ? ", which cancels its request" : "");
+  close();
 }
 
 void http_connection::finish_response() {

@@ -63,6 +63,7 @@ class http_connection : public std::enable_shared_from_this<http_connection> {
   static void on_written(uv_write_t* req, int status);
   static void on_shutdown(uv_shutdown_t* req, int status);
   static void on_timer(uv_timer_t* timer);
+  static void on_send_timeout(uv_timer_t* timer);
   static void on_handle_closed(uv_handle_t* handle);
 
   void received(std::string_view data);
@@ -76,12 +77,16 @@ class http_connection : public std::enable_shared_from_this<http_connection> {
   void shut_down_writing();
   void start_timer(timer_use use, std::chrono::milliseconds timeout);
   void set_reading(bool on);
+  void watch_sending();
+  void drop_stalled_client(const std::string& why);
 
   connection_host& host_;
   uv_tcp_t tcp_;
   uv_timer_t timer_;
   timer_use timer_use_ = timer_use::awaiting_request;
-  int open_handles_ = 2;
+  uv_timer_t send_timer_;  // runs while bytes wait in libuv for a client that takes none
+  bool send_timer_running_ = false;
+  int open_handles_ = 3;
   request_parser parser_;
   std::string input_;  // received, not yet parsed: the next request's bytes
   bool request_started_ = false;

@@ -23,9 +23,12 @@ struct server_options {
   size_t max_header_bytes = 64 << 10;
   std::chrono::milliseconds header_timeout{10000};  // a request must arrive whole within this
   std::chrono::milliseconds idle_timeout{120000};   // keep-alive connection with no request in flight
-  // A client whose unsent response grows past this is not reading: it is disconnected
-  // (its responder sees on_close) rather than buffered without bound.
+  // A client that is not reading is disconnected (its responder sees on_close, which
+  // cancels its request) rather than buffered without bound: once its unsent response
+  // passes max_write_queue_bytes, or once the kernel's buffers for it are full and it has
+  // taken none of what waits for it for send_timeout (a stalled or trickling reader).
   size_t max_write_queue_bytes = 8 << 20;
+  std::chrono::milliseconds send_timeout{30000};
 };
 
 class server {

@@ -179,6 +179,51 @@ BOOST_AUTO_TEST_CASE(a_client_that_never_reads_is_dropped_without_stalling_other
   BOOST_TEST(written < (256u << 20));  // cut off long before the writer gave up
 }
 
+// A token stream is small: a client that stops reading it fills the kernel's buffers long
+// before the write queue's limit. Once nothing it is sent goes out for the send timeout it
+// is dropped (its responder sees the close, which cancels a generation); a client that
+// reads slowly but does read keeps its stream.
+BOOST_AUTO_TEST_CASE(a_client_that_stops_reading_a_stream_is_dropped_after_the_send_timeout) {
+  test::pending_requests pending;
+  http::server_options o;
+  o.send_timeout = 1s;
+  auto server = test::start_server(pending.handler(), o);
+  auto stream_to = [&](http_client& c, std::atomic<bool>& dropped, std::atomic<size_t>& written,
+                       std::chrono::steady_clock::time_point until) {
+    BOOST_REQUIRE(c.send("GET /stream HTTP/1.1\r\n\r\n"));
+    auto p = pending.next();
+    p.responder->on_close([&] { dropped = true; });
+    p.responder->start_stream(200, "text/event-stream");
+    return std::thread([&, p, until] {  // 100 kB/s in events of 200 bytes: tokens of a fast model
+      while (!p.responder->closed() && std::chrono::steady_clock::now() < until) {
+        p.responder->write("data: " + std::string(192, 'x') + "\n\n");
+        written += 200;
+        std::this_thread::sleep_for(2ms);
+      }
+    });
+  };
+  http_client stalled(server->port()), slow(server->port());
+  std::atomic<bool> stalled_dropped{false}, slow_dropped{false};
+  std::atomic<size_t> stalled_written{0}, slow_written{0};
+  const auto begin = std::chrono::steady_clock::now();
+  auto stalled_writer = stream_to(stalled, stalled_dropped, stalled_written, begin + 20s);
+  auto slow_writer = stream_to(slow, slow_dropped, slow_written, begin + 4s);
+  size_t slow_read = 0;
+  while (std::chrono::steady_clock::now() < begin + 4s) {  // a sip every 200 ms: less than is sent
+    char buf[16 << 10];
+    const ssize_t n = ::recv(slow.fd(), buf, sizeof buf, MSG_DONTWAIT);
+    if (n > 0) slow_read += size_t(n);
+    std::this_thread::sleep_for(200ms);
+  }
+  stalled_writer.join();
+  slow_writer.join();
+  BOOST_TEST(stalled_dropped.load());
+  BOOST_TEST((std::chrono::steady_clock::now() - begin < 10s), "the stalled client was kept until its writer gave up");
+  BOOST_TEST(stalled_written < (1u << 20), "dropped by the write queue's limit, not the send timeout");
+  BOOST_TEST(!slow_dropped.load());
+  BOOST_TEST(slow_read > (32u << 10));
+}
+
 BOOST_AUTO_TEST_CASE(a_client_that_pipelines_without_reading_is_paused) {
   auto server = test::start_server(test::echo);
   http_client greedy(server->port());
