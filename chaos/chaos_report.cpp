@@ -34,8 +34,8 @@ std::string report_markdown(const chaos_spec& spec, const run_result& run) {
          "requests accepted / completed / errored / lost | outputs as without faults | TTFT p99 without / with "
          "faults (ms) |\n| --- | --- | --- | --- | --- | --- | --- | --- |\n";
   for (const drill_result& d : run.drills) {
-    out += "| " + d.drill.name + " | " + fault_name(d.drill.action) + " " + d.drill.node + " | " +
-           std::to_string(d.faults) + " of " +
+    const std::string action = fault_name(d.drill.action) + (d.drill.node.empty() ? "" : " " + d.drill.node);
+    out += "| " + d.drill.name + " | " + action + " | " + std::to_string(d.faults) + " of " +
            std::to_string(d.drill.count) + " | " + spread(d.detect_s, false) + " | " + spread(d.recover_s, true) + " | " +
            std::to_string(d.accepted) + " / " + std::to_string(d.completed) + " / " + std::to_string(d.errored) +
            " / " + std::to_string(d.lost) + " | " +
@@ -43,6 +43,8 @@ std::string report_markdown(const chaos_spec& spec, const run_result& run) {
                                                           : "no (" + std::to_string(d.different) + " differ)") +
            " | " + ms(d.ttft_p99_clean_s) + " / " + ms(d.ttft_p99_fault_s) + " |\n";
   }
+  for (const drill_result& d : run.drills)
+    for (const std::string& note : d.notes) out += "\n" + d.drill.name + ": " + note + ".\n";
   out += run.violations.empty() ? "\nPassed: no stream lost, errored or changed, every recovery within " +
                                       std::to_string(spec.recovery_limit.count()) + " ms at p99.\n"
                                 : "\nFailed:\n";

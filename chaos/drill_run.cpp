@@ -10,6 +10,7 @@
 #include "bench/serve_load.hpp"
 #include "bench/serve_report.hpp"
 #include "chaos/cluster_under_test.hpp"
+#include "chaos/slow_client.hpp"
 #include "cluster/cluster_spec.hpp"
 
 namespace troupe::chaos {
@@ -19,12 +20,12 @@ using clock_type = std::chrono::steady_clock;
 
 double seconds_since(clock_type::time_point t) { return std::chrono::duration<double>(clock_type::now() - t).count(); }
 
-// Seeded streams of random token ids inside the model's vocabulary, one seed each.
-std::vector<bench::bench_prompt> prompts_of(const chaos_spec& spec, int vocab) {
-  std::mt19937 gen(12345);
+// `count` seeded streams of random token ids inside the model's vocabulary, one seed each.
+std::vector<bench::bench_prompt> prompts_of(const chaos_spec& spec, int count, int vocab, uint32_t seed) {
+  std::mt19937 gen(seed);
   std::uniform_int_distribution<int> token(1, vocab - 1);
-  std::vector<bench::bench_prompt> prompts(size_t(spec.streams));
-  for (int i = 0; i < spec.streams; ++i) {
+  std::vector<bench::bench_prompt> prompts(static_cast<size_t>(count));
+  for (int i = 0; i < count; ++i) {
     auto& p = prompts[size_t(i)];
     for (int j = 0; j < spec.prompt_tokens; ++j) p.ids.push_back(token(gen));
     p.input_len = spec.prompt_tokens;
@@ -100,6 +101,31 @@ void do_faults(cluster_under_test& cluster, const drill_spec& drill, bool at_hea
   }
 }
 
+// The slow-client drill's clients, once the load is over: each dropped by the gateway by
+// now or within `patience`, or stopped and counted as kept.
+void collect_slow_clients(std::vector<std::future<slow_client_result>>& clients, std::atomic<bool>& stop,
+                          std::chrono::milliseconds patience, drill_result& out) {
+  const auto deadline = clock_type::now() + patience;
+  std::vector<slow_client_result> results;
+  for (auto& c : clients) {
+    c.wait_until(deadline);
+    stop = true;
+    results.push_back(c.get());
+  }
+  size_t bytes = 0;
+  for (size_t i = 0; i < results.size(); ++i) {
+    const slow_client_result& r = results[i];
+    if (!r.error.empty()) out.failures.push_back("slow client " + std::to_string(i) + ": " + r.error);
+    else if (r.dropped) out.detect_s.push_back(r.seconds);
+    else out.failures.push_back("slow client " + std::to_string(i) + " was still served " + std::to_string(int(r.seconds)) +
+                                " s after its request");
+    bytes += r.bytes_read;
+  }
+  out.notes.push_back(std::to_string(out.detect_s.size()) + " of " + std::to_string(results.size()) +
+                      " slow clients dropped by the gateway (their requests cancelled), after " +
+                      std::to_string(bytes) + " bytes read in all at a byte a second");
+}
+
 // Whether `node` runs a pipeline stage of some replica (what a hang blocks).
 bool runs_a_stage(const cluster_spec& spec, const std::string& node) {
   for (const replica_spec& r : spec.replicas)
@@ -112,6 +138,7 @@ bool runs_a_stage(const cluster_spec& spec, const std::string& node) {
 status check_drill(const chaos_spec& spec, const cluster_spec& cluster, const drill_spec& d) {
   const std::string where = spec.file.string() + ":" + std::to_string(d.line) + ": [drill." + d.name + "] ";
   const node_spec* n = cluster.node(d.node);
+  if (d.action == fault::slow_client) return ok();
   if (d.action == fault::hang) {
     if (n == nullptr || !runs_a_stage(cluster, d.node) || (n->name != cluster.gateway.node && n->port != 0))
       return error{where + "hangs node `" + d.node + "`, which must be a node of " + spec.cluster.string() +
@@ -144,7 +171,7 @@ result<run_result> run_chaos(const chaos_spec& spec, const std::filesystem::path
                                                                : cluster_file.model.served_model_name;
   request.api_key = cluster_file.gateway.api_key;
   request.temperature = spec.temperature;
-  const auto prompts = prompts_of(spec, checked->model.vocab_size);
+  const auto prompts = prompts_of(spec, spec.streams, checked->model.vocab_size, 12345);
   bench::load_options load;
   load.max_concurrency = spec.streams;
   load.read_timeout = std::chrono::duration_cast<std::chrono::milliseconds>(cluster_file.cluster.step_timeout) * 2;
@@ -161,9 +188,20 @@ result<run_result> run_chaos(const chaos_spec& spec, const std::filesystem::path
   for (const drill_spec& d : spec.drills) {
     drill_result out;
     out.drill = d;
+    std::vector<std::future<slow_client_result>> slow;
+    std::atomic<bool> stop_slow{false};
+    if (d.action == fault::slow_client) {
+      out.faults = d.count;
+      for (const auto& p : prompts_of(spec, d.count, checked->model.vocab_size, 54321))
+        slow.push_back(std::async(std::launch::async, run_slow_client, (*cluster)->server(), request, p,
+                                  std::cref(stop_slow)));
+    }
     auto faulty = std::async(std::launch::async, run_load);
-    do_faults(**cluster, d, d.node == cluster_file.gateway.node, faulty, cluster_file.cluster.startup_timeout, out);
+    if (d.action != fault::slow_client)
+      do_faults(**cluster, d, d.node == cluster_file.gateway.node, faulty, cluster_file.cluster.startup_timeout, out);
     const bench::load_result got = faulty.get();
+    if (!slow.empty())
+      collect_slow_clients(slow, stop_slow, cluster_file.gateway.send_timeout + std::chrono::seconds(10), out);
     out.accepted = int(got.outcomes.size());
     for (size_t i = 0; i < got.outcomes.size(); ++i) {
       const auto& r = got.outcomes[i];
@@ -189,7 +227,7 @@ result<run_result> run_chaos(const chaos_spec& spec, const std::filesystem::path
     if (!out.recover_s.empty() && bench::percentile(out.recover_s, 99) > limit)
       result.violations.push_back(name + "recovery p99 above " + std::to_string(spec.recovery_limit.count()) + " ms");
     for (const std::string& f : out.failures)
-      if (f.rfind("node ", 0) == 0) result.violations.push_back(name + f);
+      if (f.rfind("node ", 0) == 0 || f.rfind("slow client ", 0) == 0) result.violations.push_back(name + f);
     result.drills.push_back(std::move(out));
   }
   return result;

@@ -23,6 +23,7 @@ struct drill_result {
   int different = 0;                // completed streams whose text is not the fault-free run's
   double ttft_p99_clean_s = 0, ttft_p99_fault_s = 0;
   std::vector<std::string> failures;  // the first few errors, for the report
+  std::vector<std::string> notes;     // what else the report says of it
 };
 
 struct run_result {

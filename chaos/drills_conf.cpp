@@ -30,13 +30,14 @@ status read_drill(const ini_file& file, const ini_section& section, const std::s
   int hang_line = 0;
   auto s = read_entries(file, section, {
       {"action", [&](const ini_entry& e) -> status {
-         for (fault f : {fault::kill, fault::stop, fault::hang})
+         for (fault f : {fault::kill, fault::stop, fault::hang, fault::slow_client})
            if (e.value == fault_name(f)) {
              d.action = f;
              return ok();
            }
-         return error{file.where(e.line) + "`action` is kill (SIGKILL of the node's process), stop (SIGSTOP) or hang "
-                      "(its stages block a step), not `" + e.value + "`"};
+         return error{file.where(e.line) + "`action` is kill (SIGKILL of the node's process), stop (SIGSTOP), hang "
+                      "(its stages block a step) or slow_client (a client reading a byte a second), not `" + e.value +
+                      "`"};
        }},
       {"node", text(d.node)},
       {"count", integer(file, d.count, 1, 10000)},
@@ -47,7 +48,10 @@ status read_drill(const ini_file& file, const ini_section& section, const std::s
        }},
   });
   if (!s) return s;
-  if (d.node.empty()) return error{file.where(section.line) + "[" + section.name + "] needs `node`: whose process it hits"};
+  if (d.action == fault::slow_client && !d.node.empty())
+    return error{file.where(section.line) + "[" + section.name + "] is a slow_client drill, which hits no node"};
+  if (d.action != fault::slow_client && d.node.empty())
+    return error{file.where(section.line) + "[" + section.name + "] needs `node`: whose process it hits"};
   if (hang_line && d.action != fault::hang)
     return error{file.where(hang_line) + "`hang_ms` is for action = hang"};
   spec.drills.push_back(std::move(d));
@@ -61,6 +65,7 @@ const char* fault_name(fault f) {
     case fault::kill: return "kill";
     case fault::stop: return "stop";
     case fault::hang: return "hang";
+    case fault::slow_client: return "slow_client";
   }
   TROUPE_CHECK(false, "a fault without a name");
   return "";

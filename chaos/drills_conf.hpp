@@ -6,7 +6,9 @@
 // timeout, kills it and starts it again) or `hang` (the hang drill's signal: the node's
 // stages block their next step for `hang_ms` while the process stays alive, until the
 // health monitor declares them stuck; the head then restarts a node's process, or
-// replaces its own stages). Every error names the file and line.
+// replaces its own stages); or, with no node, `slow_client`: `count` extra clients read
+// their streams a byte a second while the load runs, until the gateway drops them. Every
+// error names the file and line.
 #include <chrono>
 #include <filesystem>
 #include <string>
@@ -16,7 +18,7 @@
 
 namespace troupe::chaos {
 
-enum class fault { kill, stop, hang };
+enum class fault { kill, stop, hang, slow_client };
 
 // The name a drills file gives the fault.
 const char* fault_name(fault f);
@@ -24,8 +26,8 @@ const char* fault_name(fault f);
 struct drill_spec {
   std::string name;  // [drill.NAME]
   fault action = fault::kill;
-  std::string node;  // the node whose process it hits
-  int count = 1;
+  std::string node;  // the node whose process it hits; none for slow_client
+  int count = 1;  // faults, one after the other; slow_client: clients, at once
   std::chrono::milliseconds interval{300};  // after a recovery, before the next fault
   std::chrono::milliseconds hang{30000};    // hang: how long the stages block
   int line = 0;

@@ -100,11 +100,11 @@ void http_connection::drain() {
   if (!current_) close_gracefully();
 }
 
-void http_connection::close() {
+void http_connection::close(bool reset) {
   if (closed_) return;
   closed_ = true;
   if (current_) std::exchange(current_, nullptr)->settle(true);
-  uv_close(as_handle(&tcp_), on_handle_closed);
+  if (!reset || uv_tcp_close_reset(&tcp_, on_handle_closed) != 0) uv_close(as_handle(&tcp_), on_handle_closed);
   uv_close(as_handle(&timer_), on_handle_closed);
   uv_close(as_handle(&send_timer_), on_handle_closed);
 }
@@ -251,7 +251,8 @@ void http_connection::drop_stalled_client(const std::string& why) {
   }
   std::fprintf(stderr, "troupe: http: client %s:%d %s (%zu bytes waiting); disconnected%s\n", host, port, why.c_str(),
                queued_bytes_, current_ ? ", which cancels its request" : "");
-  close();
+  // A graceful close would queue the end behind everything it did not read.
+  close(/*reset=*/true);
 }
 
 void http_connection::finish_response() {

@@ -52,8 +52,9 @@ class http_connection : public std::enable_shared_from_this<http_connection> {
   bool busy() const;
   // Shutting down: closes once the response in flight, if any, is written.
   void drain();
-  // Closes now; a response in flight sees its client go.
-  void close();
+  // Closes now; a response in flight sees its client go. `reset`: with a TCP reset, so that
+  // neither kernel keeps what the client left unread.
+  void close(bool reset = false);
 
  private:
   enum class timer_use { awaiting_request, closing };

@@ -5,9 +5,11 @@
 // (the hang drill's signal: the process stays alive and keeps its heartbeats); troupe
 // cluster up starts them again (a stopped one once its heartbeats have been missing for
 // the connection timeout, a hung one once its stage has been in one step for the progress
-// timeout). The run must lose no stream, end none with an error, give every stream the
-// tokens of the run without faults, and recover from each fault within 5 s at p99 (the
-// runner checks these and exits 1 otherwise; the test reads the report too).
+// timeout); and while a 65th client reads its stream a byte a second, which the gateway
+// drops after its send timeout (3 s) once that stream's bytes back up. The run must lose
+// no stream, end none with an error, give every stream the tokens of the run without
+// faults, and recover from each fault within 5 s at p99 (the runner checks these and exits
+// 1 otherwise; the test reads the report too).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
@@ -21,8 +23,9 @@ test('kills, stops and hangs during 64 seeded streams: none lost or changed, rec
   const work = mkdtempSync(join(tmpdir(), 'troupe_chaos_'));
   // A node silent for 2 s (stopped), or whose stage is 2 s in one step (hung), is lost,
   // killed and started again: within the 5 s.
+  // Room for the slow client beside the 64 streams: none of them waits for its slot.
   writeConf(join(work, 'cluster.conf'), fixtureModel(), threeNodes(),
-            { maxNumSeqs: 64, connectionTimeout: 2000, progressTimeout: 2000 });
+            { maxNumSeqs: 72, connectionTimeout: 2000, progressTimeout: 2000, gateway: 'send_timeout_ms = 3000\n' });
   writeFileSync(join(work, 'drills.conf'), `[chaos]
 cluster = cluster.conf
 streams = 64
@@ -55,20 +58,30 @@ node = second
 count = 3
 hang_ms = 20000
 interval_ms = 200
+
+[drill.slow]
+action = slow_client
 `);
   const report = join(work, 'report.md');
   const r = spawnSync(binary, ['chaos', 'run', join(work, 'drills.conf'), '--report', report, '--log',
                                join(work, 'cluster.log')], { encoding: 'utf8', timeout: 900000 });
   const log = () => readFileSync(join(work, 'cluster.log'), 'utf8').slice(-3000);
   assert.equal(r.status, 0, r.stdout + r.stderr + log());
-  const rows = readFileSync(report, 'utf8').split('\n').filter((l) => /^\| (stage_and_experts|experts|stopped|hung) \|/.test(l))
+  const text = readFileSync(report, 'utf8');
+  const rows = text.split('\n').filter((l) => /^\| (stage_and_experts|experts|stopped|hung|slow) \|/.test(l))
     .map((l) => l.split('|').slice(1, -1).map((c) => c.trim()));
-  assert.equal(rows.length, 4, readFileSync(report, 'utf8'));
-  const planned = { stage_and_experts: '20 of 20', experts: '10 of 10', stopped: '3 of 3', hung: '3 of 3' };
+  assert.equal(rows.length, 5, text);
+  const planned = { stage_and_experts: '20 of 20', experts: '10 of 10', stopped: '3 of 3', hung: '3 of 3', slow: '1 of 1' };
   for (const [drill, node, faults, detect, recover, requests, identical] of rows) {
     assert.equal(faults, planned[drill], `${drill}: ${node}`);
     assert.equal(requests, '64 / 64 / 0 / 0', `${drill}: accepted / completed / errored / lost`);
     assert.equal(identical, 'yes', drill);
+    if (drill === 'slow') {  // dropped by the send timeout, not before, and soon after
+      const dropped = Number(detect.split(' / ')[0]);
+      assert.ok(dropped >= 3000 && dropped < 30000, `${drill}: dropped after ${dropped} ms`);
+      assert.match(text, /slow: 1 of 1 slow clients dropped by the gateway/);
+      continue;
+    }
     const p99 = Number(recover.split(' / ')[1]);
     assert.ok(p99 < 5000, `${drill}: recovery p99 ${p99} ms`);
     // A hung stage is declared failed once its step has run the progress timeout, not before.

@@ -181,8 +181,8 @@ BOOST_AUTO_TEST_CASE(a_client_that_never_reads_is_dropped_without_stalling_other
 
 // A token stream is small: a client that stops reading it fills the kernel's buffers long
 // before the write queue's limit. Once nothing it is sent goes out for the send timeout it
-// is dropped (its responder sees the close, which cancels a generation); a client that
-// reads slowly but does read keeps its stream.
+// is dropped, with a reset (its responder sees the close, which cancels a generation); a
+// client that reads slowly but does read keeps its stream.
 BOOST_AUTO_TEST_CASE(a_client_that_stops_reading_a_stream_is_dropped_after_the_send_timeout) {
   test::pending_requests pending;
   http::server_options o;
@@ -220,6 +220,11 @@ BOOST_AUTO_TEST_CASE(a_client_that_stops_reading_a_stream_is_dropped_after_the_s
   BOOST_TEST(stalled_dropped.load());
   BOOST_TEST((std::chrono::steady_clock::now() - begin < 10s), "the stalled client was kept until its writer gave up");
   BOOST_TEST(stalled_written < (1u << 20), "dropped by the write queue's limit, not the send timeout");
+  // With a reset: a graceful end would wait behind everything the client did not read.
+  tcp_info info{};
+  socklen_t length = sizeof info;
+  BOOST_TEST(getsockopt(stalled.fd(), IPPROTO_TCP, TCP_INFO, &info, &length) == 0);
+  BOOST_TEST(int(info.tcpi_state) == int(TCP_CLOSE));
   BOOST_TEST(!slow_dropped.load());
   BOOST_TEST(slow_read > (32u << 10));
 }
