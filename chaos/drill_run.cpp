@@ -2,6 +2,7 @@
 
 #include <signal.h>
 
+#include <algorithm>
 #include <future>
 #include <random>
 #include <thread>
@@ -10,6 +11,7 @@
 #include "bench/serve_load.hpp"
 #include "bench/serve_report.hpp"
 #include "chaos/cluster_under_test.hpp"
+#include "chaos/partition_network.hpp"
 #include "chaos/slow_client.hpp"
 #include "cluster/cluster_spec.hpp"
 
@@ -48,21 +50,26 @@ double ttft_p99(const std::vector<bench::request_outcome>& outcomes) {
   return bench::percentile(ttft, 99);
 }
 
-// The drill's fault to process `pid`.
-status hit(const drill_spec& drill, int pid) {
+// The drill's fault to the node, whose process is `pid`.
+status hit(const drill_spec& drill, int pid, partition_network* network) {
   switch (drill.action) {
     case fault::kill: ::kill(pid, SIGKILL); return ok();
     case fault::stop: ::kill(pid, SIGSTOP); return ok();
     case fault::hang: return send_hang_drill(pid, int(drill.hang.count()));
+    case fault::partition: return network->cut(drill.node);
+    case fault::slow_client: break;
   }
+  TROUPE_CHECK(false, "a fault that hits no node");
   return ok();
 }
 
 // Hits `drill.node` until the load ends or `count` faults are done, each time waiting until
 // it is back: /health at 200 again and, for a node's process, a new one running. A hang of
 // the gateway's node hits the head, whose stages are replaced in its process: back once
-// /health, seen failing, answers 200 again.
-void do_faults(cluster_under_test& cluster, const drill_spec& drill, bool at_head,
+// /health, seen failing, answers 200 again. A partition is healed after its duration and
+// is over once /health answers 200 after that (the node may or may not have been lost and
+// started again meanwhile); its recovery counts from the heal.
+void do_faults(cluster_under_test& cluster, const drill_spec& drill, bool at_head, partition_network* network,
                const std::future<bench::load_result>& load, const std::chrono::seconds patience, drill_result& out) {
   auto load_running = [&] { return load.wait_for(std::chrono::seconds(0)) != std::future_status::ready; };
   auto pid_now = [&] { return at_head ? cluster.head_pid() : cluster.node_pid(drill.node); };
@@ -74,20 +81,31 @@ void do_faults(cluster_under_test& cluster, const drill_spec& drill, bool at_hea
       return;
     }
     const auto hit_at = clock_type::now();
-    if (auto done = hit(drill, old); !done) {
+    if (auto done = hit(drill, old, network); !done) {
       out.failures.push_back("node " + drill.node + ": " + done.err().message);
       return;
     }
     ++out.faults;
-    bool seen_down = false;
+    const bool partition = drill.action == fault::partition;
+    bool seen_down = false, healed = false;
+    auto ended_at = hit_at;  // of the fault: a partition ends when it heals
     for (;;) {
+      if (partition && !healed && clock_type::now() - hit_at >= drill.duration) {
+        if (auto done = network->heal(drill.node); !done) {
+          out.failures.push_back("node " + drill.node + ": " + done.err().message);
+          return;
+        }
+        healed = true;
+        ended_at = clock_type::now();
+      }
       const bool healthy = cluster.healthy();
       if (!healthy && !seen_down) {
         seen_down = true;
         out.detect_s.push_back(seconds_since(hit_at));
       }
       const int now = pid_now();
-      if (healthy && now != 0 && (at_head ? seen_down : now != old)) break;
+      const bool back = partition ? healed : at_head ? seen_down : now != old;
+      if (healthy && now != 0 && back) break;
       if (clock_type::now() - hit_at > patience) {
         out.failures.push_back("node " + drill.node + " was not back within " + std::to_string(patience.count()) + " s");
         return;
@@ -95,7 +113,7 @@ void do_faults(cluster_under_test& cluster, const drill_spec& drill, bool at_hea
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
     if (!seen_down) out.detect_s.push_back(seconds_since(hit_at));  // back before a poll saw it down
-    out.recover_s.push_back(seconds_since(hit_at));
+    out.recover_s.push_back(seconds_since(ended_at));
     if (drill.action == fault::stop) ::kill(old, SIGCONT);  // should the head have left it stopped
     std::this_thread::sleep_for(drill.interval);
   }
@@ -139,6 +157,12 @@ status check_drill(const chaos_spec& spec, const cluster_spec& cluster, const dr
   const std::string where = spec.file.string() + ":" + std::to_string(d.line) + ": [drill." + d.name + "] ";
   const node_spec* n = cluster.node(d.node);
   if (d.action == fault::slow_client) return ok();
+  if (d.action == fault::partition) {
+    if (n == nullptr || n->netns.empty())
+      return error{where + "cuts node `" + d.node + "` off, which must be a node of " + spec.cluster.string() +
+                   " in a network namespace of its own (`netns`)"};
+    return ok();
+  }
   if (d.action == fault::hang) {
     if (n == nullptr || !runs_a_stage(cluster, d.node) || (n->name != cluster.gateway.node && n->port != 0))
       return error{where + "hangs node `" + d.node + "`, which must be a node of " + spec.cluster.string() +
@@ -163,6 +187,13 @@ result<run_result> run_chaos(const chaos_spec& spec, const std::filesystem::path
   const cluster_spec& cluster_file = checked->spec;
   for (const drill_spec& d : spec.drills)
     if (auto usable = check_drill(spec, cluster_file, d); !usable) return usable.err();
+  // Before the cluster and any thread start: the run moves into a network of its own.
+  std::unique_ptr<partition_network> network;
+  if (std::any_of(cluster_file.nodes.begin(), cluster_file.nodes.end(), [](const node_spec& n) { return !n.netns.empty(); })) {
+    auto made = partition_network::create(cluster_file);
+    if (!made) return made.err();
+    network = std::move(*made);
+  }
   auto cluster = cluster_under_test::start(spec.cluster, log, cluster_file.cluster.startup_timeout);
   if (!cluster) return cluster.err();
 
@@ -198,7 +229,8 @@ result<run_result> run_chaos(const chaos_spec& spec, const std::filesystem::path
     }
     auto faulty = std::async(std::launch::async, run_load);
     if (d.action != fault::slow_client)
-      do_faults(**cluster, d, d.node == cluster_file.gateway.node, faulty, cluster_file.cluster.startup_timeout, out);
+      do_faults(**cluster, d, d.node == cluster_file.gateway.node, network.get(), faulty,
+                cluster_file.cluster.startup_timeout, out);
     const bench::load_result got = faulty.get();
     if (!slow.empty())
       collect_slow_clients(slow, stop_slow, cluster_file.gateway.send_timeout + std::chrono::seconds(10), out);

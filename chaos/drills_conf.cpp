@@ -26,18 +26,19 @@ status read_chaos(const ini_file& file, const ini_section& section, chaos_spec& 
 
 status read_drill(const ini_file& file, const ini_section& section, const std::string& name, chaos_spec& spec) {
   if (auto s = check_name(file, section.line, "drill", name); !s) return s;
-  drill_spec d{name, fault::kill, "", 1, std::chrono::milliseconds(300), std::chrono::milliseconds(30000), section.line};
-  int hang_line = 0;
+  drill_spec d{name, fault::kill, "", 1, std::chrono::milliseconds(300), std::chrono::milliseconds(30000),
+               std::chrono::milliseconds(3000), section.line};
+  int hang_line = 0, duration_line = 0;
   auto s = read_entries(file, section, {
       {"action", [&](const ini_entry& e) -> status {
-         for (fault f : {fault::kill, fault::stop, fault::hang, fault::slow_client})
+         for (fault f : {fault::kill, fault::stop, fault::hang, fault::partition, fault::slow_client})
            if (e.value == fault_name(f)) {
              d.action = f;
              return ok();
            }
          return error{file.where(e.line) + "`action` is kill (SIGKILL of the node's process), stop (SIGSTOP), hang "
-                      "(its stages block a step) or slow_client (a client reading a byte a second), not `" + e.value +
-                      "`"};
+                      "(its stages block a step), partition (its network cut off) or slow_client (a client reading a "
+                      "byte a second), not `" + e.value + "`"};
        }},
       {"node", text(d.node)},
       {"count", integer(file, d.count, 1, 10000)},
@@ -45,6 +46,10 @@ status read_drill(const ini_file& file, const ini_section& section, const std::s
       {"hang_ms", [&](const ini_entry& e) {
          hang_line = e.line;
          return positive_duration(file, d.hang)(e);
+       }},
+      {"duration_ms", [&](const ini_entry& e) {
+         duration_line = e.line;
+         return positive_duration(file, d.duration)(e);
        }},
   });
   if (!s) return s;
@@ -54,6 +59,8 @@ status read_drill(const ini_file& file, const ini_section& section, const std::s
     return error{file.where(section.line) + "[" + section.name + "] needs `node`: whose process it hits"};
   if (hang_line && d.action != fault::hang)
     return error{file.where(hang_line) + "`hang_ms` is for action = hang"};
+  if (duration_line && d.action != fault::partition)
+    return error{file.where(duration_line) + "`duration_ms` is for action = partition"};
   spec.drills.push_back(std::move(d));
   return ok();
 }
@@ -65,6 +72,7 @@ const char* fault_name(fault f) {
     case fault::kill: return "kill";
     case fault::stop: return "stop";
     case fault::hang: return "hang";
+    case fault::partition: return "partition";
     case fault::slow_client: return "slow_client";
   }
   TROUPE_CHECK(false, "a fault without a name");

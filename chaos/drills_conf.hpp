@@ -6,9 +6,10 @@
 // timeout, kills it and starts it again) or `hang` (the hang drill's signal: the node's
 // stages block their next step for `hang_ms` while the process stays alive, until the
 // health monitor declares them stuck; the head then restarts a node's process, or
-// replaces its own stages); or, with no node, `slow_client`: `count` extra clients read
-// their streams a byte a second while the load runs, until the gateway drops them. Every
-// error names the file and line.
+// replaces its own stages), `partition` (the node, in a network namespace of its own, is
+// cut off from the rest for `duration_ms`, then reconnected); or, with no node,
+// `slow_client`: `count` extra clients read their streams a byte a second while the load
+// runs, until the gateway drops them. Every error names the file and line.
 #include <chrono>
 #include <filesystem>
 #include <string>
@@ -18,7 +19,7 @@
 
 namespace troupe::chaos {
 
-enum class fault { kill, stop, hang, slow_client };
+enum class fault { kill, stop, hang, partition, slow_client };
 
 // The name a drills file gives the fault.
 const char* fault_name(fault f);
@@ -30,6 +31,7 @@ struct drill_spec {
   int count = 1;  // faults, one after the other; slow_client: clients, at once
   std::chrono::milliseconds interval{300};  // after a recovery, before the next fault
   std::chrono::milliseconds hang{30000};    // hang: how long the stages block
+  std::chrono::milliseconds duration{3000};  // partition: how long the node is cut off
   int line = 0;
 };
 

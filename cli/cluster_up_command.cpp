@@ -103,7 +103,10 @@ int cluster_up_command(int argc, char** argv) {
   auto codec = load_text_codec(spec.model.path);
   if (!codec) return fail(codec.err().message);
   const auto deadline = std::chrono::steady_clock::now() + spec.cluster.startup_timeout;
-  node_processes children;
+  std::map<std::string, std::string> netns;
+  for (const node_spec& n : spec.nodes)
+    if (!n.netns.empty()) netns[n.name] = n.netns;
+  node_processes children(std::move(netns));
   std::vector<int> ports;
   for (const node_spec& n : spec.nodes) {
     if (n.name == head || n.port != 0) {

@@ -11,6 +11,7 @@
 #include <regex>
 
 #include "base/child_process_end.hpp"
+#include "base/network_namespace.hpp"
 
 namespace troupe::cli {
 namespace {
@@ -27,6 +28,13 @@ result<int> node_processes::start(const std::filesystem::path& config, const std
                                   std::chrono::steady_clock::time_point deadline) {
   int out[2];
   if (pipe(out) != 0) return error{"node " + name + ": pipe: " + std::string(strerror(errno))};
+  // The node's network namespace (ip netns keeps a handle in /run/netns), and what the
+  // child says when it cannot enter it: made here, since the child of a threaded process
+  // may only make system calls before exec.
+  const auto ns = netns_.find(name);
+  const std::string netns_path = ns == netns_.end() ? "" : "/run/netns/" + ns->second;
+  const std::string netns_failure =
+      "troupe cluster up: node " + name + ": cannot enter its network namespace " + netns_path + "\n";
   const pid_t parent = getpid();
   const pid_t pid = fork();
   if (pid < 0) return error{"node " + name + ": fork: " + std::string(strerror(errno))};
@@ -39,6 +47,10 @@ result<int> node_processes::start(const std::filesystem::path& config, const std
     dup2(out[1], STDOUT_FILENO);
     close(out[0]);
     close(out[1]);
+    if (!netns_path.empty() && enter_network_namespace(netns_path.c_str()) != 0) {
+      (void)!write(STDERR_FILENO, netns_failure.data(), netns_failure.size());
+      _exit(126);
+    }
     const std::string file = config.string();
     execl("/proc/self/exe", "troupe", "node", "--config", file.c_str(), "--name", name.c_str(), "--port", "0",
           static_cast<char*>(nullptr));

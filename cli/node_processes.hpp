@@ -1,11 +1,13 @@
 #pragma once
 // The node processes `troupe cluster up` starts on this machine (the nodes whose port is
-// 0): `troupe node --config FILE --name NAME` each, their stderr passed through, the
-// control port each picked read from its first line of output. They end with SIGTERM when
+// 0): `troupe node --config FILE --name NAME` each, in its network namespace if it has one
+// (`netns`), their stderr passed through, the control port each picked read from its
+// first line of output. They end with SIGTERM when
 // this object goes, and with SIGTERM of their own if this process dies. One thread at a
 // time uses it.
 #include <chrono>
 #include <filesystem>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -15,7 +17,8 @@ namespace troupe::cli {
 
 class node_processes {
  public:
-  node_processes() = default;
+  // `netns`: the network namespace (ip netns) of each node that has one, by name.
+  explicit node_processes(std::map<std::string, std::string> netns = {}) : netns_(std::move(netns)) {}
   node_processes(const node_processes&) = delete;
   node_processes& operator=(const node_processes&) = delete;
   ~node_processes();
@@ -38,6 +41,7 @@ class node_processes {
     std::string name;
     int pid;
   };
+  const std::map<std::string, std::string> netns_;
   std::vector<child> children_;
 };
 

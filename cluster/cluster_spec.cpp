@@ -150,15 +150,15 @@ status read_engine(const ini_file& file, const ini_section& section, cluster_spe
 
 status read_node(const ini_file& file, const ini_section& section, const std::string& name, cluster_spec& spec) {
   if (auto s = check_name(file, section.line, "node", name); !s) return s;
-  node_spec n{name, "", 7100, {}, 1, section.line};
-  int port_line = 0;
+  node_spec n{name, "", 7100, {}, 1, "", section.line};
+  int netns_line = 0;
   auto s = read_entries(file, section, {
       {"address", [&](const ini_entry& e) -> status {
          if (auto a = check_address(file, e); !a) return a;
          n.address = e.value;
          return ok();
        }},
-      {"port", [&](const ini_entry& e) { port_line = e.line; return integer(file, n.port, 0, 65535)(e); }},
+      {"port", integer(file, n.port, 0, 65535)},
       {"devices", [&](const ini_entry& e) -> status {
          auto gpus = devices_value(file, e);
          if (!gpus) return gpus.err();
@@ -167,14 +167,20 @@ status read_node(const ini_file& file, const ini_section& section, const std::st
        }},
       {"expert_groups", single_node_only(file, spec, integer(file, n.expert_groups, 1),
                                          "each [replica.NAME] lists its `experts`")},
+      {"netns", [&](const ini_entry& e) -> status {
+         netns_line = e.line;
+         n.netns = e.value;
+         if (n.netns.find_first_of("/ ") != std::string::npos || n.netns == "." || n.netns == "..")
+           return error{file.where(e.line) + "`netns` is the name of a network namespace (ip netns), not " + e.value};
+         return ok();
+       }},
   });
   if (!s) return s;
   if (spec.is_cluster && n.address.empty())
     return error{file.where(section.line) + "[" + section.name + "] needs `address`: where the other nodes reach it"};
-  const bool loopback = n.address == "localhost" || n.address == "::1" || n.address.rfind("127.", 0) == 0;
-  if (spec.is_cluster && n.port == 0 && !loopback)
-    return error{file.where(port_line) + "port 0 (any free port) is for nodes on this host (127.0.0.1, ::1, localhost); node " +
-                 name + " at " + n.address + " needs a fixed port"};
+  if (!n.netns.empty() && (!spec.is_cluster || n.port != 0))
+    return error{file.where(netns_line) + "`netns` is for a node of a cluster that `troupe cluster up` starts on this host "
+                 "(port 0)"};
   spec.nodes.push_back(std::move(n));
   return ok();
 }
@@ -244,6 +250,18 @@ status check_nodes(const ini_file& file, cluster_spec& spec) {
   if (!spec.gateway.node.empty() && !spec.node(spec.gateway.node))
     return error{file.where(line_of(file, "gateway", "node")) + "[gateway] node `" + spec.gateway.node +
                  "` is not defined by any [node." + spec.gateway.node + "]"};
+  // `troupe cluster up` starts the nodes of port 0 on this host; the gateway's node is its
+  // own process, which no other node connects to.
+  for (const auto& n : spec.nodes) {
+    const bool loopback = n.address == "localhost" || n.address == "::1" || n.address.rfind("127.", 0) == 0;
+    if (spec.is_cluster && n.port == 0 && !loopback && n.netns.empty() && n.name != spec.gateway.node)
+      return error{file.where(line_of(file, "node." + n.name, "port")) + "port 0 (any free port) is for nodes on this "
+                   "host (127.0.0.1, ::1, localhost, or in a `netns`); node " + n.name + " at " + n.address +
+                   " needs a fixed port"};
+  }
+  if (const node_spec* g = spec.node(spec.gateway.node); g && !g->netns.empty())
+    return error{file.where(line_of(file, "node." + g->name, "netns")) + "node " + g->name +
+                 " runs the gateway, in the process of `troupe cluster up`: it takes no `netns`"};
   if (spec.is_cluster && spec.nodes.empty())
     return error{file.where(file.sections.front().line) + "a cluster needs at least one [node.NAME]"};
   if (spec.nodes.size() > 1 && spec.cluster.secret.empty())

@@ -66,6 +66,9 @@ struct node_spec {
   int port = 7100;        // control port (CAF middleman); 0: any free one, loopback addresses only
   std::vector<int> gpus;  // CUDA ordinals, in the file's order; empty: the node computes on its CPU
   int expert_groups = 1;  // single-node files only; a cluster's replicas list their groups
+  // The network namespace (`ip netns`) `troupe cluster up` starts its process in; empty:
+  // the head's. Port 0 nodes only (the head starts them), at an address reachable there.
+  std::string netns;
   int line = 0;
 };
 

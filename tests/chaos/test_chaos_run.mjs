@@ -5,11 +5,13 @@
 // (the hang drill's signal: the process stays alive and keeps its heartbeats); troupe
 // cluster up starts them again (a stopped one once its heartbeats have been missing for
 // the connection timeout, a hung one once its stage has been in one step for the progress
-// timeout); and while a 65th client reads its stream a byte a second, which the gateway
-// drops after its send timeout (3 s) once that stream's bytes back up. The run must lose
-// no stream, end none with an error, give every stream the tokens of the run without
-// faults, and recover from each fault within 5 s at p99 (the runner checks these and exits
-// 1 otherwise; the test reads the report too).
+// timeout); while the first node is cut off from the others for 4 s twice (it runs in a
+// network namespace of its own, joined to the run's by a veth pair whose end the run takes
+// down: needs root and ip(8), as CI has); and while a 65th client reads its stream a byte
+// a second, which the gateway drops after its send timeout (3 s) once that stream's bytes
+// back up. The run must lose no stream, end none with an error, give every stream the
+// tokens of the run without faults, and recover from each fault within 5 s at p99 (the
+// runner checks these and exits 1 otherwise; the test reads the report too).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
@@ -17,14 +19,35 @@ import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { binary } from '../gateway/server_process.mjs';
-import { fixtureModel, threeNodes, writeConf } from '../cli/cluster_process.mjs';
+import { fixtureModel, writeConf } from '../cli/cluster_process.mjs';
+
+// The cluster tests' three nodes, with second in a network namespace that the chaos run
+// makes (named for this process, so that runs side by side do not meet) and links to the
+// run's own network, where the head holds 10.231.0.1 and third 127.0.0.1.
+const nodes = `[node.head]
+address = 10.231.0.1
+port = 0
+
+[node.second]
+address = 10.231.0.2
+port = 0
+netns = troupe_${process.pid}_second
+
+[node.third]
+address = 127.0.0.1
+port = 0
+
+[replica.main]
+stages = head:0-1, second:2-3
+experts = second:0-7, third:8-15
+`;
 
 test('kills, stops and hangs during 64 seeded streams: none lost or changed, recovery p99 under 5 s', () => {
   const work = mkdtempSync(join(tmpdir(), 'troupe_chaos_'));
   // A node silent for 2 s (stopped), or whose stage is 2 s in one step (hung), is lost,
   // killed and started again: within the 5 s.
   // Room for the slow client beside the 64 streams: none of them waits for its slot.
-  writeConf(join(work, 'cluster.conf'), fixtureModel(), threeNodes(),
+  writeConf(join(work, 'cluster.conf'), fixtureModel(), nodes,
             { maxNumSeqs: 72, connectionTimeout: 2000, progressTimeout: 2000, gateway: 'send_timeout_ms = 3000\n' });
   writeFileSync(join(work, 'drills.conf'), `[chaos]
 cluster = cluster.conf
@@ -59,6 +82,13 @@ count = 3
 hang_ms = 20000
 interval_ms = 200
 
+[drill.partitioned]
+action = partition
+node = second
+count = 2
+duration_ms = 4000
+interval_ms = 200
+
 [drill.slow]
 action = slow_client
 `);
@@ -68,10 +98,12 @@ action = slow_client
   const log = () => readFileSync(join(work, 'cluster.log'), 'utf8').slice(-3000);
   assert.equal(r.status, 0, r.stdout + r.stderr + log());
   const text = readFileSync(report, 'utf8');
-  const rows = text.split('\n').filter((l) => /^\| (stage_and_experts|experts|stopped|hung|slow) \|/.test(l))
+  const rows = text.split('\n')
+    .filter((l) => /^\| (stage_and_experts|experts|stopped|hung|partitioned|slow) \|/.test(l))
     .map((l) => l.split('|').slice(1, -1).map((c) => c.trim()));
-  assert.equal(rows.length, 5, text);
-  const planned = { stage_and_experts: '20 of 20', experts: '10 of 10', stopped: '3 of 3', hung: '3 of 3', slow: '1 of 1' };
+  assert.equal(rows.length, 6, text);
+  const planned = { stage_and_experts: '20 of 20', experts: '10 of 10', stopped: '3 of 3', hung: '3 of 3',
+                    partitioned: '2 of 2', slow: '1 of 1' };
   for (const [drill, node, faults, detect, recover, requests, identical] of rows) {
     assert.equal(faults, planned[drill], `${drill}: ${node}`);
     assert.equal(requests, '64 / 64 / 0 / 0', `${drill}: accepted / completed / errored / lost`);
@@ -86,5 +118,7 @@ action = slow_client
     assert.ok(p99 < 5000, `${drill}: recovery p99 ${p99} ms`);
     // A hung stage is declared failed once its step has run the progress timeout, not before.
     if (drill === 'hung') assert.ok(Number(detect.split(' / ')[0]) >= 2000, `${drill}: detected after ${detect} ms`);
+    // A node cut off is lost while the cut lasts (its recovery counts from the heal).
+    if (drill === 'partitioned') assert.ok(Number(detect.split(' / ')[1]) < 4000, `${drill}: detected after ${detect} ms`);
   }
 });

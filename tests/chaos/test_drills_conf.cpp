@@ -35,7 +35,8 @@ BOOST_AUTO_TEST_CASE(a_file_reads_as_written_with_defaults_for_the_rest) {
   auto spec = read("[chaos]\ncluster = ../c/cluster.conf\nstreams = 8\nmax_tokens = 100\ntemperature = 0\n"
                    "recovery_limit_ms = 2500\n\n[drill.first]\naction = kill\nnode = second\ncount = 3\n"
                    "interval_ms = 50\n\n[drill.second]\naction = stop\nnode = third\n\n[drill.third]\naction = hang\nnode = head\n"
-                   "hang_ms = 4000\n\n[drill.fourth]\naction = slow_client\ncount = 2\n");
+                   "hang_ms = 4000\n\n[drill.fourth]\naction = slow_client\ncount = 2\n\n[drill.fifth]\naction = partition\n"
+                   "node = second\nduration_ms = 2500\n");
   BOOST_REQUIRE_MESSAGE(spec, (spec ? std::string() : spec.err().message));
   BOOST_TEST(spec->cluster == (dir.path() / "../c/cluster.conf").lexically_normal());
   BOOST_TEST(spec->streams == 8);
@@ -43,7 +44,7 @@ BOOST_AUTO_TEST_CASE(a_file_reads_as_written_with_defaults_for_the_rest) {
   BOOST_TEST(spec->max_tokens == 100);
   BOOST_TEST(spec->temperature == 0.0);
   BOOST_TEST((spec->recovery_limit == 2500ms));
-  BOOST_REQUIRE(spec->drills.size() == 4u);
+  BOOST_REQUIRE(spec->drills.size() == 5u);
   BOOST_TEST(spec->drills[0].name == "first");
   BOOST_TEST(spec->drills[0].node == "second");
   BOOST_TEST(spec->drills[0].count == 3);
@@ -59,6 +60,9 @@ BOOST_AUTO_TEST_CASE(a_file_reads_as_written_with_defaults_for_the_rest) {
   BOOST_TEST((spec->drills[3].action == chaos::fault::slow_client));
   BOOST_TEST(spec->drills[3].node == "");
   BOOST_TEST(spec->drills[3].count == 2);
+  BOOST_TEST((spec->drills[4].action == chaos::fault::partition));
+  BOOST_TEST((spec->drills[4].duration == 2500ms));
+  BOOST_TEST((spec->drills[0].duration == 3000ms));
 }
 
 BOOST_AUTO_TEST_CASE(each_mistake_names_its_line) {
@@ -67,7 +71,8 @@ BOOST_AUTO_TEST_CASE(each_mistake_names_its_line) {
   };
   has(error_of(chaos_section + "[drill.one]\naction = pause\nnode = second\n"),
       "drills.conf:4: `action` is kill (SIGKILL of the node's process), stop (SIGSTOP), hang (its stages block a "
-      "step) or slow_client (a client reading a byte a second), not `pause`");
+      "step), partition (its network cut off) or slow_client (a client reading a byte a second), not `pause`");
+  has(error_of(chaos_section + drill + "duration_ms = 100\n"), "drills.conf:5: `duration_ms` is for action = partition");
   has(error_of(chaos_section + "[drill.one]\naction = slow_client\nnode = second\n"),
       "drills.conf:3: [drill.one] is a slow_client drill, which hits no node");
   has(error_of(chaos_section + drill + "hang_ms = 100\n"), "drills.conf:5: `hang_ms` is for action = hang");

@@ -77,7 +77,9 @@ BOOST_AUTO_TEST_CASE(reads_every_key_of_a_cluster_file) {
       "step_timeout_s = 9\n"
       "[model]\npath = ../models/q\nserved_model_name = q3\nload_format = dummy\n"
       "[gateway]\nhost = 0.0.0.0\nport = 0\napi_key = sk-1\nmax_pending = 7\nnode = tail\nrouting = prefix_aware\n"
+      "send_timeout_ms = 4500\n"
       "[engine]\nmax_num_seqs = 8\nmax_num_batched_tokens = 512\nmax_model_len = 1024\nkv_cache_mb = 256\nblock_size = 32\n"
+      "progress_timeout_ms = 1500\n"
       "[node.head]\naddress = gpu-1.example.org\nport = 7100\ndevices = cuda:0,1\n"
       "[node.tail]\naddress = fd00::2\nport = 7101\ndevices = cuda:3\n"
       "[replica.r_1]\nstages = head:0-23, head:1:24-35, tail:36-47\nexperts = tail:64-127, head:1:0-63\nweight = 2.5\n"
@@ -105,12 +107,14 @@ BOOST_AUTO_TEST_CASE(reads_every_key_of_a_cluster_file) {
   BOOST_TEST(s.engine.max_model_len == 1024);
   BOOST_TEST(s.engine.kv_cache_mb == 256);
   BOOST_TEST(s.engine.block_size == 32);
+  BOOST_TEST(s.engine.progress_timeout.count() == 1500);
+  BOOST_TEST(s.gateway.send_timeout.count() == 4500);
   BOOST_REQUIRE(s.nodes.size() == 2);
   BOOST_TEST(s.nodes[0].name == "head");
   BOOST_TEST(s.nodes[0].address == "gpu-1.example.org");
   BOOST_TEST(s.nodes[0].port == 7100);
   BOOST_TEST(s.nodes[0].gpus == (std::vector<int>{0, 1}));
-  BOOST_TEST(s.nodes[0].line == 27);
+  BOOST_TEST(s.nodes[0].line == 29);
   BOOST_TEST(s.nodes[1].address == "fd00::2");
   BOOST_TEST(s.nodes[1].gpus == std::vector<int>{3});
   BOOST_TEST(s.node("tail") == &s.nodes[1]);
@@ -119,22 +123,35 @@ BOOST_AUTO_TEST_CASE(reads_every_key_of_a_cluster_file) {
   const auto& r = s.replicas[0];
   BOOST_TEST(r.name == "r_1");
   BOOST_TEST(r.weight == 2.5);
-  BOOST_TEST(r.line == 35);
+  BOOST_TEST(r.line == 37);
   BOOST_REQUIRE(r.stages.size() == 3);
   BOOST_TEST(same(r.stages[0], "head", 0, 0, 23));  // no GPU given: the node's first
   BOOST_TEST(same(r.stages[1], "head", 1, 24, 35));
   BOOST_TEST(same(r.stages[2], "tail", 3, 36, 47));
-  BOOST_TEST(r.stages[2].line == 36);
+  BOOST_TEST(r.stages[2].line == 38);
   BOOST_REQUIRE(r.experts.size() == 2);  // file order
   BOOST_TEST(same(r.experts[0], "tail", 3, 64, 127));
   BOOST_TEST(same(r.experts[1], "head", 1, 0, 63));
-  BOOST_TEST(r.experts[1].line == 37);
+  BOOST_TEST(r.experts[1].line == 39);
   const auto& r2 = s.replicas[1];
   BOOST_TEST(r2.name == "r-2");
   BOOST_TEST(r2.weight == 0);
   BOOST_REQUIRE(r2.experts.size() == 1);  // none given: one group beside the first stage
   BOOST_TEST(same(r2.experts[0], "tail", 3, 0, std::nullopt));
   BOOST_TEST(misfit(s, model_of(48, 128)) == "");
+}
+
+// A node in a network namespace is started by the head, there, at whatever address it has
+// there: port 0 at an address off the loopback. So may the gateway's node, which is the
+// head and listens on no control port.
+BOOST_AUTO_TEST_CASE(a_node_in_a_network_namespace_takes_port_0_at_its_address) {
+  const auto s = spec_of(two_nodes("[gateway]\nnode = c\n[node.c]\naddress = 10.231.0.1\nport = 0\n"
+                                   "[node.d]\naddress = 10.231.0.2\nport = 0\nnetns = chaos_d\n"));
+  BOOST_REQUIRE(s.nodes.size() == 4);
+  BOOST_TEST(s.nodes[3].netns == "chaos_d");
+  BOOST_TEST(s.nodes[3].port == 0);
+  BOOST_TEST(s.nodes[2].port == 0);
+  BOOST_TEST(s.nodes[0].netns == "");
 }
 
 BOOST_AUTO_TEST_CASE(a_cluster_file_leaves_out_what_has_a_default) {
@@ -305,6 +322,11 @@ BOOST_AUTO_TEST_CASE(every_mistake_names_file_line_and_what_is_expected) {
        {"node d has the address and port of node c (line 10)"}},
       {two_nodes("[node.c]\naddress = Gpu-1\n[node.d]\naddress = gpu-1\n"), 12, {"node d has the address and port of node c"}},
       {two_nodes("[node.c]\naddress = 10.0.0.9\nport = 0\n"), 12, {"port 0", "node c at 10.0.0.9 needs a fixed port"}},
+      {two_nodes("[node.c]\naddress = 10.0.0.9\nport = 7\nnetns = n1\n"), 13,
+       {"`netns` is for a node of a cluster that `troupe cluster up` starts on this host (port 0)"}},
+      {two_nodes("[node.c]\naddress = 10.0.0.9\nport = 0\nnetns = a/b\n"), 13, {"name of a network namespace", "a/b"}},
+      {two_nodes("[gateway]\nnode = c\n[node.c]\naddress = 10.0.0.9\nport = 0\nnetns = n1\n"), 15,
+       {"node c runs the gateway", "it takes no `netns`"}},
       {two_nodes("[node.c]\ndevices = cpu\n"), 10, {"[node.c] needs `address`"}},
       {two_nodes("[replica.r]\nstages = a:1:0-9\n"), 11, {"replica r: stage a:1:0-9 asks for GPU 1", "computes on its CPU"}},
       {two_nodes("[node.c]\naddress = 10.0.0.3\ndevices = cuda:0,1\n[replica.r]\nstages = c:2:0-9\n"), 14,
