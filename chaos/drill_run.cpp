@@ -108,6 +108,7 @@ void do_faults(cluster_under_test& cluster, const drill_spec& drill, bool at_hea
       if (healthy && now != 0 && back) break;
       if (clock_type::now() - hit_at > patience) {
         out.failures.push_back("node " + drill.node + " was not back within " + std::to_string(patience.count()) + " s");
+        if (partition && !healed) (void)network->heal(drill.node);  // the drills after it need the link
         return;
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
@@ -189,7 +190,8 @@ result<run_result> run_chaos(const chaos_spec& spec, const std::filesystem::path
     if (auto usable = check_drill(spec, cluster_file, d); !usable) return usable.err();
   // Before the cluster and any thread start: the run moves into a network of its own.
   std::unique_ptr<partition_network> network;
-  if (std::any_of(cluster_file.nodes.begin(), cluster_file.nodes.end(), [](const node_spec& n) { return !n.netns.empty(); })) {
+  const auto& nodes = cluster_file.nodes;
+  if (std::any_of(nodes.begin(), nodes.end(), [](const node_spec& n) { return !n.netns.empty(); })) {
     auto made = partition_network::create(cluster_file);
     if (!made) return made.err();
     network = std::move(*made);
