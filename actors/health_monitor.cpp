@@ -1,6 +1,7 @@
 #include "actors/health_monitor.hpp"
 
 #include <cstdio>
+#include <utility>
 
 namespace troupe {
 namespace {
@@ -31,7 +32,9 @@ void declare_stuck(self_ptr self, const std::string& name, component& c) {
   c.stuck = true;
   const double in_step = std::chrono::duration<double>(clock_type::now() - *c.busy_since).count();
   std::fprintf(stderr, "troupe: %s has been in one step for %.1f s without progress (progress timeout %lld ms): "
-               "declared failed\n", name.c_str(), in_step, static_cast<long long>(st.progress_timeout.count()));
+               "declared failed%s\n", name.c_str(), in_step, static_cast<long long>(st.progress_timeout.count()),
+               c.progressed ? "" : "; not replaced again, as it has finished no step since it last was");
+  if (!std::exchange(c.progressed, false)) return;
   if (c.supervisor) caf::anon_send(c.supervisor, stuck_atom::value, name);
   for (const caf::actor& s : st.subscribers) caf::anon_send(s, stuck_atom::value, name);
 }
@@ -79,6 +82,7 @@ health_monitor_actor::behavior_type health_monitor(self_ptr self, std::chrono::m
           c->last_progress = now();
           c->busy_since.reset();
           c->stuck = false;  // it was slow, not dead; nobody replaced it meanwhile
+          c->progressed = true;
         }
       },
       [=, &components](restarted_atom, const std::string& name) {

@@ -18,7 +18,10 @@ struct health_monitor_state {
     caf::actor_addr reporter;  // the actor that last said ready: its end makes it not ready
     caf::actor supervisor;     // the one that expected it: told when it is stuck
     std::optional<std::chrono::steady_clock::time_point> busy_since;  // a step in flight
-    bool stuck = false;  // declared stuck (and its supervisor and subscribers told)
+    bool stuck = false;  // declared stuck
+    // A step finished since it was last declared stuck: only then is its supervisor told
+    // again (a replacement stuck before any progress waits on something outside it).
+    bool progressed = true;
   };
   std::chrono::milliseconds progress_timeout{30000};
   std::map<std::string, component> components;
@@ -32,8 +35,11 @@ struct health_monitor_state {
 // that has been in one step for longer than `progress_timeout` (a hung device, a
 // collective that never returns: alive, but making no progress) is stuck, not ready at
 // once, and within 100 ms more its supervisor and the subscribers are told, which replace
-// it. Only the reporter's busy and progress messages count: a replaced actor that wakes up
-// does not speak for its successor.
+// it. They are told again only once it has made progress since: a replacement that is
+// stuck before finishing a step waits on something outside it (a wedged peer), and more
+// replacements would only spend the restart budget; it stays not ready until the step
+// returns or fails. Only the reporter's busy and progress messages count: a replaced
+// actor that wakes up does not speak for its successor.
 health_monitor_actor::behavior_type health_monitor(
     health_monitor_actor::stateful_pointer<health_monitor_state> self, std::chrono::milliseconds progress_timeout);
 
