@@ -108,6 +108,7 @@ void on_step_result(self_ptr self, const step_plan& plan, const step_result& res
     }
     s.tokens.push_back(t.token);
     ++s.generated;
+    s.recoveries = 0;
     const auto& stops = s.request.stop_token_ids;
     finish_reason finish = finish_reason::none;
     if (std::find(stops.begin(), stops.end(), t.token) != stops.end()) finish = finish_reason::stop;

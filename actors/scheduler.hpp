@@ -13,8 +13,11 @@ struct scheduler_options {
   int max_num_seqs = 64;
   int max_num_batched_tokens = 2048;  // prefill is chunked to fit beside the decode tokens
   int max_model_len = 4096;
-  // Re-prefills after failures before a request errors: a bound for a request that fails
-  // every step it is in, above the node restarts a chaos drill puts one request through (20).
+  // Re-prefills after failures, with no token generated between them, before a request
+  // errors: a bound for a request that fails every step it is in. A request that gets on
+  // between faults starts counting again, so a long one outlives any number of node
+  // restarts (a chaos drill's 20 kills cost a request up to about 40 re-prefills: a kill
+  // can fail a step or two besides the one it hit).
   int max_recoveries = 32;
   std::chrono::seconds stage_timeout{30};  // without a working pipeline this long, requests error
   int pipeline_stages = 1;            // stage_0 .. stage_{n-1}: steps go through all of them
@@ -38,7 +41,7 @@ struct scheduler_state {
     std::vector<int> blocks;
     bool restart = true;      // its next span is the first since (re)admission
     int cached_prompt_tokens = -1;  // from the first admission's prefix-cache hit
-    int recoveries = 0;
+    int recoveries = 0;       // since its last generated token
     bool cancelled = false;
     int state_slot = -1;      // its recurrent state (models with linear-attention layers)
   };

@@ -260,8 +260,7 @@ result<run_result> run_chaos(const chaos_spec& spec, const std::filesystem::path
     const double limit = std::chrono::duration<double>(spec.recovery_limit).count();
     if (!out.recover_s.empty() && bench::percentile(out.recover_s, 99) > limit)
       result.violations.push_back(name + "recovery p99 above " + std::to_string(spec.recovery_limit.count()) + " ms");
-    for (const std::string& f : out.failures)
-      if (f.rfind("node ", 0) == 0 || f.rfind("slow client ", 0) == 0) result.violations.push_back(name + f);
+    for (const std::string& f : out.failures) result.violations.push_back(name + f);
     result.drills.push_back(std::move(out));
   }
   return result;

@@ -209,3 +209,28 @@ BOOST_AUTO_TEST_CASE(a_stage_restarted_while_idle_empties_the_prefix_cache) {
   BOOST_TEST(second.at(2).tokens == test::greedy_alone(test::model_alone(), requests[0].prompt, 6));
   e->stop(system);
 }
+
+// The recovery budget bounds re-prefills in a row without a token between them (a request
+// that fails every step it is in): requests that get on between crashes outlive more of
+// them than the budget, and end with the fault-free tokens.
+BOOST_AUTO_TEST_CASE(requests_that_get_on_between_crashes_outlive_the_recovery_budget) {
+  caf::actor_system system{test::engine_config()};
+  auto options = test::fixture_options();
+  options.pipeline_stages = 2;
+  options.scheduler.max_recoveries = 2;
+  auto e = start_local_engine(system, options);
+  BOOST_REQUIRE(e);
+  caf::scoped_actor self{system};
+  auto requests = test::greedy_requests(16, 4, 24, e->config.vocab_size);
+  const auto fault_free = test::run_requests(self, *e, requests);
+  for (auto& r : requests) r.id += 100;
+  const auto faulty = test::run_requests_killing(self, *e, requests, "stage_1", 30, 6);
+  for (const auto& r : requests) {
+    BOOST_TEST_CONTEXT("request " << r.id) {
+      BOOST_TEST(faulty.at(r.id).error == "");
+      BOOST_TEST(int(faulty.at(r.id).finish) == int(finish_reason::length));
+      BOOST_TEST(faulty.at(r.id).tokens == fault_free.at(r.id - 100).tokens);
+    }
+  }
+  e->stop(system);
+}
