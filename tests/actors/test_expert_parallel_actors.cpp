@@ -145,7 +145,7 @@ BOOST_AUTO_TEST_CASE(peer_handles_follow_the_groups_and_message_the_right_ones) 
 BOOST_AUTO_TEST_CASE(an_expert_group_hands_joins_and_steps_to_its_server_and_outlives_a_failed_step) {
   caf::actor_system system{test::engine_config()};
   caf::scoped_actor self{system};
-  auto health = system.spawn(health_monitor);
+  auto health = system.spawn(health_monitor, std::chrono::milliseconds(30000));
   auto log = std::make_shared<server_log>();
   auto attached = std::make_shared<std::atomic<int>>(0);
   experts_attacher attach = [attached](const std::string&, int, int) -> std::function<void()> {
@@ -175,7 +175,7 @@ BOOST_AUTO_TEST_CASE(an_expert_group_hands_joins_and_steps_to_its_server_and_out
 BOOST_AUTO_TEST_CASE(an_expert_group_whose_server_cannot_be_made_ends_saying_why) {
   caf::actor_system system{test::engine_config()};
   caf::scoped_actor self{system};
-  auto health = system.spawn(health_monitor);
+  auto health = system.spawn(health_monitor, std::chrono::milliseconds(30000));
   experts_attacher attach = [](const std::string&, int, int) -> std::function<void()> { return [] {}; };
   expert_group_options o{"main/expert_group_1", 8, 16, []() -> result<std::unique_ptr<remote_expert_server>> {
                            return error{"no device memory for its buffers"};
