@@ -16,7 +16,7 @@ constexpr const char* usage =
     "  serve --model DIR | --config cluster.conf [--host H --port N --served-model-name NAME --api-key KEY\n"
     "        --max-num-seqs N --max-num-batched-tokens N --max-model-len N --kv-cache-mb N\n"
     "        --block-size N --expert-groups N --pipeline-stages N --load-format dummy --device cpu|cuda\n"
-    "        --gpu-memory-percent N --enforce-eager]\n"
+    "        --gpu-memory-percent N --enforce-eager --progress-timeout-ms N --send-timeout-ms N]\n"
     "      serve the OpenAI HTTP API (binds 127.0.0.1:8000 unless told)\n"
     "  bench [--base-url URL | --host H --port N] [--model NAME --endpoint /v1/completions|/v1/chat/completions\n"
     "        --dataset random --random-input-len N --random-output-len N --random-range-ratio R\n"
