@@ -43,7 +43,7 @@ experts = second:0-7, third:8-15
 // as the tests use them, then `body` (the nodes and replicas).
 export function writeConf(path, modelDir, body,
                           { secret = 'test-secret', startup = 60, gateway = '', maxNumSeqs = 16,
-                            connectionTimeout = 3000, progressTimeout = 30000 } = {}) {
+                            connectionTimeout = 3000, progressTimeout } = {}) {
   writeFileSync(path, `[cluster]
 name = test
 secret = ${secret}
@@ -63,8 +63,7 @@ ${gateway}
 [engine]
 max_num_seqs = ${maxNumSeqs}
 kv_cache_mb = 64
-progress_timeout_ms = ${progressTimeout}
-
+${progressTimeout ? `progress_timeout_ms = ${progressTimeout}\n` : ''}
 ${body}`);
   return path;
 }
