@@ -1,5 +1,6 @@
 #include "actors/health_monitor.hpp"
 
+#include <algorithm>
 #include <cstdio>
 #include <utility>
 
@@ -13,8 +14,28 @@ using clock_type = std::chrono::steady_clock;
 // How often stuck components are looked for: they are declared within this of the timeout.
 constexpr auto check_interval = std::chrono::milliseconds(100);
 
-bool stuck_now(const health_monitor_state& st, const component& c, clock_type::time_point now) {
-  return c.stuck || (c.busy_since && now - *c.busy_since > st.progress_timeout);
+// What a component's name has before its last '/': its replica's prefix ("main/"), or "".
+std::string group_of(const std::string& name) {
+  const size_t slash = name.rfind('/');
+  return slash == std::string::npos ? "" : name.substr(0, slash + 1);
+}
+
+// Since when every component of `group` has been ready: `now` while one is not.
+clock_type::time_point whole_since(const health_monitor_state& st, const std::string& group,
+                                   clock_type::time_point now) {
+  for (const auto& [name, c] : st.components)
+    if (!c.ready && group_of(name) == group) return now;
+  auto it = st.unsettled.find(group);
+  return it == st.unsettled.end() ? clock_type::time_point{} : it->second;
+}
+
+// In one step past the timeout, counted from when its replica was last whole: a stage
+// that waits on a peer which is down (a node restarting) waits, it is not stuck.
+bool stuck_now(const health_monitor_state& st, const std::string& name, const component& c,
+               clock_type::time_point now) {
+  if (c.stuck) return true;
+  if (!c.busy_since) return false;
+  return now - std::max(*c.busy_since, whole_since(st, group_of(name), now)) > st.progress_timeout;
 }
 
 // The component `name` when the current message comes from the actor that said it is
@@ -33,10 +54,9 @@ void declare_stuck(self_ptr self, const std::string& name, component& c) {
   const double in_step = std::chrono::duration<double>(clock_type::now() - *c.busy_since).count();
   std::fprintf(stderr, "troupe: %s has been in one step for %.1f s without progress (progress timeout %lld ms): "
                "declared failed%s\n", name.c_str(), in_step, static_cast<long long>(st.progress_timeout.count()),
-               c.progressed ? "" : "; not replaced again, as it has finished no step since it last was");
-  if (!std::exchange(c.progressed, false)) return;
-  if (c.supervisor) caf::anon_send(c.supervisor, stuck_atom::value, name);
+               c.progressed ? "" : "; its supervisor does not replace it again, as it has finished no step since");
   for (const caf::actor& s : st.subscribers) caf::anon_send(s, stuck_atom::value, name);
+  if (std::exchange(c.progressed, false) && c.supervisor) caf::anon_send(c.supervisor, stuck_atom::value, name);
 }
 
 }  // namespace
@@ -94,15 +114,18 @@ health_monitor_actor::behavior_type health_monitor(self_ptr self, std::chrono::m
       [=](subscribe_atom, const caf::actor& subscriber) { self->state.subscribers.push_back(subscriber); },
       [=, &components](tick_atom) {
         const auto t = now();
+        for (const auto& [name, c] : components)
+          if (!c.ready) self->state.unsettled[group_of(name)] = t;
         for (auto& [name, c] : components)
-          if (c.ready && !c.stuck && stuck_now(self->state, c, t)) declare_stuck(self, name, c);
+          if (c.ready && !c.stuck && stuck_now(self->state, name, c, t)) declare_stuck(self, name, c);
         self->delayed_send(self, check_interval, tick_atom::value);
       },
       [=, &components](health_atom) {
         std::vector<component_health> out;
         const auto t = now();
         for (const auto& [name, c] : components) {
-          const bool stuck = c.ready && stuck_now(self->state, c, t);
+          // Said until a replacement is ready: why it is down, while it restarts.
+          const bool stuck = c.stuck || (c.ready && stuck_now(self->state, name, c, t));
           out.push_back({name, c.ready && !stuck, std::chrono::duration<double>(t - c.last_progress).count(),
                          c.restarts, stuck});
         }

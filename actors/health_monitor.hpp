@@ -20,11 +20,15 @@ struct health_monitor_state {
     std::optional<std::chrono::steady_clock::time_point> busy_since;  // a step in flight
     bool stuck = false;  // declared stuck
     // A step finished since it was last declared stuck: only then is its supervisor told
-    // again (a replacement stuck before any progress waits on something outside it).
+    // again (an in-process replacement stuck before any progress waits on something
+    // outside it, which a next one would wait on too).
     bool progressed = true;
   };
   std::chrono::milliseconds progress_timeout{30000};
   std::map<std::string, component> components;
+  // By replica prefix ("main/"; "" in one process): when one of its components was last
+  // seen not ready, as of the last check.
+  std::map<std::string, std::chrono::steady_clock::time_point> unsettled;
   std::vector<caf::actor> subscribers;
 };
 
@@ -34,12 +38,14 @@ struct health_monitor_state {
 // the connection timeout passes), so a dead node's stages never look ready. A component
 // that has been in one step for longer than `progress_timeout` (a hung device, a
 // collective that never returns: alive, but making no progress) is stuck, not ready at
-// once, and within 100 ms more its supervisor and the subscribers are told, which replace
-// it. They are told again only once it has made progress since: a replacement that is
-// stuck before finishing a step waits on something outside it (a wedged peer), and more
-// replacements would only spend the restart budget; it stays not ready until the step
-// returns or fails. Only the reporter's busy and progress messages count: a replaced
-// actor that wakes up does not speak for its successor.
+// once, and within 100 ms more the subscribers (the head: restart its node's process)
+// and its supervisor (replace it in its process) are told. The step counts from when its
+// replica was last whole: a stage waiting on a node that is down or restarting waits, it
+// is not stuck. The supervisor is told again only once the component has made progress
+// since: a replacement that is stuck before finishing a step waits on something outside
+// it (a wedged peer), and more replacements would only spend the restart budget; it stays
+// not ready until the step returns or fails. Only the reporter's busy and progress
+// messages count: a replaced actor that wakes up does not speak for its successor.
 health_monitor_actor::behavior_type health_monitor(
     health_monitor_actor::stateful_pointer<health_monitor_state> self, std::chrono::milliseconds progress_timeout);
 

@@ -150,21 +150,59 @@ BOOST_AUTO_TEST_CASE(a_component_in_one_step_past_the_progress_timeout_is_stuck)
   BOOST_TEST(next_stuck(self, std::chrono::seconds(2)) == "stage_0");
   BOOST_TEST(next_stuck(subscriber, std::chrono::milliseconds(500)) == "stage_0");
   self->send(h, restarted_atom::value, std::string("stage_0"));
+  BOOST_TEST(ask(self, h).at(0).stuck, "why it is down is said until its replacement is ready");
   self->send(impostor, std::string("ready"));
   BOOST_TEST(test::eventually([&] { return all_ready(ask(self, h)); }));
   BOOST_TEST(ask(self, h).at(0).restarts == 1u);
 
-  // The replacement stuck before it finished a step: not ready, but nobody is told again
-  // (it waits on something a new one would wait on too); once it has made progress, a
-  // later stuck step is news again.
+  // The replacement stuck before it finished a step: not ready, and the subscribers hear
+  // it, but its supervisor is not told again (a next replacement would wait on the same
+  // thing); once it has made progress, a later stuck step is news to it again.
   self->send(impostor, std::string("busy"));
   BOOST_TEST(test::eventually([&] { return !all_ready(ask(self, h)); }, std::chrono::seconds(2)));
-  BOOST_TEST(next_stuck(self, std::chrono::milliseconds(500)) == "");
-  BOOST_TEST(next_stuck(subscriber, std::chrono::milliseconds(0)) == "");
+  BOOST_TEST(next_stuck(subscriber, std::chrono::milliseconds(500)) == "stage_0");
+  BOOST_TEST(next_stuck(self, std::chrono::milliseconds(300)) == "");
   self->send(impostor, std::string("progress"));
   BOOST_TEST(test::eventually([&] { return all_ready(ask(self, h)); }));
   self->send(impostor, std::string("busy"));
   BOOST_TEST(next_stuck(self, std::chrono::seconds(2)) == "stage_0");
   for (const auto& a : {stage, impostor}) self->send_exit(a, caf::exit_reason::user_shutdown);
+  self->send_exit(h, caf::exit_reason::user_shutdown);
+}
+
+// A stage waiting while another component of its replica is down (a node restarting) is
+// waiting, not stuck: its step counts from when the replica is whole again. Another
+// replica's stage is stuck all the same.
+BOOST_AUTO_TEST_CASE(a_stage_waiting_on_a_component_that_is_down_is_not_stuck) {
+  caf::actor_system system{test::engine_config()};
+  caf::scoped_actor self{system};
+  const auto timeout = std::chrono::milliseconds(300);
+  auto h = system.spawn(health_monitor, timeout);
+  for (const char* name : {"main/stage_0", "main/expert_group_0", "other/stage_0"})
+    self->send(h, expect_atom::value, std::string(name));
+  auto stage = component_actor(system, h, "main/stage_0");
+  auto group = component_actor(system, h, "main/expert_group_0");
+  auto other = component_actor(system, h, "other/stage_0");
+  for (const auto& a : {stage, group, other}) self->send(a, std::string("ready"));
+  BOOST_TEST(test::eventually([&] { return all_ready(ask(self, h)); }));
+  auto stuck = [&](const std::string& name) {
+    for (const auto& c : ask(self, h))
+      if (c.name == name) return c.stuck;
+    return false;
+  };
+  self->send_exit(group, caf::exit_reason::kill);  // its node's process died
+  BOOST_TEST(test::eventually([&] { return !all_ready(ask(self, h)); }));
+  self->send(stage, std::string("busy"));
+  self->send(other, std::string("busy"));
+  std::this_thread::sleep_for(timeout * 2);
+  BOOST_TEST(!stuck("main/stage_0"));
+  BOOST_TEST(stuck("other/stage_0"));
+  auto back = component_actor(system, h, "main/expert_group_0");
+  self->send(back, std::string("ready"));
+  const auto whole = std::chrono::steady_clock::now();
+  BOOST_TEST(test::eventually([&] { return stuck("main/stage_0"); }, std::chrono::seconds(2)));
+  BOOST_TEST((std::chrono::steady_clock::now() - whole >= timeout - std::chrono::milliseconds(20)),
+             "its step counted from before the replica was whole again");
+  for (const auto& a : {stage, back, other}) self->send_exit(a, caf::exit_reason::user_shutdown);
   self->send_exit(h, caf::exit_reason::user_shutdown);
 }
