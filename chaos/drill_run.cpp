@@ -66,9 +66,11 @@ status hit(const drill_spec& drill, int pid, partition_network* network) {
 // Hits `drill.node` until the load ends or `count` faults are done, each time waiting until
 // it is back: /health at 200 again and, for a node's process, a new one running. A hang of
 // the gateway's node hits the head, whose stages are replaced in its process: back once
-// /health, seen failing, answers 200 again. A partition is healed after its duration and
-// is over once /health answers 200 after that (the node may or may not have been lost and
-// started again meanwhile); its recovery counts from the heal.
+// /health, seen failing, answers 200 again. Recovery counts from the detection (/health
+// seen failing), so a stop or a hang does not count the timeout that declares it failed
+// twice. A partition is healed after its duration and is over once /health answers 200
+// after that (the node may or may not have been lost and started again meanwhile); its
+// recovery counts from the heal.
 void do_faults(cluster_under_test& cluster, const drill_spec& drill, bool at_head, partition_network* network,
                const std::future<bench::load_result>& load, const std::chrono::seconds patience, drill_result& out) {
   auto load_running = [&] { return load.wait_for(std::chrono::seconds(0)) != std::future_status::ready; };
@@ -88,7 +90,8 @@ void do_faults(cluster_under_test& cluster, const drill_spec& drill, bool at_hea
     ++out.faults;
     const bool partition = drill.action == fault::partition;
     bool seen_down = false, healed = false;
-    auto ended_at = hit_at;  // of the fault: a partition ends when it heals
+    auto ended_at = hit_at;     // of the fault: a partition ends when it heals
+    auto detected_at = hit_at;  // when /health was first seen failing
     for (;;) {
       if (partition && !healed && clock_type::now() - hit_at >= drill.duration) {
         if (auto done = network->heal(drill.node); !done) {
@@ -101,6 +104,7 @@ void do_faults(cluster_under_test& cluster, const drill_spec& drill, bool at_hea
       const bool healthy = cluster.healthy();
       if (!healthy && !seen_down) {
         seen_down = true;
+        detected_at = clock_type::now();
         out.detect_s.push_back(seconds_since(hit_at));
       }
       const int now = pid_now();
@@ -113,8 +117,11 @@ void do_faults(cluster_under_test& cluster, const drill_spec& drill, bool at_hea
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
-    if (!seen_down) out.detect_s.push_back(seconds_since(hit_at));  // back before a poll saw it down
-    out.recover_s.push_back(seconds_since(ended_at));
+    if (!seen_down) {  // back before a poll saw it down
+      detected_at = clock_type::now();
+      out.detect_s.push_back(seconds_since(hit_at));
+    }
+    out.recover_s.push_back(seconds_since(partition ? ended_at : detected_at));
     if (drill.action == fault::stop) ::kill(old, SIGCONT);  // should the head have left it stopped
     std::this_thread::sleep_for(drill.interval);
   }
