@@ -3,7 +3,9 @@
 // prefill. Timed on the host around step_runner::run, as the stage actor calls it: the
 // figures include packing inputs, the graph launch and reading the tokens back.
 //   bench_gpu_forward CONFIG_DIR [--context 512] [--steps 128] [--batches 1,32,128] [--prefill 4096]
-//                     [--joining 512]
+//                     [--joining 512] [--admitted 16]
+// --admitted N also times one step that prefills N prompts of --context tokens, as serving
+// admits a wave of requests; ncu --profile-from-start off profiles one such step.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -155,10 +157,10 @@ int main(int argc, char** argv) {
   if (argc < 2) {
     std::fprintf(stderr,
                  "usage: bench_gpu_forward CONFIG_DIR [--context N] [--steps N] [--batches 1,32,128] [--prefill N] "
-                 "[--joining N]\n");
+                 "[--joining N] [--admitted N]\n");
     return 2;
   }
-  int context = 512, steps = 128, prefill_len = 4096, joining = 512;
+  int context = 512, steps = 128, prefill_len = 4096, joining = 512, admitted = 16;
   std::vector<int> batches{1, 32, 128};
   for (int i = 2; i + 1 < argc; i += 2) {
     const std::string flag = argv[i];
@@ -167,6 +169,7 @@ int main(int argc, char** argv) {
     else if (flag == "--batches") batches = parse_list(argv[i + 1]);
     else if (flag == "--prefill") prefill_len = std::atoi(argv[i + 1]);
     else if (flag == "--joining") joining = std::atoi(argv[i + 1]);
+    else if (flag == "--admitted") admitted = std::atoi(argv[i + 1]);
   }
   const int max_batch = *std::max_element(batches.begin(), batches.end());
   auto weights = load_gpu_weights(argv[1], /*dummy=*/true);
@@ -179,9 +182,9 @@ int main(int argc, char** argv) {
   experts->attach("experts", 0, c.num_experts);
   const int model_len = std::max(context + steps + std::max(8, steps / 8) + 16, prefill_len);
   const int blocks_each = (model_len + block_size - 1) / block_size;
-  const int chunk = std::max(prefill_len, 4096);
+  const int chunk = std::max({prefill_len, 4096, admitted * context});
   // One table more than the largest batch: the prompt that joins its decode steps.
-  const int joined_batch = max_batch + 1;
+  const int joined_batch = std::max(max_batch + 1, admitted);
   auto runner = gpu_step_runner::create(*weights, experts,
                                         {blocks_each * joined_batch, block_size, model_len, joined_batch, chunk});
   if (!runner) {
@@ -228,5 +231,19 @@ int main(int argc, char** argv) {
   }
   std::sort(rates.begin(), rates.end());
   std::printf("| prefill, one prompt of %d tokens: tokens/s (median of 5) | %.0f | |\n", prefill_len, rates[2]);
+  if (admitted > 0) {
+    rates.clear();
+    for (int i = 0; i < 5; ++i) {
+      const double t = now_s();
+      prefill(**runner, admitted, context, chunk, c.vocab_size, blocks_each);
+      rates.push_back(double(admitted) * context / (now_s() - t));
+    }
+    std::sort(rates.begin(), rates.end());
+    std::printf("| prefill, %d prompts of %d tokens in one step: tokens/s (median of 5) | %.0f | |\n", admitted,
+                context, rates[2]);
+    cudaProfilerStart();  // one more for ncu --profile-from-start off
+    prefill(**runner, admitted, context, chunk, c.vocab_size, blocks_each);
+    cudaProfilerStop();
+  }
   return 0;
 }

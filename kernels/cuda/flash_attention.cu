@@ -1,7 +1,5 @@
 #include "kernels/cuda/flash_attention.cuh"
 
-#include <mma.h>
-
 #include <cmath>
 #include <cstdint>
 
@@ -11,39 +9,23 @@
 
 namespace troupe::cuda {
 
-namespace wmma = nvcuda::wmma;
-
 static constexpr int threads = 128;
 static constexpr int warps = threads / 32;
 static constexpr int tile_rows = 16 * warps;  // query rows per block, 16 per warp
 static constexpr int tile_keys = 64;          // key positions per step
-static constexpr int key_frags = tile_keys / 16;
+static constexpr float log2e = 1.44269504f;
 
-using frag_a = wmma::fragment<wmma::matrix_a, 16, 16, 16, __nv_bfloat16, wmma::row_major>;
-using frag_k = wmma::fragment<wmma::matrix_b, 16, 16, 16, __nv_bfloat16, wmma::col_major>;
-using frag_v = wmma::fragment<wmma::matrix_b, 16, 16, 16, __nv_bfloat16, wmma::row_major>;
-using frag_acc = wmma::fragment<wmma::accumulator, 16, 16, 16, float>;
-
-// One block's shared memory, offsets in bytes. Rows are padded by 16 bytes so that the
-// rows one WMMA load reads start in different banks.
+// One block's shared memory, offsets in bytes: the query tile, then K, V, K, V (two
+// stages). Rows are padded by 16 bytes, so the eight rows one ldmatrix reads start in
+// different banks.
 template <int head_dim>
 struct smem_layout {
-  static constexpr int kv_ld = head_dim + 8;  // bf16, also the staged query tile
-  static constexpr int s_ld = tile_keys + 4;  // fp32 scores
-  static constexpr int p_ld = tile_keys + 8;  // bf16 probabilities
-  static constexpr int o_ld = head_dim + 4;   // fp32 output tile
-  static constexpr size_t kv_tile = size_t(tile_keys) * kv_ld * sizeof(__nv_bfloat16);
-  static constexpr size_t kv = 0;  // K, V, K, V: two stages
-  static constexpr size_t scores = kv + 4 * kv_tile;  // [warps, 16, s_ld]
-  static constexpr size_t probs = scores + size_t(warps) * 16 * s_ld * sizeof(float);
-  static constexpr size_t row_stats = probs + size_t(warps) * 16 * p_ld * sizeof(__nv_bfloat16);
-  static constexpr size_t bytes = row_stats + size_t(tile_rows) * sizeof(float);
-  static_assert(size_t(tile_rows) * kv_ld * sizeof(__nv_bfloat16) <= probs - scores,
-                "the query tile is staged in the scores");
-  static_assert(size_t(tile_rows) * o_ld * sizeof(float) <= scores,
-                "the output tile is staged in the key/value buffers");
-  static_assert(16 * 16 * sizeof(float) <= 16 * p_ld * sizeof(__nv_bfloat16),
-                "the row-index tile fits a warp's probabilities");
+  static constexpr int ld = head_dim + 8;  // bf16
+  static constexpr size_t tile = size_t(tile_keys) * ld * sizeof(__nv_bfloat16);
+  static constexpr size_t q = 0;
+  static constexpr size_t kv = tile;
+  static constexpr size_t bytes = kv + 4 * tile;
+  static_assert(tile_rows == tile_keys, "the query tile has a key tile's size");
 };
 
 // Keys and values of positions first_key..first_key + tile_keys - 1 through the block
@@ -52,7 +34,7 @@ template <int head_dim>
 static __device__ void load_kv_tile(const flash_attention_batch& batch, const int* table,
                                     int row, int kvh, int first_key, int last_key,
                                     __nv_bfloat16* k_s, __nv_bfloat16* v_s) {
-  constexpr int chunks = head_dim / 8, ld = smem_layout<head_dim>::kv_ld;
+  constexpr int chunks = head_dim / 8, ld = smem_layout<head_dim>::ld;
   const int c = threadIdx.x % chunks;
 #pragma unroll
   for (int pass = 0; pass < tile_keys * chunks / threads; ++pass) {
@@ -66,15 +48,46 @@ static __device__ void load_kv_tile(const flash_attention_batch& batch, const in
   }
 }
 
-// Block (head, query tile, sequence), warp w owning query rows 16w..16w+15 of the tile.
-// Per key tile: S = Q K^T (WMMA) to shared fp32, the online softmax by lane pairs per row,
-// P rounded to bf16, O = diag(alpha) O + P V (WMMA). O stays in accumulator fragments.
+// Four 8x8 bf16 matrices from shared memory, lane l giving the address of row l % 8 of
+// matrix l / 8; .trans hands each thread a column pair instead of a row pair.
+static __device__ void load_matrices(uint32_t (&r)[4], const __nv_bfloat16* p) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(unsigned(__cvta_generic_to_shared(p))));
+}
+
+static __device__ void load_matrices_trans(uint32_t (&r)[4], const __nv_bfloat16* p) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(unsigned(__cvta_generic_to_shared(p))));
+}
+
+// c += a b, one m16n8k16 tensor-core product: bf16 in, fp32 accumulate.
+static __device__ void mma(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+      "{%8,%9}, {%0,%1,%2,%3};\n"
+      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+static __device__ uint32_t pack_bf16(float lo, float hi) {
+  const __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
+  return *reinterpret_cast<const uint32_t*>(&v);
+}
+
+// Block (head, query tile, sequence), warp w owning query rows 16w..16w+15 of the tile,
+// FlashAttention-2 style on m16n8k16 products: the query rows stay in A fragments, the
+// scores S = Q K^T in accumulators, whose layout is the A layout of P V, so the
+// probabilities never leave registers; O stays in accumulators. Lane (g = lane / 4,
+// t = lane % 4) holds rows g and g + 8, columns 2t and 2t + 1 of each 8-wide n-tile.
 template <int head_dim>
-static __global__ void __launch_bounds__(threads)
+static __global__ void __launch_bounds__(threads, 2)
     flash_attention_kernel(const __nv_bfloat16* q, int heads, int kv_heads,
                            flash_attention_batch batch, __nv_bfloat16* out) {
   using layout = smem_layout<head_dim>;
-  constexpr int d_frags = head_dim / 16, chunks = head_dim / 8;
+  constexpr int ld = layout::ld, chunks = head_dim / 8, k_steps = head_dim / 16, d_tiles = head_dim / 8;
+  constexpr int key_ntiles = tile_keys / 8;
   extern __shared__ __align__(128) unsigned char smem[];
 
   const int h = blockIdx.x, s = blockIdx.z;
@@ -86,19 +99,15 @@ static __global__ void __launch_bounds__(threads)
   const int key_tiles = last_key / tile_keys + 1;
   const int kvh = h / (heads / kv_heads), row = kv_heads * head_dim;
   const int* table = batch.block_tables + size_t(s) * batch.max_blocks;
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
 
+  __nv_bfloat16* q_s = reinterpret_cast<__nv_bfloat16*>(smem + layout::q);
   auto k_tile = [&](int stage) {
-    return reinterpret_cast<__nv_bfloat16*>(smem + layout::kv + 2 * stage * layout::kv_tile);
+    return reinterpret_cast<__nv_bfloat16*>(smem + layout::kv + 2 * stage * layout::tile);
   };
   auto v_tile = [&](int stage) {
-    return reinterpret_cast<__nv_bfloat16*>(smem + layout::kv + (2 * stage + 1) * layout::kv_tile);
+    return reinterpret_cast<__nv_bfloat16*>(smem + layout::kv + (2 * stage + 1) * layout::tile);
   };
-  __nv_bfloat16* q_s = reinterpret_cast<__nv_bfloat16*>(smem + layout::scores);
-  float* s_w = reinterpret_cast<float*>(smem + layout::scores) + warp * 16 * layout::s_ld;
-  __nv_bfloat16* p_w =
-      reinterpret_cast<__nv_bfloat16*>(smem + layout::probs) + warp * 16 * layout::p_ld;
-  float* stat_w = reinterpret_cast<float*>(smem + layout::row_stats) + warp * 16;
 
   {
     const int c = threadIdx.x % chunks;
@@ -107,40 +116,26 @@ static __global__ void __launch_bounds__(threads)
       const int j = threadIdx.x / chunks + pass * (threads / chunks);
       const bool valid = t0 + j < n;
       const size_t at = valid ? (size_t(first + t0 + j) * heads + h) * head_dim + c * 8 : 0;
-      copy_16(q_s + j * layout::kv_ld + c * 8, valid ? q + at : nullptr);
+      copy_16(q_s + j * ld + c * 8, valid ? q + at : nullptr);
     }
   }
   commit_copies();
   load_kv_tile<head_dim>(batch, table, row, kvh, 0, last_key, k_tile(0), v_tile(0));
   commit_copies();
-
-  // The accumulator layout is opaque: load a tile whose entries are their row numbers to
-  // learn which of the 16 rows each element of a fragment holds.
-  float* index_w = reinterpret_cast<float*>(p_w);
-  for (int i = lane; i < 16 * 16; i += 32) index_w[i] = float(i / 16);
-  __syncwarp();
-  frag_acc index_f;
-  wmma::load_matrix_sync(index_f, index_w, 16, wmma::mem_row_major);
-  int row_of[frag_acc::num_elements];
-#pragma unroll
-  for (int i = 0; i < frag_acc::num_elements; ++i) row_of[i] = int(index_f.x[i]);
-
   wait_copies<1>();
   __syncthreads();
-  frag_a q_f[d_frags];
+  uint32_t q_f[k_steps][4];
 #pragma unroll
-  for (int k = 0; k < d_frags; ++k)
-    wmma::load_matrix_sync(q_f[k], q_s + warp * 16 * layout::kv_ld + k * 16, layout::kv_ld);
-  frag_acc o_f[d_frags];
-#pragma unroll
-  for (int k = 0; k < d_frags; ++k) wmma::fill_fragment(o_f[k], 0.0f);
+  for (int k = 0; k < k_steps; ++k)
+    load_matrices(q_f[k], q_s + (warp * 16 + lane % 16) * ld + k * 16 + lane / 16 * 8);
 
-  // Scores in log2 units, so exp2f. In the softmax a lane pair shares a row, each lane
-  // taking alternate pairs of columns; l is this lane's part of the row's sum.
-  const float scale = rsqrtf(float(head_dim)) * 1.44269504f;
-  const int r = lane / 2, half = lane % 2;
-  const int q_pos = start + t0 + warp * 16 + r;
-  float m = -INFINITY, l = 0.0f;
+  float o[d_tiles][4];
+#pragma unroll
+  for (int j = 0; j < d_tiles; ++j) o[j][0] = o[j][1] = o[j][2] = o[j][3] = 0.0f;
+  // Scores in log2 units, so exp2f; m per row (g, g + 8), l this lane's part of its sum.
+  const float scale = rsqrtf(float(head_dim)) * log2e;
+  const int warp_first_pos = start + t0 + warp * 16, pos = warp_first_pos + g;
+  float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f};
 
   for (int kt = 0; kt < key_tiles; ++kt) {
     wait_copies<0>();
@@ -149,89 +144,88 @@ static __global__ void __launch_bounds__(threads)
       load_kv_tile<head_dim>(batch, table, row, kvh, (kt + 1) * tile_keys, last_key,
                              k_tile((kt + 1) % 2), v_tile((kt + 1) % 2));
     commit_copies();
+    const int first_key = kt * tile_keys;
+    if (first_key > warp_first_pos + 15) continue;  // every key of the tile is after this warp's rows
     const __nv_bfloat16* k_s = k_tile(kt % 2);
     const __nv_bfloat16* v_s = v_tile(kt % 2);
 
+    float sc[key_ntiles][4];
 #pragma unroll
-    for (int j = 0; j < key_frags; ++j) {
-      frag_acc s_f;
-      wmma::fill_fragment(s_f, 0.0f);
+    for (int j = 0; j < key_ntiles; ++j) {
+      sc[j][0] = sc[j][1] = sc[j][2] = sc[j][3] = 0.0f;
 #pragma unroll
-      for (int k = 0; k < d_frags; ++k) {
-        frag_k k_f;
-        wmma::load_matrix_sync(k_f, k_s + j * 16 * layout::kv_ld + k * 16, layout::kv_ld);
-        wmma::mma_sync(s_f, q_f[k], k_f, s_f);
+      for (int k = 0; k < k_steps; k += 2) {
+        uint32_t b[4];
+        load_matrices(b, k_s + (j * 8 + lane % 8) * ld + k * 16 + lane / 8 * 8);
+        mma(sc[j], q_f[k], b[0], b[1]);
+        mma(sc[j], q_f[k + 1], b[2], b[3]);
       }
-      wmma::store_matrix_sync(s_w + j * 16, s_f, layout::s_ld, wmma::mem_row_major);
     }
-    __syncwarp();
 
-    const int first_key = kt * tile_keys;
-    float x[tile_keys / 2];
-    float tile_max = -INFINITY;
-#pragma unroll
-    for (int i = 0; i < tile_keys / 4; ++i) {
-      const int c = half * 2 + i * 4;
-      const float2 v = *reinterpret_cast<const float2*>(s_w + r * layout::s_ld + c);
-      x[2 * i] = first_key + c <= q_pos ? v.x * scale : -INFINITY;
-      x[2 * i + 1] = first_key + c + 1 <= q_pos ? v.y * scale : -INFINITY;
-      tile_max = fmaxf(tile_max, fmaxf(x[2 * i], x[2 * i + 1]));
-    }
     // Key 0 is in every row's first tile, so m is finite from then on.
-    tile_max = fmaxf(tile_max, __shfl_xor_sync(0xffffffffu, tile_max, 1));
-    const float m_new = fmaxf(m, tile_max);
-    const float alpha = exp2f(m - m_new);
-    m = m_new;
-    float sum = 0.0f;
+    const bool masked = first_key + tile_keys - 1 > warp_first_pos;
+    float tile_max[2] = {-INFINITY, -INFINITY};
 #pragma unroll
-    for (int i = 0; i < tile_keys / 4; ++i) {
-      const float p0 = exp2f(x[2 * i] - m), p1 = exp2f(x[2 * i + 1] - m);
-      sum += p0 + p1;
-      *reinterpret_cast<__nv_bfloat162*>(p_w + r * layout::p_ld + half * 2 + i * 4) =
-          __floats2bfloat162_rn(p0, p1);
-    }
-    l = l * alpha + sum;
-    if (half == 0) stat_w[r] = alpha;
-    __syncwarp();
-
+    for (int j = 0; j < key_ntiles; ++j)
 #pragma unroll
-    for (int i = 0; i < frag_acc::num_elements; ++i) {
-      const float a = stat_w[row_of[i]];
-#pragma unroll
-      for (int k = 0; k < d_frags; ++k) o_f[k].x[i] *= a;
-    }
-    frag_a p_f[key_frags];
-#pragma unroll
-    for (int j = 0; j < key_frags; ++j) wmma::load_matrix_sync(p_f[j], p_w + j * 16, layout::p_ld);
-#pragma unroll
-    for (int k = 0; k < d_frags; ++k)
-#pragma unroll
-      for (int j = 0; j < key_frags; ++j) {
-        frag_v v_f;
-        wmma::load_matrix_sync(v_f, v_s + j * 16 * layout::kv_ld + k * 16, layout::kv_ld);
-        wmma::mma_sync(o_f[k], p_f[j], v_f, o_f[k]);
+      for (int e = 0; e < 4; ++e) {
+        const int key = first_key + j * 8 + 2 * t + (e & 1);
+        float v = sc[j][e] * scale;
+        if (masked && key > pos + (e >> 1) * 8) v = -INFINITY;
+        sc[j][e] = v;
+        tile_max[e >> 1] = fmaxf(tile_max[e >> 1], v);
       }
+    float alpha[2];
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      tile_max[r] = fmaxf(tile_max[r], __shfl_xor_sync(0xffffffffu, tile_max[r], 1));
+      tile_max[r] = fmaxf(tile_max[r], __shfl_xor_sync(0xffffffffu, tile_max[r], 2));
+      const float m_new = fmaxf(m[r], tile_max[r]);
+      alpha[r] = exp2f(m[r] - m_new);
+      m[r] = m_new;
+      l[r] *= alpha[r];
+    }
+#pragma unroll
+    for (int j = 0; j < key_ntiles; ++j)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        sc[j][e] = exp2f(sc[j][e] - m[e >> 1]);
+        l[e >> 1] += sc[j][e];
+      }
+#pragma unroll
+    for (int j = 0; j < d_tiles; ++j) {
+      o[j][0] *= alpha[0];
+      o[j][1] *= alpha[0];
+      o[j][2] *= alpha[1];
+      o[j][3] *= alpha[1];
+    }
+#pragma unroll
+    for (int kk = 0; kk < tile_keys / 16; ++kk) {
+      const uint32_t p[4] = {pack_bf16(sc[2 * kk][0], sc[2 * kk][1]), pack_bf16(sc[2 * kk][2], sc[2 * kk][3]),
+                             pack_bf16(sc[2 * kk + 1][0], sc[2 * kk + 1][1]),
+                             pack_bf16(sc[2 * kk + 1][2], sc[2 * kk + 1][3])};
+#pragma unroll
+      for (int j = 0; j < d_tiles; j += 2) {
+        uint32_t b[4];
+        load_matrices_trans(b, v_s + (kk * 16 + lane % 8 + lane / 8 % 2 * 8) * ld + j * 8 + lane / 16 * 8);
+        mma(o[j], p, b[0], b[1]);
+        mma(o[j + 1], p, b[2], b[3]);
+      }
+    }
   }
 
-  l += __shfl_xor_sync(0xffffffffu, l, 1);
-  __syncthreads();  // the key/value stages are free for the output tile
-  float* o_w = reinterpret_cast<float*>(smem + layout::kv) + warp * 16 * layout::o_ld;
 #pragma unroll
-  for (int k = 0; k < d_frags; ++k)
-    wmma::store_matrix_sync(o_w + k * 16, o_f[k], layout::o_ld, wmma::mem_row_major);
-  if (half == 0) stat_w[r] = 1.0f / l;
-  __syncwarp();
-  for (int i = lane; i < 16 * chunks; i += 32) {
-    const int rr = i / chunks, c = (i % chunks) * 8, t = t0 + warp * 16 + rr;
-    if (t >= n) continue;
-    const float inv = stat_w[rr];
-    const float4 a = *reinterpret_cast<const float4*>(o_w + rr * layout::o_ld + c);
-    const float4 b = *reinterpret_cast<const float4*>(o_w + rr * layout::o_ld + c + 4);
-    alignas(16) __nv_bfloat162 packed[4] = {
-        __floats2bfloat162_rn(a.x * inv, a.y * inv), __floats2bfloat162_rn(a.z * inv, a.w * inv),
-        __floats2bfloat162_rn(b.x * inv, b.y * inv), __floats2bfloat162_rn(b.z * inv, b.w * inv)};
-    *reinterpret_cast<uint4*>(out + (size_t(first + t) * heads + h) * head_dim + c) =
-        *reinterpret_cast<const uint4*>(packed);
+  for (int r = 0; r < 2; ++r) {
+    l[r] += __shfl_xor_sync(0xffffffffu, l[r], 1);
+    l[r] += __shfl_xor_sync(0xffffffffu, l[r], 2);
+    const int tok = t0 + warp * 16 + g + r * 8;
+    if (tok >= n) continue;
+    const float inv = 1.0f / l[r];
+    __nv_bfloat16* dst = out + (size_t(first + tok) * heads + h) * head_dim + 2 * t;
+#pragma unroll
+    for (int j = 0; j < d_tiles; ++j)
+      *reinterpret_cast<__nv_bfloat162*>(dst + j * 8) =
+          __floats2bfloat162_rn(o[j][2 * r] * inv, o[j][2 * r + 1] * inv);
   }
 }
 
