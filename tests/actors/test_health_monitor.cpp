@@ -162,6 +162,15 @@ BOOST_AUTO_TEST_CASE(a_component_in_one_step_past_the_progress_timeout_is_stuck)
   BOOST_TEST(test::eventually([&] { return !all_ready(ask(self, h)); }, std::chrono::seconds(2)));
   BOOST_TEST(next_stuck(subscriber, std::chrono::milliseconds(500)) == "stage_0");
   BOOST_TEST(next_stuck(self, std::chrono::milliseconds(300)) == "");
+  // Its stuck step failed in the end (a transfer timed out): it waits for its next step,
+  // ready again (else /health would fail for ever with no step to make progress in); its
+  // supervisor has still seen it finish none.
+  self->send(impostor, std::string("idle"));
+  BOOST_TEST(test::eventually([&] { return all_ready(ask(self, h)); }));
+  self->send(impostor, std::string("busy"));
+  BOOST_TEST(test::eventually([&] { return !all_ready(ask(self, h)); }, std::chrono::seconds(2)));
+  BOOST_TEST(next_stuck(subscriber, std::chrono::milliseconds(500)) == "stage_0");
+  BOOST_TEST(next_stuck(self, std::chrono::milliseconds(300)) == "");
   self->send(impostor, std::string("progress"));
   BOOST_TEST(test::eventually([&] { return all_ready(ask(self, h)); }));
   self->send(impostor, std::string("busy"));
