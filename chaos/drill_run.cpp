@@ -57,6 +57,7 @@ status hit(const drill_spec& drill, int pid, partition_network* network) {
     case fault::stop: ::kill(pid, SIGSTOP); return ok();
     case fault::hang: return send_hang_drill(pid, int(drill.hang.count()));
     case fault::partition: return network->cut(drill.node);
+    case fault::congest: return network->throttle(drill.node, drill.rate_kbit, int(drill.queue.count()));
     case fault::slow_client: break;
   }
   TROUPE_CHECK(false, "a fault that hits no node");
@@ -68,9 +69,9 @@ status hit(const drill_spec& drill, int pid, partition_network* network) {
 // the gateway's node hits the head, whose stages are replaced in its process: back once
 // /health, seen failing, answers 200 again. Recovery counts from the detection (/health
 // seen failing), so a stop or a hang does not count the timeout that declares it failed
-// twice. A partition is healed after its duration and is over once /health answers 200
-// after that (the node may or may not have been lost and started again meanwhile); its
-// recovery counts from the heal.
+// twice. A partition (or congestion) is healed (lifted) after its duration and is over once
+// /health answers 200 after that (the node may or may not have been lost and started again
+// meanwhile); its recovery counts from the heal.
 void do_faults(cluster_under_test& cluster, const drill_spec& drill, bool at_head, partition_network* network,
                const std::future<bench::load_result>& load, const std::chrono::seconds patience, drill_result& out) {
   auto load_running = [&] { return load.wait_for(std::chrono::seconds(0)) != std::future_status::ready; };
@@ -88,13 +89,16 @@ void do_faults(cluster_under_test& cluster, const drill_spec& drill, bool at_hea
       return;
     }
     ++out.faults;
-    const bool partition = drill.action == fault::partition;
+    const bool timed = drill.action == fault::partition || drill.action == fault::congest;
+    auto heal = [&] {
+      return drill.action == fault::partition ? network->heal(drill.node) : network->unthrottle(drill.node);
+    };
     bool seen_down = false, healed = false;
-    auto ended_at = hit_at;     // of the fault: a partition ends when it heals
+    auto ended_at = hit_at;     // of the fault: a timed one ends when it heals
     auto detected_at = hit_at;  // when /health was first seen failing
     for (;;) {
-      if (partition && !healed && clock_type::now() - hit_at >= drill.duration) {
-        if (auto done = network->heal(drill.node); !done) {
+      if (timed && !healed && clock_type::now() - hit_at >= drill.duration) {
+        if (auto done = heal(); !done) {
           out.failures.push_back("node " + drill.node + ": " + done.err().message);
           return;
         }
@@ -108,20 +112,20 @@ void do_faults(cluster_under_test& cluster, const drill_spec& drill, bool at_hea
         out.detect_s.push_back(seconds_since(hit_at));
       }
       const int now = pid_now();
-      const bool back = partition ? healed : at_head ? seen_down : now != old;
+      const bool back = timed ? healed : at_head ? seen_down : now != old;
       if (healthy && now != 0 && back) break;
       if (clock_type::now() - hit_at > patience) {
         out.failures.push_back("node " + drill.node + " was not back within " + std::to_string(patience.count()) + " s");
-        if (partition && !healed) (void)network->heal(drill.node);  // the drills after it need the link
+        if (timed && !healed) (void)heal();  // the drills after it need the link
         return;
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
-    if (!seen_down) {  // back before a poll saw it down
+    if (!seen_down && !timed) {  // back before a poll saw it down
       detected_at = clock_type::now();
       out.detect_s.push_back(seconds_since(hit_at));
     }
-    out.recover_s.push_back(seconds_since(partition ? ended_at : detected_at));
+    out.recover_s.push_back(seconds_since(timed ? ended_at : detected_at));
     if (drill.action == fault::stop) ::kill(old, SIGCONT);  // should the head have left it stopped
     std::this_thread::sleep_for(drill.interval);
   }
@@ -165,9 +169,10 @@ status check_drill(const chaos_spec& spec, const cluster_spec& cluster, const dr
   const std::string where = spec.file.string() + ":" + std::to_string(d.line) + ": [drill." + d.name + "] ";
   const node_spec* n = cluster.node(d.node);
   if (d.action == fault::slow_client) return ok();
-  if (d.action == fault::partition) {
+  if (d.action == fault::partition || d.action == fault::congest) {
     if (n == nullptr || n->netns.empty())
-      return error{where + "cuts node `" + d.node + "` off, which must be a node of " + spec.cluster.string() +
+      return error{where + (d.action == fault::partition ? "cuts node `" : "throttles node `") + d.node +
+                   "`'s link, which must be a node of " + spec.cluster.string() +
                    " in a network namespace of its own (`netns`)"};
     return ok();
   }

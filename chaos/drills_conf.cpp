@@ -26,19 +26,20 @@ status read_chaos(const ini_file& file, const ini_section& section, chaos_spec& 
 
 status read_drill(const ini_file& file, const ini_section& section, const std::string& name, chaos_spec& spec) {
   if (auto s = check_name(file, section.line, "drill", name); !s) return s;
-  drill_spec d{name, fault::kill, "", 1, std::chrono::milliseconds(300), std::chrono::milliseconds(30000),
-               std::chrono::milliseconds(3000), section.line};
-  int hang_line = 0, duration_line = 0;
+  drill_spec d;
+  d.name = name;
+  d.line = section.line;
+  int hang_line = 0, duration_line = 0, congest_line = 0;
   auto s = read_entries(file, section, {
       {"action", [&](const ini_entry& e) -> status {
-         for (fault f : {fault::kill, fault::stop, fault::hang, fault::partition, fault::slow_client})
+         for (fault f : {fault::kill, fault::stop, fault::hang, fault::partition, fault::congest, fault::slow_client})
            if (e.value == fault_name(f)) {
              d.action = f;
              return ok();
            }
          return error{file.where(e.line) + "`action` is kill (SIGKILL of the node's process), stop (SIGSTOP), hang "
-                      "(its stages block a step), partition (its network cut off) or slow_client (a client reading a "
-                      "byte a second), not `" + e.value + "`"};
+                      "(its stages block a step), partition (its network cut off), congest (its network throttled) or "
+                      "slow_client (a client reading a byte a second), not `" + e.value + "`"};
        }},
       {"node", text(d.node)},
       {"count", integer(file, d.count, 1, 10000)},
@@ -51,6 +52,14 @@ status read_drill(const ini_file& file, const ini_section& section, const std::s
          duration_line = e.line;
          return positive_duration(file, d.duration)(e);
        }},
+      {"rate_kbit", [&](const ini_entry& e) {
+         congest_line = e.line;
+         return integer(file, d.rate_kbit, 8, 100000000)(e);
+       }},
+      {"queue_ms", [&](const ini_entry& e) {
+         congest_line = e.line;
+         return positive_duration(file, d.queue)(e);
+       }},
   });
   if (!s) return s;
   if (d.action == fault::slow_client && !d.node.empty())
@@ -59,8 +68,10 @@ status read_drill(const ini_file& file, const ini_section& section, const std::s
     return error{file.where(section.line) + "[" + section.name + "] needs `node`: whose process it hits"};
   if (hang_line && d.action != fault::hang)
     return error{file.where(hang_line) + "`hang_ms` is for action = hang"};
-  if (duration_line && d.action != fault::partition)
-    return error{file.where(duration_line) + "`duration_ms` is for action = partition"};
+  if (duration_line && d.action != fault::partition && d.action != fault::congest)
+    return error{file.where(duration_line) + "`duration_ms` is for action = partition or congest"};
+  if (congest_line && d.action != fault::congest)
+    return error{file.where(congest_line) + "`rate_kbit` and `queue_ms` are for action = congest"};
   spec.drills.push_back(std::move(d));
   return ok();
 }
@@ -73,6 +84,7 @@ const char* fault_name(fault f) {
     case fault::stop: return "stop";
     case fault::hang: return "hang";
     case fault::partition: return "partition";
+    case fault::congest: return "congest";
     case fault::slow_client: return "slow_client";
   }
   TROUPE_CHECK(false, "a fault without a name");

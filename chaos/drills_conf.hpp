@@ -7,7 +7,9 @@
 // stages block their next step for `hang_ms` while the process stays alive, until the
 // health monitor declares them stuck; the head then restarts a node's process, or
 // replaces its own stages), `partition` (the node, in a network namespace of its own, is
-// cut off from the rest for `duration_ms`, then reconnected); or, with no node,
+// cut off from the rest for `duration_ms`, then reconnected), `congest` (the same node's
+// link throttled to `rate_kbit` with a queue of `queue_ms` for `duration_ms`: what it sends
+// and receives waits in the queue, and what overflows it is dropped); or, with no node,
 // `slow_client`: `count` extra clients read their streams a byte a second while the load
 // runs, until the gateway drops them. Every error names the file and line.
 #include <chrono>
@@ -19,7 +21,7 @@
 
 namespace troupe::chaos {
 
-enum class fault { kill, stop, hang, partition, slow_client };
+enum class fault { kill, stop, hang, partition, congest, slow_client };
 
 // The name a drills file gives the fault.
 const char* fault_name(fault f);
@@ -31,7 +33,9 @@ struct drill_spec {
   int count = 1;  // faults, one after the other; slow_client: clients, at once
   std::chrono::milliseconds interval{300};  // after a recovery, before the next fault
   std::chrono::milliseconds hang{30000};    // hang: how long the stages block
-  std::chrono::milliseconds duration{3000};  // partition: how long the node is cut off
+  std::chrono::milliseconds duration{3000};  // partition, congest: how long the link is cut or throttled
+  int rate_kbit = 512;                       // congest: the link's rate
+  std::chrono::milliseconds queue{100};      // congest: the most a packet waits before it is dropped
   int line = 0;
 };
 

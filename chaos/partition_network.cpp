@@ -16,22 +16,24 @@ namespace {
 
 constexpr const char* bridge = "chaos0";
 
-// `ip ARGS`, its errors on stderr; an error naming the command when it fails.
-status ip(std::vector<std::string> args) {
-  args.insert(args.begin(), "ip");
+// `PROGRAM ARGS` (ip or tc), its errors on stderr; an error naming the command when it fails.
+status run(const char* program, std::vector<std::string> args) {
+  args.insert(args.begin(), program);
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
   std::string shown;
   for (const auto& a : args) shown += (shown.empty() ? "" : " ") + a;
   pid_t pid = 0;
-  if (int e = posix_spawnp(&pid, "ip", nullptr, nullptr, argv.data(), environ); e != 0)
-    return error{shown + ": " + std::strerror(e) + " (partition drills need ip(8), from iproute2)"};
+  if (int e = posix_spawnp(&pid, program, nullptr, nullptr, argv.data(), environ); e != 0)
+    return error{shown + ": " + std::strerror(e) + " (network drills need ip(8) and tc(8), from iproute2)"};
   int status = 0;
   waitpid(pid, &status, 0);
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) return error{shown + " failed (its error is above)"};
   return ok();
 }
+
+status ip(std::vector<std::string> args) { return run("ip", std::move(args)); }
 
 bool is_ipv4(const std::string& address) {
   in_addr a;
@@ -74,7 +76,7 @@ result<std::unique_ptr<partition_network>> partition_network::create(const clust
              {"-n", n.netns, "addr", "add", n.address + "/24", "dev", "eth0"},
              {"-n", n.netns, "link", "set", "eth0", "up"}})
       if (auto done = ip(step); !done) return done.err();
-    net->links_[n.name] = link;
+    net->links_[n.name] = {link, n.netns};
   }
   return net;
 }
@@ -83,16 +85,44 @@ partition_network::~partition_network() {
   for (const std::string& ns : namespaces_) (void)ip({"netns", "del", ns});
 }
 
-status partition_network::cut(const std::string& node) {
+result<partition_network::node_link> partition_network::link_of(const std::string& node) const {
   auto link = links_.find(node);
   if (link == links_.end()) return error{"node " + node + " is in no network namespace of this run"};
-  return ip({"link", "set", link->second, "down"});
+  return link->second;
+}
+
+status partition_network::cut(const std::string& node) {
+  auto link = link_of(node);
+  if (!link) return link.err();
+  return ip({"link", "set", link->bridge_end, "down"});
 }
 
 status partition_network::heal(const std::string& node) {
-  auto link = links_.find(node);
-  if (link == links_.end()) return error{"node " + node + " is in no network namespace of this run"};
-  return ip({"link", "set", link->second, "up"});
+  auto link = link_of(node);
+  if (!link) return link.err();
+  return ip({"link", "set", link->bridge_end, "up"});
+}
+
+status partition_network::throttle(const std::string& node, int rate_kbit, int queue_ms) {
+  auto link = link_of(node);
+  if (!link) return link.err();
+  // The bucket holds a few full frames, so a burst beyond the rate queues from the start.
+  const std::vector<std::string> tbf{"root", "tbf", "rate", std::to_string(rate_kbit) + "kbit", "burst", "6kb",
+                                     "latency", std::to_string(queue_ms) + "ms"};
+  std::vector<std::string> toward_node{"qdisc", "replace", "dev", link->bridge_end};
+  std::vector<std::string> from_node{"-n", link->netns, "qdisc", "replace", "dev", "eth0"};
+  toward_node.insert(toward_node.end(), tbf.begin(), tbf.end());
+  from_node.insert(from_node.end(), tbf.begin(), tbf.end());
+  if (auto done = run("tc", toward_node); !done) return done;
+  return run("tc", from_node);
+}
+
+status partition_network::unthrottle(const std::string& node) {
+  auto link = link_of(node);
+  if (!link) return link.err();
+  auto toward_node = run("tc", {"qdisc", "del", "dev", link->bridge_end, "root"});
+  auto from_node = run("tc", {"-n", link->netns, "qdisc", "del", "dev", "eth0", "root"});
+  return toward_node ? from_node : toward_node;
 }
 
 }  // namespace troupe::chaos

@@ -6,8 +6,12 @@
 // namespace is created (ip netns add) with its loopback up and a veth pair to the bridge,
 // the node's address on its end. cut(node) takes the bridge's end of that pair down, as a
 // pulled cable would (the node's own end and address stay up, so a node started meanwhile
-// still starts); heal(node) puts it back. The node namespaces are deleted with the object;
-// the run's own goes with its process. Needs root and ip(8); touches nothing outside.
+// still starts); heal(node) puts it back. throttle(node) puts a token bucket (tc tbf) on
+// both ends of the pair: the link carries `rate_kbit`, a packet waits at most `queue_ms`
+// for it and is dropped beyond that (delay and loss as a congested link has them; this
+// kernel has no netem to add them at random); unthrottle(node) takes it off. The node
+// namespaces are deleted with the object; the run's own goes with its process. Needs root,
+// ip(8) and tc(8) (iproute2); touches nothing outside.
 #include <map>
 #include <memory>
 #include <string>
@@ -28,11 +32,19 @@ class partition_network {
 
   status cut(const std::string& node);
   status heal(const std::string& node);
+  status throttle(const std::string& node, int rate_kbit, int queue_ms);
+  status unthrottle(const std::string& node);
 
  private:
-  partition_network() = default;
+  struct node_link {
+    std::string bridge_end;  // of its veth pair; the node's end is eth0 in its namespace
+    std::string netns;
+  };
 
-  std::map<std::string, std::string> links_;  // node -> the bridge's end of its veth pair
+  partition_network() = default;
+  result<node_link> link_of(const std::string& node) const;
+
+  std::map<std::string, node_link> links_;
   std::vector<std::string> namespaces_;       // created here, deleted at the end
 };
 

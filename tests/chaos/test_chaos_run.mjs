@@ -7,9 +7,10 @@
 // the connection timeout, a hung one once its stage has been in one step for the progress
 // timeout); while the first node is cut off from the others for 4 s twice (it runs in a
 // network namespace of its own, joined to the run's by a veth pair whose end the run takes
-// down: needs root and ip(8), as CI has); and while a 65th client reads its stream a byte
-// a second, which the gateway drops after its send timeout (3 s) once that stream's bytes
-// back up. The run must lose no stream, end none with an error, give every stream the
+// down: needs root and ip(8), as CI has); while its link is throttled to 128 kbit/s with a
+// 100 ms queue for 4 s (tc tbf: delay and loss as a congested link has them); and while a
+// 65th client reads its stream a byte a second, which the gateway drops after its send
+// timeout (3 s) once that stream's bytes back up. The run must lose no stream, end none with an error, give every stream the
 // tokens of the run without faults, and recover from each fault within 5 s at p99 of its
 // detection (the runner checks these and exits 1 otherwise; the test reads the report
 // too, and bounds the detection of a stop or a hang by its 2 s timeout plus those 5 s).
@@ -90,6 +91,15 @@ count = 2
 duration_ms = 4000
 interval_ms = 200
 
+[drill.congested]
+action = congest
+node = second
+count = 1
+duration_ms = 4000
+rate_kbit = 128
+queue_ms = 100
+interval_ms = 200
+
 [drill.slow]
 action = slow_client
 `);
@@ -100,11 +110,11 @@ action = slow_client
   assert.equal(r.status, 0, r.stdout + r.stderr + log());
   const text = readFileSync(report, 'utf8');
   const rows = text.split('\n')
-    .filter((l) => /^\| (stage_and_experts|experts|stopped|hung|partitioned|slow) \|/.test(l))
+    .filter((l) => /^\| (stage_and_experts|experts|stopped|hung|partitioned|congested|slow) \|/.test(l))
     .map((l) => l.split('|').slice(1, -1).map((c) => c.trim()));
-  assert.equal(rows.length, 6, text);
+  assert.equal(rows.length, 7, text);
   const planned = { stage_and_experts: '20 of 20', experts: '10 of 10', stopped: '3 of 3', hung: '3 of 3',
-                    partitioned: '2 of 2', slow: '1 of 1' };
+                    partitioned: '2 of 2', congested: '1 of 1', slow: '1 of 1' };
   for (const [drill, node, faults, detect, recover, requests, identical] of rows) {
     assert.equal(faults, planned[drill], `${drill}: ${node}`);
     assert.equal(requests, '64 / 64 / 0 / 0', `${drill}: accepted / completed / errored / lost`);

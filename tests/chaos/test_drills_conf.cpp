@@ -36,7 +36,8 @@ BOOST_AUTO_TEST_CASE(a_file_reads_as_written_with_defaults_for_the_rest) {
                    "recovery_limit_ms = 2500\n\n[drill.first]\naction = kill\nnode = second\ncount = 3\n"
                    "interval_ms = 50\n\n[drill.second]\naction = stop\nnode = third\n\n[drill.third]\naction = hang\nnode = head\n"
                    "hang_ms = 4000\n\n[drill.fourth]\naction = slow_client\ncount = 2\n\n[drill.fifth]\naction = partition\n"
-                   "node = second\nduration_ms = 2500\n");
+                   "node = second\nduration_ms = 2500\n\n[drill.sixth]\naction = congest\nnode = second\nrate_kbit = 256\n"
+                   "queue_ms = 40\nduration_ms = 2000\n");
   BOOST_REQUIRE_MESSAGE(spec, (spec ? std::string() : spec.err().message));
   BOOST_TEST(spec->cluster == (dir.path() / "../c/cluster.conf").lexically_normal());
   BOOST_TEST(spec->streams == 8);
@@ -44,7 +45,7 @@ BOOST_AUTO_TEST_CASE(a_file_reads_as_written_with_defaults_for_the_rest) {
   BOOST_TEST(spec->max_tokens == 100);
   BOOST_TEST(spec->temperature == 0.0);
   BOOST_TEST((spec->recovery_limit == 2500ms));
-  BOOST_REQUIRE(spec->drills.size() == 5u);
+  BOOST_REQUIRE(spec->drills.size() == 6u);
   BOOST_TEST(spec->drills[0].name == "first");
   BOOST_TEST(spec->drills[0].node == "second");
   BOOST_TEST(spec->drills[0].count == 3);
@@ -63,6 +64,12 @@ BOOST_AUTO_TEST_CASE(a_file_reads_as_written_with_defaults_for_the_rest) {
   BOOST_TEST((spec->drills[4].action == chaos::fault::partition));
   BOOST_TEST((spec->drills[4].duration == 2500ms));
   BOOST_TEST((spec->drills[0].duration == 3000ms));
+  BOOST_TEST((spec->drills[5].action == chaos::fault::congest));
+  BOOST_TEST(spec->drills[5].rate_kbit == 256);
+  BOOST_TEST((spec->drills[5].queue == 40ms));
+  BOOST_TEST((spec->drills[5].duration == 2000ms));
+  BOOST_TEST(spec->drills[4].rate_kbit == 512);
+  BOOST_TEST((spec->drills[4].queue == 100ms));
 }
 
 BOOST_AUTO_TEST_CASE(each_mistake_names_its_line) {
@@ -71,8 +78,13 @@ BOOST_AUTO_TEST_CASE(each_mistake_names_its_line) {
   };
   has(error_of(chaos_section + "[drill.one]\naction = pause\nnode = second\n"),
       "drills.conf:4: `action` is kill (SIGKILL of the node's process), stop (SIGSTOP), hang (its stages block a "
-      "step), partition (its network cut off) or slow_client (a client reading a byte a second), not `pause`");
-  has(error_of(chaos_section + drill + "duration_ms = 100\n"), "drills.conf:5: `duration_ms` is for action = partition");
+      "step), partition (its network cut off), congest (its network throttled) or slow_client (a client reading a "
+      "byte a second), not `pause`");
+  has(error_of(chaos_section + drill + "duration_ms = 100\n"),
+      "drills.conf:5: `duration_ms` is for action = partition or congest");
+  has(error_of(chaos_section + drill + "rate_kbit = 100\n"), "drills.conf:5: `rate_kbit` and `queue_ms` are for action = congest");
+  has(error_of(chaos_section + "[drill.one]\naction = congest\nnode = second\nrate_kbit = 1\n"),
+      "drills.conf:6: `rate_kbit` must be an integer from 8");
   has(error_of(chaos_section + "[drill.one]\naction = slow_client\nnode = second\n"),
       "drills.conf:3: [drill.one] is a slow_client drill, which hits no node");
   has(error_of(chaos_section + drill + "hang_ms = 100\n"), "drills.conf:5: `hang_ms` is for action = hang");
