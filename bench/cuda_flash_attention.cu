@@ -4,7 +4,7 @@
 // median of 20 event-timed runs after 5 warm-ups; TFLOP/s counts the causal half of
 // Q K^T and P V, 4 * n^2 / 2 * heads * head_dim. Then decode attention
 // (kernels/cuda/paged_attention) of one sequence of that shape at 512 and 4096 positions,
-// as a decode step runs it: 20 calls (layers) captured in a CUDA graph, the median of 20
+// and of batches of 32 and 128 sequences at 640 and 4096, as a decode step runs it: 20 calls (layers) captured in a CUDA graph, the median of 20
 // replays after 5 warm-ups, per call.
 #include <algorithm>
 #include <cstdint>
@@ -68,25 +68,27 @@ void prefill(int n) {
     TROUPE_CUDA_CHECK(cudaFree(p));
 }
 
-// Each call reads its own pool, as each layer of a decode step does, and L2 is flushed
-// before each replay: keys and values come from memory, not from the previous call.
-void decode(int context) {
+// `seqs` sequences of `context` positions each. Each call reads its own pool, as each
+// layer of a decode step does, and L2 is flushed before each replay: keys and values come
+// from memory, not from the previous call.
+void decode(int seqs, int context) {
   const int heads = 32, kv_heads = 4, head_dim = 128, block_size = 16, calls = 20;
   const int blocks = (context + block_size - 1) / block_size;
-  const size_t pool = size_t(blocks) * block_size * kv_heads * head_dim;
-  __nv_bfloat16* q = random_bf16(size_t(heads) * head_dim, 1);
+  const size_t pool = size_t(seqs) * blocks * block_size * kv_heads * head_dim;
+  __nv_bfloat16* q = random_bf16(size_t(seqs) * heads * head_dim, 1);
   __nv_bfloat16* keys = random_bf16(pool * calls, 2);
   __nv_bfloat16* values = random_bf16(pool * calls, 3);
   __nv_bfloat16* out;
-  TROUPE_CUDA_CHECK(cudaMalloc(&out, size_t(heads) * head_dim * sizeof(__nv_bfloat16)));
-  const size_t workspace_floats = troupe::cuda::paged_attention_workspace_floats(1, heads, kv_heads, head_dim, context);
+  TROUPE_CUDA_CHECK(cudaMalloc(&out, size_t(seqs) * heads * head_dim * sizeof(__nv_bfloat16)));
+  const size_t workspace_floats =
+      troupe::cuda::paged_attention_workspace_floats(seqs, heads, kv_heads, head_dim, context);
   float* workspace;
   TROUPE_CUDA_CHECK(cudaMalloc(&workspace, workspace_floats * sizeof(float)));
-  std::vector<int> order(static_cast<size_t>(blocks));
+  std::vector<int> order(size_t(seqs) * blocks);
   std::iota(order.begin(), order.end(), 0);
   std::shuffle(order.begin(), order.end(), std::mt19937(4));
   int* table = device_copy(order);
-  int* seq_lens = device_copy(std::vector<int>{context});
+  int* seq_lens = device_copy(std::vector<int>(size_t(seqs), context));
   int l2_bytes = 0;
   TROUPE_CUDA_CHECK(cudaDeviceGetAttribute(&l2_bytes, cudaDevAttrL2CacheSize, 0));
   const l2_flush flush(size_t(4) * size_t(l2_bytes));
@@ -96,7 +98,7 @@ void decode(int context) {
   auto attend = [&](int call) {
     const troupe::cuda::paged_kv_batch kv{keys + pool * call, values + pool * call, block_size, table, blocks,
                                           seq_lens, context};
-    troupe::cuda::paged_attention(q, heads * head_dim, 1, heads, kv_heads, head_dim, kv, workspace, out, stream);
+    troupe::cuda::paged_attention(q, heads * head_dim, seqs, heads, kv_heads, head_dim, kv, workspace, out, stream);
   };
   attend(0);  // outside the capture: first-call set-up
   cudaGraph_t graph;
@@ -106,8 +108,10 @@ void decode(int context) {
   TROUPE_CUDA_CHECK(cudaStreamEndCapture(stream, &graph));
   TROUPE_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
   const float ms = median_ms(5, 20, [&] { TROUPE_CUDA_CHECK(cudaGraphLaunch(exec, nullptr)); }, flush);
-  std::printf("paged_attention: 1 sequence, %d positions, heads %d/%d, head_dim %d: median %.2f us a call\n",
-              context, heads, kv_heads, head_dim, ms * 1000 / calls);
+  const double us = ms * 1000 / calls, bytes = 2.0 * seqs * context * kv_heads * head_dim * sizeof(__nv_bfloat16);
+  std::printf("paged_attention: %d sequences, %d positions, heads %d/%d, head_dim %d: median %.2f us a call, "
+              "%.0f GB/s of keys and values\n",
+              seqs, context, heads, kv_heads, head_dim, us, bytes / (us * 1e-6) / 1e9);
   TROUPE_CUDA_CHECK(cudaGraphExecDestroy(exec));
   TROUPE_CUDA_CHECK(cudaGraphDestroy(graph));
   TROUPE_CUDA_CHECK(cudaStreamDestroy(stream));
@@ -120,6 +124,8 @@ void decode(int context) {
 int main() {
   describe_device();
   for (int n : {512, 2048, 4096}) prefill(n);
-  for (int context : {512, 4096}) decode(context);
+  for (int context : {512, 4096}) decode(1, context);
+  for (int seqs : {32, 128})
+    for (int context : {640, 4096}) decode(seqs, context);
   return 0;
 }

@@ -18,7 +18,7 @@ static constexpr int threads = warps * 32;
 static constexpr int chunk = 16;  // positions a warp takes per step: one k-step of P V
 static constexpr int max_group = 16;
 static constexpr int max_split_len = 1024;
-static constexpr int min_split_chunks = 4;
+static constexpr int min_split_chunks = 8;
 static constexpr int few_kv_heads = 16;
 static constexpr int target_warps = 8192;
 static constexpr int max_splits_wanted = 128;  // the merge reads every split
@@ -42,8 +42,9 @@ struct split_plan {
 };
 
 // Enough splits that the batch has about 8k warps (a short batch still fills the GPU),
-// each at least min_split_chunks chunks long (on the H200, at 600 positions: batch 32
-// 25 us against 47 us with one-chunk splits) and at most 1024 positions. A batch of a few
+// each at least min_split_chunks chunks long (on the H200, batch 32 at 640 positions:
+// 15.9 us with eight-chunk splits, 21.1 with four, 31.4 with two; at 4096 positions 100
+// against 117 us with four; batch 128 the same either way) and at most 1024 positions. A batch of a few
 // KV heads takes one-chunk splits: its warps are latency-bound (the decode step at batch 1
 // and 512 positions: 277 tok/s against 269).
 split_plan plan_splits(int seqs, int kv_heads, int max_seq_len) {
