@@ -5,7 +5,8 @@
 //   bench_gpu_forward CONFIG_DIR [--context 512] [--steps 128] [--batches 1,32,128] [--prefill 4096]
 //                     [--joining 512] [--admitted 16]
 // --admitted N also times one step that prefills N prompts of --context tokens, as serving
-// admits a wave of requests; ncu --profile-from-start off profiles one such step.
+// admits a wave of requests. ncu --profile-from-start off profiles one more step of each
+// measure (pick them with the flags: --batches 1 --joining 0 --admitted 0 is one decode step).
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -103,7 +104,11 @@ double decode_rate(step_runner& runner, sequences& s, int steps) {
   for (int i = 0; i < 3; ++i) step();  // captures the graph
   const double t = now_s();
   for (int i = 0; i < steps; ++i) step();
-  return double(count) * steps / (now_s() - t);
+  const double rate = double(count) * steps / (now_s() - t);
+  cudaProfilerStart();  // one more for ncu --profile-from-start off
+  step();
+  cudaProfilerStop();
+  return rate;
 }
 
 // Milliseconds a step takes when, besides one token of each sequence, a new prompt of

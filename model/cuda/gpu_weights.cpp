@@ -197,7 +197,8 @@ void fill_dummy(const gpu_weights& w) {
 }
 
 // The CUDA kernels' limits: flash attention is built for head_dim 64 and 128 (as
-// FlashAttention's common builds are), the MoE GEMMs for 16-element tiles.
+// FlashAttention's common builds are), the MoE GEMMs for 16-element tiles, the router for
+// at most 32 experts a token (a lane each).
 status check_gpu_shape(const model_config& c, const std::filesystem::path& dir) {
   std::string why;
   if (c.arch != architecture::qwen3_moe) why = "model_type " + c.model_type + " (its linear-attention kernels are not written yet)";
@@ -205,6 +206,8 @@ status check_gpu_shape(const model_config& c, const std::filesystem::path& dir) 
   else if (c.hidden_size % 16 != 0) why = "hidden_size " + std::to_string(c.hidden_size) + " (a multiple of 16 is needed)";
   else if (c.num_experts > 0 && c.moe_intermediate_size % 16 != 0)
     why = "moe_intermediate_size " + std::to_string(c.moe_intermediate_size) + " (a multiple of 16 is needed)";
+  else if (c.num_experts > 0 && c.num_experts_per_tok > 32)
+    why = "num_experts_per_tok " + std::to_string(c.num_experts_per_tok) + " (at most 32 are built)";
   if (why.empty()) return ok();
   return error{(dir / "config.json").string() + ": the CUDA backend cannot run " + why + "; use --device cpu"};
 }

@@ -515,7 +515,7 @@ BOOST_AUTO_TEST_CASE(route_top_k_matches_cpu) {
   uint32_t seed = 400;
   for (auto [tokens, experts, k, normalize] :
        {shape{1, 8, 2, true}, shape{33, 128, 8, true}, shape{5, 60, 4, false},
-        shape{17, 512, 10, true}, shape{3, 7, 7, false}}) {
+        shape{17, 512, 10, true}, shape{3, 7, 7, false}, shape{4, 64, 32, true}}) {
     // Router logits come from an fp32 matmul; random floats are never tied.
     auto logits = test::random_floats(size_t(tokens) * experts, seed++, 2.0f);
     std::vector<int> ref_chosen(size_t(tokens) * k);
