@@ -6,6 +6,7 @@
 #include "base/check.hpp"
 #include "kernels/cuda/async_copy.cuh"
 #include "kernels/cuda/check.cuh"
+#include "kernels/cuda/mma_bf16.cuh"
 
 namespace troupe::cuda {
 
@@ -60,20 +61,6 @@ static __device__ void load_matrices_trans(uint32_t (&r)[4], const __nv_bfloat16
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
                : "r"(unsigned(__cvta_generic_to_shared(p))));
-}
-
-// c += a b, one m16n8k16 tensor-core product: bf16 in, fp32 accumulate.
-static __device__ void mma(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
-  asm volatile(
-      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
-      "{%8,%9}, {%0,%1,%2,%3};\n"
-      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
-
-static __device__ uint32_t pack_bf16(float lo, float hi) {
-  const __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
-  return *reinterpret_cast<const uint32_t*>(&v);
 }
 
 // Block (head, query tile, sequence), warp w owning query rows 16w..16w+15 of the tile,

@@ -19,21 +19,13 @@
 
 #include <cuda_bf16.h>
 
+#include "kernels/cuda/mma_bf16.cuh"
+
 namespace troupe::cuda::moe_stream {
 
 constexpr int rows = 16;  // the plan's tile height
 constexpr int n_tile = 8;
 constexpr int unroll = 4;
-
-// c += a b: one m16n8k16, bf16 in, fp32 accumulate.
-__device__ __forceinline__ void mma(float (&c)[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3, uint32_t b0,
-                                    uint32_t b1) {
-  asm volatile(
-      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
-      "{%8,%9}, {%0,%1,%2,%3};\n"
-      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
-}
 
 // A weight load: read once, so kept out of L1 where the token rows live.
 __device__ __forceinline__ uint4 load_weights(const uint4* p) {

@@ -9,6 +9,7 @@
 #include "base/check.hpp"
 #include "kernels/cuda/check.cuh"
 #include "kernels/cuda/dependent_launch.cuh"
+#include "kernels/cuda/mma_bf16.cuh"
 #include "kernels/cuda/qk_norm_rope_row.cuh"
 
 namespace troupe::cuda {
@@ -114,20 +115,6 @@ static __host__ __device__ split_results results_of(float* workspace, int seqs, 
 struct split_shape {
   int heads, kv_heads, group, split_len, splits;
 };
-
-// c += a b, one m16n8k16 tensor-core product: bf16 in, fp32 accumulate.
-static __device__ void mma(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
-  asm volatile(
-      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
-      "{%8,%9}, {%0,%1,%2,%3};\n"
-      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
-
-static __device__ uint32_t pack_bf16(float lo, float hi) {
-  const __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
-  return *reinterpret_cast<const uint32_t*>(&v);
-}
 
 // `words` 32-bit words from `src` (16-byte aligned), or zeros when src is null.
 template <int words>
