@@ -30,6 +30,7 @@
 #include "kernels/cuda/gemv.cuh"
 #include "kernels/cuda/matmul.cuh"
 #include "kernels/cuda/moe_routing.cuh"
+#include "kernels/cuda/output_gate.cuh"
 #include "kernels/cuda/paged_attention.cuh"
 #include "kernels/cuda/qk_norm_rope.cuh"
 #include "kernels/cuda/rms_norm.cuh"
@@ -560,6 +561,26 @@ BOOST_AUTO_TEST_CASE(add_bias_matches_cpu) {
     name << "add_bias rows " << rows << " cols " << cols << " stride " << stride;
     // Columns past `cols` are left as they were: the reference keeps them too.
     expect_close(name.str(), to_f32(d_y.to_host()), ref, bf16_tolerance);
+  }
+}
+
+// Qwen3.5's attention output gate, as layers.cpp applies it on the CPU: rows of the
+// 35B-A3B's width (16 heads of 256) with the gate in a wider fused row, and odd shapes.
+BOOST_AUTO_TEST_CASE(output_gate_matches_cpu) {
+  uint32_t seed = 550;
+  for (auto [tokens, width, stride] : {std::tuple{1, 4096, 4096 + 1024}, std::tuple{37, 4096, 9216},
+                                       std::tuple{3, 7, 7}, std::tuple{5, 1500, 1501}}) {
+    const auto x = random_bf16(size_t(tokens) * width, seed++, 2.0f);
+    const auto gate = random_bf16(size_t(tokens) * stride, seed++, 3.0f);
+    std::vector<float> ref = x.values;
+    for (int t = 0; t < tokens; ++t)
+      for (int i = 0; i < width; ++i)
+        ref[size_t(t) * width + i] *= 1.0f / (1.0f + std::exp(-gate.values[size_t(t) * stride + i]));
+    device_buffer<uint16_t> d_x(x.bits), d_gate(gate.bits);
+    cuda::output_gate(d_x.bf16(), d_gate.bf16(), stride, tokens, width, nullptr);
+    std::ostringstream name;
+    name << "output_gate tokens " << tokens << " width " << width << " stride " << stride;
+    expect_close(name.str(), to_f32(d_x.to_host()), ref, bf16_tolerance);
   }
 }
 
