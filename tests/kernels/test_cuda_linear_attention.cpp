@@ -3,7 +3,7 @@
 // each on its recurrent-state slot of a pool (slots out of order, some sequences starting
 // afresh over a slot full of garbage, others continuing from a non-zero state), then decode
 // steps after that prefill with a padding sequence among them, and a prompt in two pieces
-// against one piece; gated_rms_norm on its rows. Inputs are bf16 on the device; the CPU op
+// against one piece; delta_rule_gates and gated_rms_norm on their rows. Inputs are bf16 on the device; the CPU op
 // gets the same bf16-rounded values in fp32. Outputs are poisoned with NaN first, and NaN
 // never passes. Each check logs its worst error (--log_level=test_suite shows it).
 #define BOOST_TEST_MODULE cuda_linear_attention
@@ -20,6 +20,7 @@
 #include "kernels/cpu/gated_delta_rule.hpp"
 #include "kernels/cpu/gated_rms_norm.hpp"
 #include "kernels/cuda/causal_conv1d.cuh"
+#include "kernels/cuda/delta_rule_gates.cuh"
 #include "kernels/cuda/gated_delta_rule.cuh"
 #include "kernels/cuda/gated_rms_norm.cuh"
 #include "tests/kernels/cuda_test_support.hpp"
@@ -58,7 +59,8 @@ void expect_within(const std::string& what, const std::vector<float>& out, const
     const double excess = err - (rel * std::abs(double(ref[i])) + floor);
     if (excess > worst_excess) worst_excess = excess, worst_at = i;
   }
-  BOOST_TEST_MESSAGE(what << ": max abs error " << worst << " (floor " << floor << ")");
+  BOOST_TEST_MESSAGE(what << ": compared " << ref.size() << " values, max abs error " << worst << " (floor " << floor
+                          << ")");
   BOOST_TEST(worst_excess <= 0.0, what << ": element " << worst_at << " is " << out[worst_at] << ", want "
                                        << ref[worst_at] << " within " << rel << " of it + " << floor);
 }
@@ -358,4 +360,36 @@ BOOST_AUTO_TEST_CASE(gated_rms_norm_matches_cpu) {
       name << "gated_rms_norm tokens " << tokens << " heads " << heads << " dim " << dim << (in_place ? " in place" : "");
       expect_within(name.str(), to_f32((in_place ? d_x : d_out).to_host()), ref, bf16_rel);
     }
+}
+
+// The gates from a and b side by side in one row a token (as a fused projection leaves
+// them), against linear_attention_block's formula: decays that reach softplus's linear
+// part (a + dt_bias above 20) and ones deep in its curve. fp32 outputs of fp32 math: only
+// expf and log1pf may differ, by an ulp or so.
+BOOST_AUTO_TEST_CASE(delta_rule_gates_match_the_cpu_formula) {
+  uint32_t seed = 600;
+  for (auto [tokens, heads] : {std::pair{1, 32}, std::pair{300, 32}, std::pair{37, 3}}) {
+    const int stride = 2 * heads + 5;
+    const auto ab = random_bf16(size_t(tokens) * stride, seed++, 8.0f);
+    const auto neg_rate = random_floats(size_t(heads), seed++);
+    auto dt_bias = random_floats(size_t(heads), seed++, 4.0f);
+    dt_bias[0] = 25.0f;  // head 0 in softplus's linear part
+    std::vector<float> ref_g(size_t(tokens) * heads), ref_beta(ref_g.size());
+    for (int t = 0; t < tokens; ++t)
+      for (int h = 0; h < heads; ++h) {
+        const float x = ab.values[size_t(t) * stride + h] + dt_bias[size_t(h)];
+        ref_g[size_t(t) * heads + h] = -std::exp(neg_rate[size_t(h)]) * (x > 20.0f ? x : std::log1p(std::exp(x)));
+        ref_beta[size_t(t) * heads + h] = 1.0f / (1.0f + std::exp(-ab.values[size_t(t) * stride + heads + h]));
+      }
+    std::vector<float> rate(neg_rate.size());
+    for (size_t h = 0; h < rate.size(); ++h) rate[h] = -std::exp(neg_rate[h]);  // as the loader keeps A_log
+    device_buffer<uint16_t> d_ab(ab.bits);
+    device_buffer<float> d_rate(rate), d_bias(dt_bias), d_g(ref_g.size(), NAN), d_beta(ref_g.size(), NAN);
+    cuda::delta_rule_gates(d_ab.bf16(), stride, d_ab.bf16() + heads, stride, d_rate.get(), d_bias.get(), tokens,
+                           heads, d_g.get(), d_beta.get(), nullptr);
+    std::ostringstream name;
+    name << "delta_rule_gates tokens " << tokens << " heads " << heads;
+    expect_within(name.str() + " g", d_g.to_host(), ref_g, 1e-5);
+    expect_within(name.str() + " beta", d_beta.to_host(), ref_beta, 1e-5);
+  }
 }
