@@ -37,14 +37,18 @@ static __device__ token_inputs load_token(const delta_rule_inputs& in, const del
 // heads, sequences). Columns of the state are independent (S^T k and S^T q reduce over
 // rows), so the block holds its columns for the whole scan: lane l has column l, warp w
 // rows w + warps r, most rows a thread. The state is read once and written once, and the
-// next token's inputs are loaded while a token is computed. Each token's q and k are
-// staged in shared memory, and the sums over rows of S^T k and S^T q meet there too.
+// next token's inputs are loaded while a token is computed. A token needs S^T k (for
+// delta) and its output S'^T q, where S' = decay S + k delta^T; as S'^T q = decay S^T q +
+// delta (k . q), both sums run over the old state in one pass and meet across warps in
+// shared memory (the token's one barrier besides staging q and k), and the update follows.
+// q and k are staged two tokens' worth, so staging the next token cannot overwrite what a
+// slower warp still reads for this one.
 template <int most>
 static __global__ void __launch_bounds__(block_size)
     gated_delta_rule_kernel(delta_rule_inputs in, delta_rule_heads d, state_sequences seqs, float* states,
                             __nv_bfloat16* out) {
-  __shared__ float qs[delta_rule_max_key_dim], ks[delta_rule_max_key_dim];
-  __shared__ float kv_part[warps][slice], o_part[warps][slice];
+  __shared__ float qs[2][delta_rule_max_key_dim], ks[2][delta_rule_max_key_dim];
+  __shared__ float2 parts[warps][slice];  // a warp's share of (S^T k, S^T q) for each column
   begin_dependent();
   const int warp = int(threadIdx.x) / 32, lane = int(threadIdx.x) % 32;
   const int h = int(blockIdx.y), s = int(blockIdx.z), j = int(blockIdx.x) * slice + lane;
@@ -72,52 +76,41 @@ static __global__ void __launch_bounds__(block_size)
   token_inputs next = load_token(in, d, first, h, key_head, j);
   for (int t = 0; t < len; ++t) {
     const token_inputs x = next;
+    const float* q = qs[t & 1];
+    const float* k = ks[t & 1];
 #pragma unroll
     for (int e = 0; e < loads_per_thread; ++e) {
       const int i = int(threadIdx.x) + block_size * e;
-      if (i < dk) qs[i] = x.q[e], ks[i] = x.k[e];
+      if (i < dk) qs[t & 1][i] = x.q[e], ks[t & 1][i] = x.k[e];
     }
     if (t + 1 < len) next = load_token(in, d, first + t + 1, h, key_head, j);
-    __syncthreads();  // qs, ks written; the previous token's readers of all three were done
-    float qq = 0.0f, kk = 0.0f;
-    for (int i = lane; i < dk; i += 32) qq += qs[i] * qs[i], kk += ks[i] * ks[i];
+    __syncthreads();  // q and k staged; every warp is past the previous token's sums
+    float qq = 0.0f, kk = 0.0f, qk = 0.0f;
+    for (int i = lane; i < dk; i += 32) qq += q[i] * q[i], kk += k[i] * k[i], qk += q[i] * k[i];
     for (int offset = 16; offset > 0; offset /= 2) {
       qq += __shfl_xor_sync(0xffffffffu, qq, offset);
       kk += __shfl_xor_sync(0xffffffffu, kk, offset);
+      qk += __shfl_xor_sync(0xffffffffu, qk, offset);
     }
-    const float q_norm = 1.0f / sqrtf(qq + 1e-6f), k_norm = 1.0f / sqrtf(kk + 1e-6f);
+    const float q_norm = 1.0f / sqrtf(qq + 1e-6f) * q_scale, k_norm = 1.0f / sqrtf(kk + 1e-6f);
+    float2 part = {0.0f, 0.0f};
+#pragma unroll
+    for (int r = 0; r < most; ++r) {
+      const int i = warp + warps * r;
+      if (i < dk) part.x += S[r] * (k[i] * k_norm), part.y += S[r] * (q[i] * q_norm);
+    }
+    parts[warp][lane] = part;
+    __syncthreads();
+    float2 sum = {0.0f, 0.0f};
+#pragma unroll
+    for (int w = 0; w < warps; ++w) sum.x += parts[w][lane].x, sum.y += parts[w][lane].y;
     const float decay = expf(x.g);
-    float part = 0.0f;
+    const float delta = x.beta * (x.v - decay * sum.x);
+    if (warp == 0 && column) *out_at(t) = __float2bfloat16(decay * sum.y + delta * (qk * q_norm * k_norm));
 #pragma unroll
     for (int r = 0; r < most; ++r) {
       const int i = warp + warps * r;
-      if (i < dk) {
-        S[r] *= decay;
-        part += S[r] * (ks[i] * k_norm);
-      }
-    }
-    kv_part[warp][lane] = part;
-    __syncthreads();
-    float predicted = 0.0f;  // (S^T k)[j]
-#pragma unroll
-    for (int w = 0; w < warps; ++w) predicted += kv_part[w][lane];
-    const float delta = x.beta * (x.v - predicted);
-    float o = 0.0f;
-#pragma unroll
-    for (int r = 0; r < most; ++r) {
-      const int i = warp + warps * r;
-      if (i < dk) {
-        S[r] += (ks[i] * k_norm) * delta;
-        o += S[r] * (qs[i] * q_norm * q_scale);
-      }
-    }
-    o_part[warp][lane] = o;
-    __syncthreads();
-    if (warp == 0 && column) {
-      float sum = 0.0f;
-#pragma unroll
-      for (int w = 0; w < warps; ++w) sum += o_part[w][lane];
-      *out_at(t) = __float2bfloat16(sum);
+      if (i < dk) S[r] = S[r] * decay + (k[i] * k_norm) * delta;
     }
   }
 #pragma unroll
