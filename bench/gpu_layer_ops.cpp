@@ -142,7 +142,7 @@ int main(int argc, char** argv) {
     rows[r++].push_back(mean_us([&] { cuda::matmul(cublas, normed, n, h, l.qkv, qkv_dim, dtype::bf16, qkv); }));
     rows[r++].push_back(mean_us([&] {
       cuda::qk_norm_rope(qkv, qkv + q_dim, l.q_norm, l.k_norm, eps, n, c.num_heads, c.num_kv_heads, c.head_dim,
-                         qkv_dim, qkv_dim, d_positions, float(c.rope_theta),
+                         qkv_dim, qkv_dim, d_positions, float(c.rope_theta), c.rotary_dim,
                          {qkv + q_dim + kv_dim, qkv_dim, d_slots, keys, values}, stream);
     }));
     rows[r++].push_back(mean_us([&] {
@@ -151,7 +151,7 @@ int main(int argc, char** argv) {
     }));
     rows[r++].push_back(mean_us([&] {
       cuda::decode_attention(qkv, qkv + q_dim, l.q_norm, l.k_norm, eps, n, c.num_heads, c.num_kv_heads, c.head_dim,
-                             qkv_dim, qkv_dim, d_positions, float(c.rope_theta),
+                             qkv_dim, qkv_dim, d_positions, float(c.rope_theta), c.rotary_dim,
                              {qkv + q_dim + kv_dim, qkv_dim, d_slots, keys, values},
                              {keys, values, block_size, d_tables, blocks_each, d_lens, 1024}, attn_workspace, attn,
                              stream);

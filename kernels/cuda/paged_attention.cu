@@ -568,7 +568,7 @@ fused_cluster_kernel(step_qkv in, split_shape sh, paged_kv_batch kv, __nv_bfloat
   const int len = kv.seq_lens[s], slot = in.cache.slots[s];
   const bool reads = block * cluster_warps * sh.split_len < len;  // some warp of it has positions
   const bool holds_newest = (len - 1) / sh.split_len / cluster_warps == block;
-  const lane_rotation<head_dim> rotation = rotation_of<head_dim>(in.positions[s], inv_freq, head_dim);
+  const lane_rotation<head_dim> rotation = rotation_of<head_dim>(in.positions[s], inv_freq);
   const lane_elements<head_dim> q_weight = load_lane_elements<head_dim>(in.q_norm, head_dim);
   const lane_elements<head_dim> k_weight = load_lane_elements<head_dim>(in.k_norm, head_dim);
   // Rows 0 .. group - 1 are the query heads, row group the key (and the value): warp w
@@ -703,15 +703,17 @@ void paged_attention(const __nv_bfloat16* q, int q_stride, int seqs, int heads, 
 
 void decode_attention(__nv_bfloat16* q, const __nv_bfloat16* k, const float* q_norm, const float* k_norm, float eps,
                       int seqs, int heads, int kv_heads, int head_dim, int q_stride, int k_stride,
-                      const int* positions, float theta, const kv_cache_target& cache, const paged_kv_batch& kv,
-                      float* workspace, __nv_bfloat16* out, cudaStream_t stream) {
+                      const int* positions, float theta, int rotary_dim, const kv_cache_target& cache,
+                      const paged_kv_batch& kv, float* workspace, __nv_bfloat16* out, cudaStream_t stream) {
   check_attention(q, q_stride, seqs, heads, kv_heads, head_dim, kv);
   TROUPE_CHECK(cache.key_pool == kv.keys && cache.value_pool == kv.values,
                "the step's keys and values must go to the pools it attends over");
+  TROUPE_CHECK(rotary_dim >= 0 && rotary_dim <= head_dim && rotary_dim % 2 == 0,
+               "rotary_dim must be even and at most head_dim");
   const split_plan plan = plan_cluster(int64_t(seqs) * kv_heads, kv.max_seq_len);
   if (seqs == 0 || plan.splits == 0) {
     qk_norm_rope(q, k, q_norm, k_norm, eps, seqs, heads, kv_heads, head_dim, q_stride, k_stride, positions, theta,
-                 cache, stream);
+                 rotary_dim, cache, stream);
     paged_attention(q, q_stride, seqs, heads, kv_heads, head_dim, kv, workspace, out, stream);
     return;
   }
@@ -721,7 +723,7 @@ void decode_attention(__nv_bfloat16* q, const __nv_bfloat16* k, const float* q_n
   const int group = heads / kv_heads;
   const split_shape sh{heads, kv_heads, group, plan.split_len, plan.splits};
   const step_qkv in{q, q_stride, k, k_stride, q_norm, k_norm, eps, positions, cache};
-  const inv_freq_table inv_freq = rope_inv_freq(theta, head_dim);
+  const inv_freq_table inv_freq = rope_inv_freq(theta, head_dim, rotary_dim);
   with_shape(head_dim, group, [&](auto s) {
     launch_fused<decltype(s)::head_dim, decltype(s)::wide>(in, seqs, sh, kv, inv_freq, out, stream);
   });

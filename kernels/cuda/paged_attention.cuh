@@ -56,7 +56,7 @@ void paged_attention(const __nv_bfloat16* q, int q_stride, int seqs, int heads, 
 // the two launches.
 void decode_attention(__nv_bfloat16* q, const __nv_bfloat16* k, const float* q_norm, const float* k_norm, float eps,
                       int seqs, int heads, int kv_heads, int head_dim, int q_stride, int k_stride,
-                      const int* positions, float theta, const kv_cache_target& cache, const paged_kv_batch& kv,
-                      float* workspace, __nv_bfloat16* out, cudaStream_t stream);
+                      const int* positions, float theta, int rotary_dim, const kv_cache_target& cache,
+                      const paged_kv_batch& kv, float* workspace, __nv_bfloat16* out, cudaStream_t stream);
 
 }  // namespace troupe::cuda

@@ -54,7 +54,7 @@ static __global__ void qk_norm_rope_kernel(__nv_bfloat16* q, const __nv_bfloat16
         const __nv_bfloat16* v = cache.v + size_t(t) * cache.v_stride + size_t(h - heads) * head_dim;
         for (int i = lane; i < head_dim; i += 32) cache.value_pool[pool_at + i] = v[i];
       }
-      if (t != token) rotation = rotation_of<most>(positions[t], inv_freq, head_dim), token = t;
+      if (t != token) rotation = rotation_of<most>(positions[t], inv_freq), token = t;
       norm_rope_row(x, is_q ? q_weight : k_weight, eps, head_dim, rotation, rows[warp],
                     [&](int i, __nv_bfloat16 y) { to[i] = y; });
     }
@@ -78,11 +78,13 @@ static void launch(__nv_bfloat16* q, const __nv_bfloat16* k, const float* q_norm
 
 void qk_norm_rope(__nv_bfloat16* q, const __nv_bfloat16* k, const float* q_norm, const float* k_norm,
                   float eps, int tokens, int heads, int kv_heads, int head_dim, int q_stride,
-                  int k_stride, const int* positions, float theta, const kv_cache_target& cache,
+                  int k_stride, const int* positions, float theta, int rotary_dim, const kv_cache_target& cache,
                   cudaStream_t stream) {
   TROUPE_CHECK(tokens >= 0 && heads > 0 && kv_heads > 0, "bad shape");
   TROUPE_CHECK(head_dim > 0 && head_dim % 2 == 0 && head_dim <= rope_max_head_dim,
                "head_dim must be even and at most 256");
+  TROUPE_CHECK(rotary_dim >= 0 && rotary_dim <= head_dim && rotary_dim % 2 == 0,
+               "rotary_dim must be even and at most head_dim");
   TROUPE_CHECK(q_stride >= heads * head_dim && k_stride >= kv_heads * head_dim, "rows overlap");
   TROUPE_CHECK(cache.v != nullptr && cache.slots != nullptr && cache.key_pool != nullptr &&
                    cache.value_pool != nullptr && cache.v_stride >= kv_heads * head_dim,
@@ -90,7 +92,7 @@ void qk_norm_rope(__nv_bfloat16* q, const __nv_bfloat16* k, const float* q_norm,
   TROUPE_CHECK(int64_t(tokens) * (heads + kv_heads) < (int64_t(1) << 31), "too many rows");
   if (tokens == 0) return;
   launch(q, k, q_norm, k_norm, eps, tokens, heads, kv_heads, head_dim, q_stride, k_stride, positions,
-         rope_inv_freq(theta, head_dim), cache, stream);
+         rope_inv_freq(theta, head_dim, rotary_dim), cache, stream);
 }
 
 }  // namespace troupe::cuda

@@ -11,16 +11,21 @@ namespace troupe::cuda {
 
 inline constexpr int rope_max_head_dim = 256;
 
-// inv_freq[i] = 1 / theta^(2i / head_dim), computed on the host with std::pow exactly as
-// cpu::rope does, and passed by value (a __grid_constant__ kernel parameter) so a captured
-// graph keeps it: no device buffer to own.
+// inv_freq[i] = 1 / theta^(2i / rotary_dim) for the rotary_dim leading dims of a head that
+// rotate (0: all head_dim; Qwen3.5 turns a quarter), pairs (i, i + half) for i < half =
+// rotary_dim / 2; computed on the host with std::pow exactly as cpu::rope does, and passed
+// by value (a __grid_constant__ kernel parameter) so a captured graph keeps it: no device
+// buffer to own.
 struct inv_freq_table {
   float v[rope_max_head_dim / 2];
+  int half;
 };
 
-inline inv_freq_table rope_inv_freq(float theta, int head_dim) {
+inline inv_freq_table rope_inv_freq(float theta, int head_dim, int rotary_dim) {
+  const int rotary = rotary_dim > 0 ? rotary_dim : head_dim;
   inv_freq_table t{};
-  for (int i = 0; i < head_dim / 2; ++i) t.v[i] = 1.0f / std::pow(theta, float(2 * i) / float(head_dim));
+  t.half = rotary / 2;
+  for (int i = 0; i < t.half; ++i) t.v[i] = 1.0f / std::pow(theta, float(2 * i) / float(rotary));
   return t;
 }
 
@@ -46,31 +51,32 @@ __device__ __forceinline__ lane_elements<max_dim> load_lane_elements(const T* ro
   return e;
 }
 
-// sin and cos of position * inv_freq[i] for a lane's pairs (i, i + head_dim / 2), i = lane
-// + 32 j.
+// sin and cos of position * inv_freq[i] for a lane's pairs (i, i + half), i = lane + 32 j.
 template <int max_dim>
 struct lane_rotation {
   float sin[max_dim / 64], cos[max_dim / 64];
+  int half;
 };
 
 template <int max_dim>
-__device__ __forceinline__ lane_rotation<max_dim> rotation_of(int position, const inv_freq_table& inv_freq,
-                                                               int head_dim) {
+__device__ __forceinline__ lane_rotation<max_dim> rotation_of(int position, const inv_freq_table& inv_freq) {
   lane_rotation<max_dim> r;
+  r.half = inv_freq.half;
   const int lane = int(threadIdx.x) % 32;
 #pragma unroll
   for (int j = 0; j < max_dim / 64; ++j) {
     const int i = lane + 32 * j;
     r.sin[j] = 0.0f;
     r.cos[j] = 1.0f;
-    if (i < head_dim / 2) sincosf(__fmul_rn(float(position), inv_freq.v[i]), &r.sin[j], &r.cos[j]);
+    if (i < r.half) sincosf(__fmul_rn(float(position), inv_freq.v[i]), &r.sin[j], &r.cos[j]);
   }
   return r;
 }
 
 // RMSNorm of a row x (a lane's elements, as load_lane_elements gives them) by `weight` (the
-// same), then rotate-half RoPE: store(i, y[i]) for every i < head_dim, by the lane that
-// holds pair i % (head_dim / 2). buf: head_dim floats of shared memory of the warp's own.
+// same), then rotate-half RoPE of its leading 2 * rotation.half dims: store(i, y[i]) for
+// every i < head_dim, by the lane that holds pair i % half (or element i, past the rotated
+// dims). buf: head_dim floats of shared memory of the warp's own.
 // Every lane of the warp calls it. The arithmetic is spelled out in _rn intrinsics so no
 // caller's inlining can contract it differently: the bits do not depend on the kernel.
 template <int max_dim, class Store>
@@ -91,7 +97,7 @@ __device__ __forceinline__ void norm_rope_row(const lane_elements<max_dim>& x, c
     if (i < head_dim) buf[i] = __fmul_rn(weight.v[j], __fmul_rn(x.v[j], scale));
   }
   __syncwarp();
-  const int half = head_dim / 2;
+  const int half = rotation.half;
 #pragma unroll
   for (int j = 0; j < max_dim / 64; ++j) {
     const int i = lane + 32 * j;
@@ -99,6 +105,11 @@ __device__ __forceinline__ void norm_rope_row(const lane_elements<max_dim>& x, c
     const float a = buf[i], b = buf[i + half], c = rotation.cos[j], s = rotation.sin[j];
     store(i, __float2bfloat16(__fmaf_rn(a, c, -__fmul_rn(b, s))));
     store(i + half, __float2bfloat16(__fmaf_rn(b, c, __fmul_rn(a, s))));
+  }
+#pragma unroll
+  for (int j = 0; j < max_dim / 32; ++j) {  // partial rotary: the rest pass through, normed
+    const int i = lane + 32 * j;
+    if (i >= 2 * half && i < head_dim) store(i, __float2bfloat16(buf[i]));
   }
 }
 

@@ -238,13 +238,13 @@ status gpu_step_runner::forward(const shape& s) {
     const cuda::kv_cache_target cache{v, qkv_dim, in.slots.device, keys, values};
     if (s.decode) {  // one token a sequence: n == s.seqs; b.qkv's q is not read after it
       cuda::decode_attention(b.qkv, k, l.q_norm, l.k_norm, eps, s.seqs, heads, kv_heads, hd, qkv_dim, qkv_dim,
-                             in.positions.device, float(c.rope_theta), cache,
+                             in.positions.device, float(c.rope_theta), c.rotary_dim, cache,
                              {keys, values, options_.block_size, in.block_tables.device, max_blocks,
                               in.seq_lens.device, s.attn_len},
                              b.attn_workspace, b.attn, stream_);
     } else {
       cuda::qk_norm_rope(b.qkv, k, l.q_norm, l.k_norm, eps, n, heads, kv_heads, hd, qkv_dim, qkv_dim,
-                         in.positions.device, float(c.rope_theta), cache, stream_);
+                         in.positions.device, float(c.rope_theta), c.rotary_dim, cache, stream_);
       // A one-token query in flash attention's 64-row tiles wastes 63 of them: at batch 128
       // with a prompt joining, flash attention took 0.8 ms a layer, mostly the decode rows.
       const int d = s.decode_seqs;

@@ -30,6 +30,7 @@
 #include "kernels/cuda/gemv.cuh"
 #include "kernels/cuda/matmul.cuh"
 #include "kernels/cuda/moe_routing.cuh"
+#include "kernels/cuda/output_gate.cuh"
 #include "kernels/cuda/paged_attention.cuh"
 #include "kernels/cuda/qk_norm_rope.cuh"
 #include "kernels/cuda/rms_norm.cuh"
@@ -66,15 +67,18 @@ BOOST_AUTO_TEST_CASE(rms_norm_with_residual_add_matches_cpu) {
 // The keys land in their pool slots (normed and rotated, the input rows untouched), the
 // values are copied bit for bit, a padding token (slot -1) writes nothing, and every other
 // slot keeps its poison; 2,053 tokens give each warp several rows, the last warp fewer.
+// Partial rotary as Qwen3.5 has it (a quarter of 256 dims turn) and other fractions.
 BOOST_AUTO_TEST_CASE(qk_norm_rope_and_kv_cache_write_match_cpu) {
   struct shape {
     int tokens, heads, kv_heads, head_dim;
     float theta;
+    int rotary_dim = 0;
   };
   uint32_t seed = 100;
-  for (auto [tokens, heads, kv_heads, hd, theta] :
+  for (auto [tokens, heads, kv_heads, hd, theta, rotary_dim] :
        {shape{1, 4, 2, 64, 10000.0f}, shape{7, 32, 4, 128, 1e6f}, shape{5, 3, 1, 2, 10000.0f},
-        shape{9, 6, 2, 256, 1e6f}, shape{13, 5, 5, 18, 5e5f}, shape{2053, 32, 4, 128, 1e6f}}) {
+        shape{9, 6, 2, 256, 1e6f}, shape{13, 5, 5, 18, 5e5f}, shape{2053, 32, 4, 128, 1e6f},
+        shape{37, 16, 2, 256, 1e7f, 64}, shape{11, 4, 2, 128, 1e6f, 32}, shape{6, 3, 3, 18, 5e5f, 6}}) {
     const int row = kv_heads * hd, pool_slots = tokens + 5;
     auto q = random_bf16(size_t(tokens) * heads * hd, seed++, 2.0f);
     auto k = random_bf16(size_t(tokens) * row, seed++, 2.0f);
@@ -91,18 +95,19 @@ BOOST_AUTO_TEST_CASE(qk_norm_rope_and_kv_cache_write_match_cpu) {
     std::vector<float> ref_q = q.values, ref_k = k.values;
     cpu::rms_norm(ref_q.data(), q_norm.data(), 1e-6f, tokens * heads, hd, ref_q.data());
     cpu::rms_norm(ref_k.data(), k_norm.data(), 1e-6f, tokens * kv_heads, hd, ref_k.data());
-    cpu::rope(ref_q.data(), tokens, heads, hd, positions.data(), theta);
-    cpu::rope(ref_k.data(), tokens, kv_heads, hd, positions.data(), theta);
+    cpu::rope(ref_q.data(), tokens, heads, hd, positions.data(), theta, rotary_dim);
+    cpu::rope(ref_k.data(), tokens, kv_heads, hd, positions.data(), theta, rotary_dim);
 
     device_buffer<uint16_t> d_q(q.bits), d_k(k.bits), d_v(v.bits);
     device_buffer<uint16_t> d_keys(size_t(pool_slots) * row, bf16_nan), d_values(size_t(pool_slots) * row, bf16_nan);
     device_buffer<float> d_q_norm(q_norm), d_k_norm(k_norm);
     device_buffer<int> d_positions(positions), d_slots(slots);
     cuda::qk_norm_rope(d_q.bf16(), d_k.bf16(), d_q_norm.get(), d_k_norm.get(), 1e-6f, tokens, heads, kv_heads, hd,
-                       heads * hd, row, d_positions.get(), theta,
+                       heads * hd, row, d_positions.get(), theta, rotary_dim,
                        {d_v.bf16(), row, d_slots.get(), d_keys.bf16(), d_values.bf16()}, nullptr);
     std::ostringstream name;
-    name << "qk_norm_rope tokens " << tokens << " heads " << heads << "/" << kv_heads << " head_dim " << hd;
+    name << "qk_norm_rope tokens " << tokens << " heads " << heads << "/" << kv_heads << " head_dim " << hd
+         << " rotary_dim " << rotary_dim;
     // In place, so nothing to poison: a row left unrotated is far off at these positions.
     expect_close(name.str() + " q", to_f32(d_q.to_host()), ref_q, bf16_tolerance);
     BOOST_TEST((d_k.to_host() == k.bits), name.str() << ": the input keys changed");
@@ -251,11 +256,13 @@ BOOST_AUTO_TEST_CASE(paged_attention_matches_cpu) {
 // group above 8 (48/4, 16/1), block size 7, 16 pairs, and a decode graph's padding row
 // (slot -1: writes nothing; its output is not compared). The fallback (qk_norm_rope, then
 // paged_attention's split kernels): 4097 positions, and 32 sequences with a padding row.
+// Partial rotary (a quarter of the dims turn) in both.
 BOOST_AUTO_TEST_CASE(decode_attention_matches_cpu_and_qk_norm_rope) {
   struct shape {
     int heads, kv_heads, head_dim, block_size;
     std::vector<int> lens;
     bool padding = false;  // the last sequence: one position in block 0, slot -1
+    int rotary_dim = 0;
   };
   std::vector<shape> shapes;
   for (int hd : {128, 64}) {
@@ -274,9 +281,11 @@ BOOST_AUTO_TEST_CASE(decode_attention_matches_cpu_and_qk_norm_rope) {
   for (size_t s = 0; s < many.size(); ++s) many[s] = 1 + int(s * 37 % 600);
   many.back() = 1;
   shapes.push_back({32, 4, 128, 16, many, true});
+  shapes.push_back({32, 4, 128, 16, {1, 17, 300}, true, 32});
+  shapes.push_back({16, 2, 64, 16, {4097}, false, 16});
   const float eps = 1e-6f, theta = 1e6f;
   uint32_t seed = 700;
-  for (const auto& [heads, kv_heads, hd, block_size, lens, padding] : shapes) {
+  for (const auto& [heads, kv_heads, hd, block_size, lens, padding, rotary_dim] : shapes) {
     const int seqs = int(lens.size()), real = padding ? seqs - 1 : seqs;
     const int row = kv_heads * hd, q_dim = heads * hd, qkv_dim = q_dim + 2 * row;
     const int max_len = *std::max_element(lens.begin(), lens.end());
@@ -330,8 +339,8 @@ BOOST_AUTO_TEST_CASE(decode_attention_matches_cpu_and_qk_norm_rope) {
     }
     cpu::rms_norm(q.data(), q_norm.data(), eps, seqs * heads, hd, q.data());
     cpu::rms_norm(k.data(), k_norm.data(), eps, seqs * kv_heads, hd, k.data());
-    cpu::rope(q.data(), seqs, heads, hd, positions.data(), theta);
-    cpu::rope(k.data(), seqs, kv_heads, hd, positions.data(), theta);
+    cpu::rope(q.data(), seqs, heads, hd, positions.data(), theta, rotary_dim);
+    cpu::rope(k.data(), seqs, kv_heads, hd, positions.data(), theta, rotary_dim);
     for (float& x : q) x = bf16_to_f32(f32_to_bf16(x));
     for (float& x : k) x = bf16_to_f32(f32_to_bf16(x));
     std::vector<float> ref(size_t(real) * q_dim);
@@ -351,13 +360,13 @@ BOOST_AUTO_TEST_CASE(decode_attention_matches_cpu_and_qk_norm_rope) {
     device_buffer<float> d_workspace(cuda::paged_attention_workspace_floats(seqs, heads, kv_heads, hd, max_len), NAN);
     device_buffer<int> d_tables(tables), d_lens(lens), d_positions(positions), d_slots(slots);
     cuda::decode_attention(d_qkv.bf16(), d_qkv.bf16() + q_dim, d_q_norm.get(), d_k_norm.get(), eps, seqs, heads,
-                           kv_heads, hd, qkv_dim, qkv_dim, d_positions.get(), theta,
+                           kv_heads, hd, qkv_dim, qkv_dim, d_positions.get(), theta, rotary_dim,
                            {d_qkv.bf16() + q_dim + row, qkv_dim, d_slots.get(), d_keys.bf16(), d_values.bf16()},
                            {d_keys.bf16(), d_values.bf16(), block_size, d_tables.get(), max_blocks, d_lens.get(),
                             max_len},
                            d_workspace.get(), d_out.bf16(), nullptr);
     cuda::qk_norm_rope(d_qkv_copy.bf16(), d_qkv_copy.bf16() + q_dim, d_q_norm.get(), d_k_norm.get(), eps, seqs,
-                       heads, kv_heads, hd, qkv_dim, qkv_dim, d_positions.get(), theta,
+                       heads, kv_heads, hd, qkv_dim, qkv_dim, d_positions.get(), theta, rotary_dim,
                        {d_qkv_copy.bf16() + q_dim + row, qkv_dim, d_slots.get(), d_keys_want.bf16(),
                         d_values_want.bf16()},
                        nullptr);
@@ -367,6 +376,7 @@ BOOST_AUTO_TEST_CASE(decode_attention_matches_cpu_and_qk_norm_rope) {
          << " lens";
     for (int len : lens) name << " " << len;
     if (padding) name << " (the last padding)";
+    if (rotary_dim > 0) name << " rotary_dim " << rotary_dim;
     auto out = to_f32(d_out.to_host());
     out.resize(ref.size());
     expect_close(name.str(), out, ref, bf16_tolerance);
@@ -551,6 +561,26 @@ BOOST_AUTO_TEST_CASE(add_bias_matches_cpu) {
     name << "add_bias rows " << rows << " cols " << cols << " stride " << stride;
     // Columns past `cols` are left as they were: the reference keeps them too.
     expect_close(name.str(), to_f32(d_y.to_host()), ref, bf16_tolerance);
+  }
+}
+
+// Qwen3.5's attention output gate, as layers.cpp applies it on the CPU: rows of the
+// 35B-A3B's width (16 heads of 256) with the gate in a wider fused row, and odd shapes.
+BOOST_AUTO_TEST_CASE(output_gate_matches_cpu) {
+  uint32_t seed = 550;
+  for (auto [tokens, width, stride] : {std::tuple{1, 4096, 4096 + 1024}, std::tuple{37, 4096, 9216},
+                                       std::tuple{3, 7, 7}, std::tuple{5, 1500, 1501}}) {
+    const auto x = random_bf16(size_t(tokens) * width, seed++, 2.0f);
+    const auto gate = random_bf16(size_t(tokens) * stride, seed++, 3.0f);
+    std::vector<float> ref = x.values;
+    for (int t = 0; t < tokens; ++t)
+      for (int i = 0; i < width; ++i)
+        ref[size_t(t) * width + i] *= 1.0f / (1.0f + std::exp(-gate.values[size_t(t) * stride + i]));
+    device_buffer<uint16_t> d_x(x.bits), d_gate(gate.bits);
+    cuda::output_gate(d_x.bf16(), d_gate.bf16(), stride, tokens, width, nullptr);
+    std::ostringstream name;
+    name << "output_gate tokens " << tokens << " width " << width << " stride " << stride;
+    expect_close(name.str(), to_f32(d_x.to_host()), ref, bf16_tolerance);
   }
 }
 
