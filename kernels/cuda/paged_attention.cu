@@ -552,7 +552,7 @@ struct fused_layout {
 // one reads the newest position, so nothing of this step crosses blocks. The weights,
 // positions and slots depend on no earlier kernel: read, and the rotation computed,
 // before the wait.
-template <int head_dim, bool wide>
+template <int head_dim, bool wide, bool partial>
 static __global__ void __launch_bounds__(cluster_threads, 1)
 fused_cluster_kernel(step_qkv in, split_shape sh, paged_kv_batch kv, __nv_bfloat16* out,
                      const __grid_constant__ inv_freq_table inv_freq) {
@@ -568,7 +568,7 @@ fused_cluster_kernel(step_qkv in, split_shape sh, paged_kv_batch kv, __nv_bfloat
   const int len = kv.seq_lens[s], slot = in.cache.slots[s];
   const bool reads = block * cluster_warps * sh.split_len < len;  // some warp of it has positions
   const bool holds_newest = (len - 1) / sh.split_len / cluster_warps == block;
-  const lane_rotation<head_dim> rotation = rotation_of<head_dim>(in.positions[s], inv_freq);
+  const auto rotation = rotation_of<head_dim, partial>(in.positions[s], inv_freq, head_dim);
   const lane_elements<head_dim> q_weight = load_lane_elements<head_dim>(in.q_norm, head_dim);
   const lane_elements<head_dim> k_weight = load_lane_elements<head_dim>(in.k_norm, head_dim);
   // Rows 0 .. group - 1 are the query heads, row group the key (and the value): warp w
@@ -641,11 +641,12 @@ static void launch_fused(const step_qkv& in, int seqs, const split_shape& sh, co
                          const inv_freq_table& inv_freq, __nv_bfloat16* out, cudaStream_t stream) {
   // 40000 bytes at head_dim 128, 75392 when wide.
   constexpr size_t shared = fused_layout<head_dim, wide>::bytes;
-  TROUPE_CUDA_CHECK(cudaFuncSetAttribute(fused_cluster_kernel<head_dim, wide>,
-                                         cudaFuncAttributeMaxDynamicSharedMemorySize, int(shared)));
+  auto kernel = partial_rotation(inv_freq, head_dim) ? fused_cluster_kernel<head_dim, wide, true>
+                                                     : fused_cluster_kernel<head_dim, wide, false>;
+  TROUPE_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(shared)));
   const int blocks = sh.splits / cluster_warps;
-  launch_dependent_clusters(fused_cluster_kernel<head_dim, wide>, dim3(blocks, sh.kv_heads, seqs), unsigned(blocks),
-                            cluster_threads, shared, stream, in, sh, kv, out, inv_freq);
+  launch_dependent_clusters(kernel, dim3(blocks, sh.kv_heads, seqs), unsigned(blocks), cluster_threads, shared, stream,
+                            in, sh, kv, out, inv_freq);
 }
 
 // The kernels' instantiations: f(shape<head_dim, wide>{}) for the call's shape.

@@ -19,7 +19,7 @@ static constexpr int most_rows_per_warp = 16;
 // k head's row also copies the token's value row of that head into the value pool. With
 // several rows a warp loads the next row while it computes one, and reuses its token's
 // rotation: one row a warp left a 4,096-token prefill latency-bound at 98 us.
-template <int most>
+template <int most, bool partial>
 static __global__ void qk_norm_rope_kernel(__nv_bfloat16* q, const __nv_bfloat16* k, const float* q_norm,
                                            const float* k_norm, float eps, int tokens, int heads,
                                            int kv_heads, int head_dim, int q_stride, int k_stride,
@@ -40,7 +40,7 @@ static __global__ void qk_norm_rope_kernel(__nv_bfloat16* q, const __nv_bfloat16
   };
   lane_elements<most> x{};
   if (first < end) x = load_lane_elements<most>(source(first), head_dim);
-  lane_rotation<most> rotation;
+  lane_rotation<most, partial> rotation;
   for (int row = first, token = -1; row < end; ++row) {
     lane_elements<most> next{};
     if (row + 1 < end) next = load_lane_elements<most>(source(row + 1), head_dim);  // another row: never written here
@@ -54,7 +54,7 @@ static __global__ void qk_norm_rope_kernel(__nv_bfloat16* q, const __nv_bfloat16
         const __nv_bfloat16* v = cache.v + size_t(t) * cache.v_stride + size_t(h - heads) * head_dim;
         for (int i = lane; i < head_dim; i += 32) cache.value_pool[pool_at + i] = v[i];
       }
-      if (t != token) rotation = rotation_of<most>(positions[t], inv_freq), token = t;
+      if (t != token) rotation = rotation_of<most, partial>(positions[t], inv_freq, head_dim), token = t;
       norm_rope_row(x, is_q ? q_weight : k_weight, eps, head_dim, rotation, rows[warp],
                     [&](int i, __nv_bfloat16 y) { to[i] = y; });
     }
@@ -71,7 +71,10 @@ static void launch(__nv_bfloat16* q, const __nv_bfloat16* k, const float* q_norm
   const int warps = (rows + rows_per_warp - 1) / rows_per_warp;
   const int blocks = (warps + warps_per_block - 1) / warps_per_block;
   // The same arithmetic on the same lanes either way: the bits do not depend on `most`.
-  auto kernel = head_dim <= 128 ? qk_norm_rope_kernel<128> : qk_norm_rope_kernel<rope_max_head_dim>;
+  const bool partial = partial_rotation(inv_freq, head_dim);
+  auto kernel = head_dim <= 128 ? (partial ? qk_norm_rope_kernel<128, true> : qk_norm_rope_kernel<128, false>)
+                                : (partial ? qk_norm_rope_kernel<rope_max_head_dim, true>
+                                           : qk_norm_rope_kernel<rope_max_head_dim, false>);
   launch_dependent(kernel, blocks, warps_per_block * 32, 0, stream, q, k, q_norm, k_norm, eps, tokens, heads,
                    kv_heads, head_dim, q_stride, k_stride, positions, inv_freq, cache, rows_per_warp);
 }

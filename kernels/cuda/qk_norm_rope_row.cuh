@@ -52,16 +52,23 @@ __device__ __forceinline__ lane_elements<max_dim> load_lane_elements(const T* ro
 }
 
 // sin and cos of position * inv_freq[i] for a lane's pairs (i, i + half), i = lane + 32 j.
-template <int max_dim>
+// Partial (rotary_dim < head_dim) is a template choice: with full rotation half is
+// head_dim / 2, a constant wherever head_dim is one (the fused decode kernel), and batch-1
+// decode lost 2.5% on the H200 when half came from the table at run time.
+template <int max_dim, bool partial>
 struct lane_rotation {
   float sin[max_dim / 64], cos[max_dim / 64];
   int half;
 };
 
-template <int max_dim>
-__device__ __forceinline__ lane_rotation<max_dim> rotation_of(int position, const inv_freq_table& inv_freq) {
-  lane_rotation<max_dim> r;
-  r.half = inv_freq.half;
+// Whether the table turns fewer than all of head_dim's dims.
+inline bool partial_rotation(const inv_freq_table& inv_freq, int head_dim) { return 2 * inv_freq.half != head_dim; }
+
+template <int max_dim, bool partial>
+__device__ __forceinline__ lane_rotation<max_dim, partial> rotation_of(int position, const inv_freq_table& inv_freq,
+                                                                        int head_dim) {
+  lane_rotation<max_dim, partial> r;
+  r.half = partial ? inv_freq.half : head_dim / 2;
   const int lane = int(threadIdx.x) % 32;
 #pragma unroll
   for (int j = 0; j < max_dim / 64; ++j) {
@@ -79,10 +86,11 @@ __device__ __forceinline__ lane_rotation<max_dim> rotation_of(int position, cons
 // dims). buf: head_dim floats of shared memory of the warp's own.
 // Every lane of the warp calls it. The arithmetic is spelled out in _rn intrinsics so no
 // caller's inlining can contract it differently: the bits do not depend on the kernel.
-template <int max_dim, class Store>
+template <int max_dim, bool partial, class Store>
 __device__ __forceinline__ void norm_rope_row(const lane_elements<max_dim>& x, const lane_elements<max_dim>& weight,
-                                              float eps, int head_dim, const lane_rotation<max_dim>& rotation,
-                                              float* buf, Store store) {
+                                              float eps, int head_dim,
+                                              const lane_rotation<max_dim, partial>& rotation, float* buf,
+                                              Store store) {
   const int lane = int(threadIdx.x) % 32;
   float sum = 0.0f;
 #pragma unroll
@@ -97,7 +105,7 @@ __device__ __forceinline__ void norm_rope_row(const lane_elements<max_dim>& x, c
     if (i < head_dim) buf[i] = __fmul_rn(weight.v[j], __fmul_rn(x.v[j], scale));
   }
   __syncwarp();
-  const int half = rotation.half;
+  const int half = partial ? rotation.half : head_dim / 2;
 #pragma unroll
   for (int j = 0; j < max_dim / 64; ++j) {
     const int i = lane + 32 * j;
@@ -106,10 +114,12 @@ __device__ __forceinline__ void norm_rope_row(const lane_elements<max_dim>& x, c
     store(i, __float2bfloat16(__fmaf_rn(a, c, -__fmul_rn(b, s))));
     store(i + half, __float2bfloat16(__fmaf_rn(b, c, __fmul_rn(a, s))));
   }
+  if constexpr (partial) {
 #pragma unroll
-  for (int j = 0; j < max_dim / 32; ++j) {  // partial rotary: the rest pass through, normed
-    const int i = lane + 32 * j;
-    if (i >= 2 * half && i < head_dim) store(i, __float2bfloat16(buf[i]));
+    for (int j = 0; j < max_dim / 32; ++j) {  // the rest pass through, normed
+      const int i = lane + 32 * j;
+      if (i >= 2 * half && i < head_dim) store(i, __float2bfloat16(buf[i]));
+    }
   }
 }
 
