@@ -20,6 +20,9 @@ constexpr const char* usage =
     "        --max-pending N --warmup-requests N]\n"
     "      serve the OpenAI HTTP API (binds 127.0.0.1:8000 unless told); --warmup-requests N: N requests\n"
     "      the server sends itself once ready, /health is 503 until they finished\n"
+    "  health [--url URL] [--wait S]\n"
+    "      exit 0 when GET URL/health answers 200 (default http://127.0.0.1:8000); --wait S: ask every\n"
+    "      0.5 s for up to S seconds (a readiness check, e.g. systemd's ExecStartPost)\n"
     "  bench [--base-url URL | --host H --port N] [--model NAME --endpoint /v1/completions|/v1/chat/completions\n"
     "        --dataset random --random-input-len N --random-output-len N --random-range-ratio R\n"
     "        --num-prompts N --max-concurrency N --request-rate R --seed N --no-ignore-eos --api-key KEY\n"
@@ -51,6 +54,7 @@ int main(int argc, char** argv) {
   if (!std::strcmp(command, "bench")) return troupe::cli::bench_command(argc - 2, argv + 2);
   if (!std::strcmp(command, "cluster")) return troupe::cli::cluster_command(argc - 2, argv + 2);
   if (!std::strcmp(command, "node")) return troupe::cli::node_command(argc - 2, argv + 2);
+  if (!std::strcmp(command, "health")) return troupe::cli::health_command(argc - 2, argv + 2);
   if (!std::strcmp(command, "generate")) return troupe::cli::generate_command(argc - 2, argv + 2);
   if (!std::strcmp(command, "chaos")) return troupe::cli::chaos_command(argc - 2, argv + 2);
   std::fprintf(stderr, "troupe: unknown command \"%s\"\n%s", command, usage);
