@@ -57,6 +57,7 @@ using hang_atom = caf::atom_constant<caf::atom("hang")>;
 using busy_atom = caf::atom_constant<caf::atom("busy")>;
 using stuck_atom = caf::atom_constant<caf::atom("stuck")>;
 using subscribe_atom = caf::atom_constant<caf::atom("subscribe")>;
+using warmed_atom = caf::atom_constant<caf::atom("warmed")>;
 
 // A pipeline stage: a contiguous range of layers on one device, with their KV pool. A step
 // enters at the first stage and each stage hands it on: the plan as a message, its
@@ -148,8 +149,11 @@ using gateway_actor = caf::typed_actor<
     caf::reacts_to<token_event>,
     // The client of an HTTP call went away: its requests are cancelled.
     caf::reacts_to<closed_atom, uint64_t>,
-    // Asks the health monitor which replicas can take requests (every second).
-    caf::reacts_to<tick_atom>>;
+    // Asks the health monitor which replicas can take requests (every second), and starts
+    // the warm-up once one can.
+    caf::reacts_to<tick_atom>,
+    // One warm-up request ended, with its HTTP status and (when it failed) its response.
+    caf::reacts_to<warmed_atom, int, std::string>>;
 
 // One per node process of a cluster: runs the node's part of cluster.conf (its pipeline
 // stages and expert groups, under a supervisor of its own) for the head, the process that

@@ -1,6 +1,7 @@
 #include "actors/gateway.hpp"
 
 #include <algorithm>
+#include <cstdio>
 
 #include "gateway/admin_status_json.hpp"
 #include "gateway/admin_traffic_json.hpp"
@@ -9,6 +10,7 @@
 #include "gateway/generation_request_json.hpp"
 #include "gateway/openai_endpoints.hpp"
 #include "gateway/reasoning_grammar.hpp"
+#include "gateway/warmup.hpp"
 
 namespace troupe {
 namespace {
@@ -227,8 +229,14 @@ void health(self_ptr self, const http_call_ptr& http) {
       .then(
           [=](const std::vector<component_health>& parts) {
             const auto& replicas = self->state.replicas;
-            if (std::any_of(replicas.begin(), replicas.end(), [&](const auto& r) { return replica_ready(r, parts); }))
-              return answer(self, http, "/health", 200, "");
+            if (std::any_of(replicas.begin(), replicas.end(), [&](const auto& r) { return replica_ready(r, parts); })) {
+              const auto& st = self->state;
+              if (st.warmup_started && st.warmup_left == 0) return answer(self, http, "/health", 200, "");
+              return answer_error(self, http, "/health",
+                                  {503, "warming up: " + std::to_string(st.warmup_left) + " of " +
+                                            std::to_string(st.options.warmup_requests) + " warm-up requests running",
+                                   "service_unavailable", {}, {}});
+            }
             std::string waiting;
             for (const auto& p : parts)
               if (!p.ready) waiting += (waiting.empty() ? "" : ", ") + p.name + (p.stuck ? " (stuck in a step)" : "");
@@ -396,6 +404,20 @@ void route(self_ptr self, const http_call_ptr& http) {
   answer_error(self, http, "other", {404, "no endpoint " + path, "invalid_request_error", {}, {}});
 }
 
+// The warm-up requests go through route() as a client's would, answered by a responder
+// that reports back to this actor.
+void start_warmup(self_ptr self) {
+  auto& st = self->state;
+  st.warmup_started = true;
+  st.warmup_start = clock_type::now();
+  const auto me = caf::actor_cast<gateway_actor>(self);
+  for (auto& r : http::warmup_requests(st.options.warmup_requests, st.options.served_model_name, st.chat != nullptr,
+                                       st.options.api_key)) {
+    auto done = [me](int status, const std::string& body) { caf::anon_send(me, warmed_atom::value, status, body); };
+    route(self, std::make_shared<http_call>(http_call{std::move(r), std::make_shared<http::warmup_responder>(done)}));
+  }
+}
+
 }  // namespace
 
 gateway_metrics::gateway_metrics(metrics::registry& r)
@@ -438,6 +460,8 @@ gateway_actor::behavior_type gateway(gateway_actor::stateful_pointer<gateway_sta
   st.health = health;
   st.registry = std::make_shared<metrics::registry>();
   st.metrics = std::make_unique<gateway_metrics>(*st.registry);
+  st.warmup_left = std::max(0, st.options.warmup_requests);
+  st.warmup_started = st.warmup_left == 0;
   self->send(self, tick_atom::value);
   return {
       [=](http_atom, const http_call_ptr& http) { route(self, http); },
@@ -480,11 +504,26 @@ gateway_actor::behavior_type gateway(gateway_actor::stateful_pointer<gateway_sta
             .then(
                 [=](const std::vector<component_health>& parts) {
                   auto& st = self->state;
-                  for (size_t r = 0; r < st.replicas.size(); ++r)
-                    st.router->set_healthy(r, replica_ready(st.replicas[r], parts));
+                  bool any_ready = false;
+                  for (size_t r = 0; r < st.replicas.size(); ++r) {
+                    const bool ready = replica_ready(st.replicas[r], parts);
+                    st.router->set_healthy(r, ready);
+                    any_ready = any_ready || ready;
+                  }
+                  if (any_ready && !st.warmup_started) start_warmup(self);
                 },
                 [](const caf::error&) {});  // no news: the replicas keep their last health
-        self->delayed_send(self, std::chrono::seconds(1), tick_atom::value);
+        // Until the warm-up starts, a ready engine should not wait a second for it.
+        const auto next = self->state.warmup_started ? std::chrono::milliseconds(1000) : std::chrono::milliseconds(50);
+        self->delayed_send(self, next, tick_atom::value);
+      },
+      [=](warmed_atom, int status, const std::string& body) {
+        auto& st = self->state;
+        if (status != 200)
+          std::fprintf(stderr, "troupe: a warm-up request failed with status %d: %.300s\n", status, body.c_str());
+        if (--st.warmup_left > 0) return;
+        std::fprintf(stderr, "troupe: warm-up: %d requests in %.2f s; /health is ready\n", st.options.warmup_requests,
+                     seconds(clock_type::now() - st.warmup_start));
       },
   };
 }

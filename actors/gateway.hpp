@@ -32,6 +32,9 @@ struct gateway_options {
   int vocab_size = 0;         // ids the model accepts
   std::vector<int> eos_token_ids;
   size_t max_pending = 1024;  // accepted calls in flight before 429
+  // Streamed requests the gateway sends itself at once when the engine is first ready
+  // (gateway/warmup.hpp); /health answers 503 until they have finished. 0: none.
+  int warmup_requests = 0;
 };
 
 struct gateway_metrics {
@@ -84,6 +87,9 @@ struct gateway_state {
   request_id next_request = 1;
   uint64_t engine_preemptions = 0, engine_recoveries = 0;  // last seen, for the counters
   std::mt19937_64 seeds{std::random_device{}()};
+  int warmup_left = 0;           // warm-up requests not finished yet
+  bool warmup_started = false;   // sent (or there are none)
+  std::chrono::steady_clock::time_point warmup_start;
 };
 
 gateway_actor::behavior_type gateway(gateway_actor::stateful_pointer<gateway_state> self, gateway_options options,

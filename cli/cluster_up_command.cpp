@@ -83,13 +83,17 @@ int fail(const std::string& message, int code = 1) {
 
 }  // namespace
 
-// argv: FILE, then the flags (--port N overrides [gateway] port).
+// argv: FILE, then the flags (--port N overrides [gateway] port; --warmup-requests N as
+// troupe serve's).
 int cluster_up_command(int argc, char** argv) {
-  if (argc < 1 || argv[0][0] == '-') return fail("usage: troupe cluster up FILE [--port N]", 2);
+  if (argc < 1 || argv[0][0] == '-') return fail("usage: troupe cluster up FILE [--port N] [--warmup-requests N]", 2);
   auto a = args::parse(argc - 1, argv + 1, {});
   if (!a) return fail(a.err().message, 2);
   auto port = a->take_int("--port", -1);
-  if (auto s = a->finish(); !s || !port) return fail(!s ? s.err().message : port.err().message, 2);
+  auto warmup = a->take_int("--warmup-requests", 0);
+  if (auto s = a->finish(); !s || !port || !warmup)
+    return fail(!s ? s.err().message : !port ? port.err().message : warmup.err().message, 2);
+  if (*warmup < 0) return fail("--warmup-requests must be 0 or more", 2);
   auto checked = read_cluster_with_model(argv[0]);
   if (!checked) return fail(checked.err().message, 2);
   const cluster_spec& spec = checked->spec;
@@ -173,6 +177,7 @@ int cluster_up_command(int argc, char** argv) {
                                                               : spec.model.served_model_name;
   g.api_key = spec.gateway.api_key;
   g.max_pending = size_t(spec.gateway.max_pending);
+  g.warmup_requests = *warmup;
   http::server_options http;
   http.host = spec.gateway.host;
   http.port = *port >= 0 ? *port : spec.gateway.port;

@@ -12,5 +12,6 @@ int cluster_up_command(int argc, char** argv);
 int cluster_status_command(int argc, char** argv);
 int node_command(int argc, char** argv);
 int chaos_command(int argc, char** argv);
+int health_command(int argc, char** argv);
 
 }  // namespace troupe::cli

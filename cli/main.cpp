@@ -16,8 +16,13 @@ constexpr const char* usage =
     "  serve --model DIR | --config cluster.conf [--host H --port N --served-model-name NAME --api-key KEY\n"
     "        --max-num-seqs N --max-num-batched-tokens N --max-model-len N --kv-cache-mb N\n"
     "        --block-size N --expert-groups N --pipeline-stages N --load-format dummy --device cpu|cuda\n"
-    "        --gpu-memory-percent N --enforce-eager --progress-timeout-ms N --send-timeout-ms N]\n"
-    "      serve the OpenAI HTTP API (binds 127.0.0.1:8000 unless told)\n"
+    "        --gpu-memory-percent N --enforce-eager --progress-timeout-ms N --send-timeout-ms N\n"
+    "        --max-pending N --warmup-requests N]\n"
+    "      serve the OpenAI HTTP API (binds 127.0.0.1:8000 unless told); --warmup-requests N: N requests\n"
+    "      the server sends itself once ready, /health is 503 until they finished\n"
+    "  health [--url URL] [--wait S]\n"
+    "      exit 0 when GET URL/health answers 200 (default http://127.0.0.1:8000); --wait S: ask every\n"
+    "      0.5 s for up to S seconds (a readiness check, e.g. systemd's ExecStartPost)\n"
     "  bench [--base-url URL | --host H --port N] [--model NAME --endpoint /v1/completions|/v1/chat/completions\n"
     "        --dataset random --random-input-len N --random-output-len N --random-range-ratio R\n"
     "        --num-prompts N --max-concurrency N --request-rate R --seed N --no-ignore-eos --api-key KEY\n"
@@ -27,7 +32,7 @@ constexpr const char* usage =
     "      greedy generation on the CPU; prints the token ids\n"
     "  cluster check FILE\n"
     "      check a cluster.conf against its model; print where each stage and expert group runs\n"
-    "  cluster up FILE [--port N]\n"
+    "  cluster up FILE [--port N --warmup-requests N]\n"
     "      run the cluster FILE describes: this process is the gateway node; nodes with port 0 are started here\n"
     "  cluster status FILE [--url URL] [--api-key KEY]\n"
     "      each replica's load and each stage and expert group's node, device, health and restarts\n"
@@ -49,6 +54,7 @@ int main(int argc, char** argv) {
   if (!std::strcmp(command, "bench")) return troupe::cli::bench_command(argc - 2, argv + 2);
   if (!std::strcmp(command, "cluster")) return troupe::cli::cluster_command(argc - 2, argv + 2);
   if (!std::strcmp(command, "node")) return troupe::cli::node_command(argc - 2, argv + 2);
+  if (!std::strcmp(command, "health")) return troupe::cli::health_command(argc - 2, argv + 2);
   if (!std::strcmp(command, "generate")) return troupe::cli::generate_command(argc - 2, argv + 2);
   if (!std::strcmp(command, "chaos")) return troupe::cli::chaos_command(argc - 2, argv + 2);
   std::fprintf(stderr, "troupe: unknown command \"%s\"\n%s", command, usage);

@@ -66,10 +66,12 @@ result<serve_flags> parse(int argc, char** argv) {
   f.engine.progress_timeout = std::chrono::milliseconds(number("--progress-timeout-ms", 30000));
   f.gateway.max_pending = size_t(number("--max-pending", 1024));
   f.http.send_timeout = std::chrono::milliseconds(number("--send-timeout-ms", 30000));
+  f.gateway.warmup_requests = number("--warmup-requests", 0);
   if (auto s = a->finish(); !s && failure.empty()) failure = s.err().message;
   if (!model && failure.empty()) failure = "--model DIR (or --config FILE) is required";
   if (f.engine.progress_timeout.count() <= 0 && failure.empty()) failure = "--progress-timeout-ms must be above 0";
   if (f.http.send_timeout.count() <= 0 && failure.empty()) failure = "--send-timeout-ms must be above 0";
+  if (f.gateway.warmup_requests < 0 && failure.empty()) failure = "--warmup-requests must be 0 or more";
   if (f.device == "cuda") f.engine.device = device_kind::cuda;
   else if (f.device != "cpu" && failure.empty()) failure = "--device must be cpu or cuda, not " + f.device;
   if (!failure.empty()) return error{failure};
