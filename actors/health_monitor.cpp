@@ -93,10 +93,12 @@ health_monitor_actor::behavior_type health_monitor(self_ptr self, std::chrono::m
       },
       [=](busy_atom, const std::string& name, bool busy) {
         if (component* c = from_reporter(self, name)) {
-          if (busy) c->busy_since = now();
-          else c->busy_since.reset();
-          // A step that failed has ended: the stage waits for its next, it is not stuck.
-          if (!busy) c->stuck = false;
+          if (busy) {
+            c->busy_since = now();
+          } else {  // a step that failed has ended: the stage waits for its next, it is not stuck
+            c->busy_since.reset();
+            c->stuck = false;
+          }
         }
       },
       [=](progress_atom, const std::string& name) {
