@@ -28,6 +28,15 @@ inline __nv_bfloat16* device_random(size_t n, uint32_t seed, float scale) {
   return p;
 }
 
+// A device copy of `host`, for the caller to cudaFree.
+template <class T>
+T* device_copy(const std::vector<T>& host) {
+  T* p;
+  TROUPE_CUDA_CHECK(cudaMalloc(&p, host.size() * sizeof(T)));
+  TROUPE_CUDA_CHECK(cudaMemcpy(p, host.data(), host.size() * sizeof(T), cudaMemcpyHostToDevice));
+  return p;
+}
+
 // Reads n float4s into L2. The buffer is zeros, so the sum is never 1 and nothing is
 // written, but the compiler cannot know that and must load every element. Reading (not
 // writing) evicts what a timed call would find in L2 without leaving dirty lines behind

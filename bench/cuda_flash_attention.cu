@@ -25,28 +25,13 @@ using namespace troupe::bench;
 
 namespace {
 
-template <class T>
-T* device_copy(const std::vector<T>& host) {
-  T* ptr;
-  TROUPE_CUDA_CHECK(cudaMalloc(&ptr, host.size() * sizeof(T)));
-  TROUPE_CUDA_CHECK(cudaMemcpy(ptr, host.data(), host.size() * sizeof(T), cudaMemcpyHostToDevice));
-  return ptr;
-}
-
-__nv_bfloat16* random_bf16(size_t n, uint32_t seed) {
-  __nv_bfloat16* x;
-  TROUPE_CUDA_CHECK(cudaMalloc(&x, n * sizeof(__nv_bfloat16)));
-  troupe::cuda::fill_uniform(x, int64_t(n), 1.0f, seed, nullptr);
-  return x;
-}
-
 void prefill(int n) {
   const int heads = 32, kv_heads = 4, head_dim = 128, block_size = 16;
   const int blocks = (n + block_size - 1) / block_size;
   const size_t pool = size_t(blocks) * block_size * kv_heads * head_dim;
-  __nv_bfloat16* q = random_bf16(size_t(n) * heads * head_dim, 1);
-  __nv_bfloat16* keys = random_bf16(pool, 2);
-  __nv_bfloat16* values = random_bf16(pool, 3);
+  __nv_bfloat16* q = device_random(size_t(n) * heads * head_dim, 1, 1.0f);
+  __nv_bfloat16* keys = device_random(pool, 2, 1.0f);
+  __nv_bfloat16* values = device_random(pool, 3, 1.0f);
   __nv_bfloat16* out;
   TROUPE_CUDA_CHECK(cudaMalloc(&out, size_t(n) * heads * head_dim * sizeof(__nv_bfloat16)));
   std::vector<int> order(static_cast<size_t>(blocks));
@@ -75,9 +60,9 @@ void decode(int seqs, int context) {
   const int heads = 32, kv_heads = 4, head_dim = 128, block_size = 16, calls = 20;
   const int blocks = (context + block_size - 1) / block_size;
   const size_t pool = size_t(seqs) * blocks * block_size * kv_heads * head_dim;
-  __nv_bfloat16* q = random_bf16(size_t(seqs) * heads * head_dim, 1);
-  __nv_bfloat16* keys = random_bf16(pool * calls, 2);
-  __nv_bfloat16* values = random_bf16(pool * calls, 3);
+  __nv_bfloat16* q = device_random(size_t(seqs) * heads * head_dim, 1, 1.0f);
+  __nv_bfloat16* keys = device_random(pool * calls, 2, 1.0f);
+  __nv_bfloat16* values = device_random(pool * calls, 3, 1.0f);
   __nv_bfloat16* out;
   TROUPE_CUDA_CHECK(cudaMalloc(&out, size_t(seqs) * heads * head_dim * sizeof(__nv_bfloat16)));
   const size_t workspace_floats =

@@ -29,14 +29,6 @@ constexpr int conv_dim = 2 * key_width + value_width, conv_kernel = 4;
 constexpr int max_tokens = 4096, max_seqs = 256;
 constexpr double peak_bytes_per_s = 4.8e12;
 
-template <class T>
-T* device_copy(const std::vector<T>& host) {
-  T* p;
-  TROUPE_CUDA_CHECK(cudaMalloc(&p, host.size() * sizeof(T)));
-  TROUPE_CUDA_CHECK(cudaMemcpy(p, host.data(), host.size() * sizeof(T), cudaMemcpyHostToDevice));
-  return p;
-}
-
 // The arrays of a step of `seqs` sequences of `len` tokens each on slots 0..seqs-1, all
 // continuing (a non-zero first position); len 1 is a decode step.
 struct step {
