@@ -21,7 +21,7 @@ static constexpr int max_group = 16;
 static constexpr int max_split_len = 1024;
 static constexpr int min_split_chunks = 8;
 static constexpr int few_kv_heads = 16;
-static constexpr int target_warps = 8192;
+static constexpr int target_warps = 2048;
 static constexpr int max_splits_wanted = 128;  // the merge reads every split
 // cluster_kernel: eight warps a block, as the split body takes over 200 registers a thread
 // at head_dim 128 (sixteen warps would need at most 128, and spill), so a block fills an
@@ -42,18 +42,24 @@ struct split_plan {
   int splits, split_len;  // split_len a multiple of chunk
 };
 
-// Enough splits that the batch has about 8k warps (a short batch still fills the GPU),
-// each at least min_split_chunks chunks long (on the H200, batch 32 at 640 positions:
-// 15.9 us with eight-chunk splits, 21.1 with four, 31.4 with two; at 4096 positions 100
-// against 117 us with four; batch 128 the same either way) and at most 1024 positions. A batch of a few
-// KV heads takes one-chunk splits: its warps are latency-bound (the decode step at batch 1
-// and 512 positions: 277 tok/s against 269).
+// Enough splits that the batch has about 2k warps, about two waves of them on the H200 at
+// eight a SM (a short batch still fills the GPU; more, shorter splits only add merging: at
+// batch 128 and 640 positions 58.8 us with 4 splits a pair, 73.6 with 5 of them from an 8k
+// target, 66.0 with 8; at 4096 positions 275 against 303 us with 16), each at least
+// min_split_chunks chunks long (batch 32 at 640 positions: 15.9 us with eight-chunk splits,
+// 21.1 with four, 31.4 with two) and at most 1024 positions; then down to whole blocks of
+// warps, which would otherwise idle past the end (the 5 splits ran in 8 warps), unless
+// that leaves splits too long or none. A batch of a few KV heads takes one-chunk splits:
+// its warps are latency-bound (the decode step at batch 1 and 512 positions: 277 tok/s
+// against 269).
 split_plan plan_splits(int seqs, int kv_heads, int max_seq_len) {
   const int chunks = (max_seq_len + chunk - 1) / chunk;
   const int wanted = std::min((target_warps + seqs * kv_heads - 1) / (seqs * kv_heads), max_splits_wanted);
   const int least = (max_seq_len + max_split_len - 1) / max_split_len;
   const int min_chunks = seqs * kv_heads <= few_kv_heads ? 1 : min_split_chunks;
-  const int splits = std::max(std::min(wanted, (chunks + min_chunks - 1) / min_chunks), least);
+  const int fewest = std::max(std::min(wanted, (chunks + min_chunks - 1) / min_chunks), least);
+  int splits = std::max(fewest / warps * warps, warps);
+  if (splits < least) splits = (least + warps - 1) / warps * warps;
   const int split_len = (chunks + splits - 1) / splits * chunk;
   return {(max_seq_len + split_len - 1) / split_len, split_len};
 }
@@ -80,11 +86,11 @@ split_plan plan_cluster(int64_t pairs, int max_seq_len) {
 
 }  // namespace
 
-// seqs x splits is at most target_warps / kv_heads + seqs * (least + 1) for any batch of
-// up to `seqs` sequences.
+// seqs x splits is at most target_warps / kv_heads + seqs * (least + warps) for any batch
+// of up to `seqs` sequences (plan_splits' wanted, or least, rounded up to whole blocks).
 size_t paged_attention_workspace_floats(int seqs, int heads, int kv_heads, int head_dim, int max_seq_len) {
   const size_t least = size_t(max_seq_len + max_split_len - 1) / max_split_len;
-  const size_t rows = size_t(target_warps + kv_heads - 1) / size_t(kv_heads) + size_t(seqs) * (least + 2);
+  const size_t rows = size_t(target_warps + kv_heads - 1) / size_t(kv_heads) + size_t(seqs) * (least + warps + 1);
   return rows * size_t(heads) * size_t(head_dim + 2);
 }
 
