@@ -198,7 +198,7 @@ void fill_dummy(const gpu_weights& w) {
 
 // The CUDA kernels' limits: flash attention is built for head_dim 64 and 128 (as
 // FlashAttention's common builds are), the MoE GEMMs for 16-element tiles, the router for
-// at most 32 experts a token (a lane each).
+// at most 32 experts a token of at most 1024 (a lane each, and 32 a lane).
 status check_gpu_shape(const model_config& c, const std::filesystem::path& dir) {
   std::string why;
   if (c.arch != architecture::qwen3_moe) why = "model_type " + c.model_type + " (its linear-attention kernels are not written yet)";
@@ -208,6 +208,8 @@ status check_gpu_shape(const model_config& c, const std::filesystem::path& dir) 
     why = "moe_intermediate_size " + std::to_string(c.moe_intermediate_size) + " (a multiple of 16 is needed)";
   else if (c.num_experts > 0 && c.num_experts_per_tok > 32)
     why = "num_experts_per_tok " + std::to_string(c.num_experts_per_tok) + " (at most 32 are built)";
+  else if (c.num_experts > 1024)
+    why = "num_experts " + std::to_string(c.num_experts) + " (at most 1024 are built)";
   if (why.empty()) return ok();
   return error{(dir / "config.json").string() + ": the CUDA backend cannot run " + why + "; use --device cpu"};
 }
