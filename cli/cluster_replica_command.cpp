@@ -5,7 +5,10 @@
 // drain it (its calls in flight finish whole) and stop it; then waits until that is done.
 // Exit status 0 when it is, 1 when the gateway refused it, the change failed or the
 // timeout passed, 2 for a bad file or flag.
+#include <cmath>
 #include <cstdio>
+#include <limits>
+#include <optional>
 #include <string>
 #include <thread>
 
@@ -26,14 +29,18 @@ int cluster_replica_command(int argc, char** argv) {
     return code;
   };
   if (argc < 3 || argv[1][0] == '-' || argv[2][0] == '-')
-    return fail(std::string("usage: troupe cluster ") + (add ? "add FILE NAME [--weight W] [--ramp-s S]" : "remove FILE NAME") +
+    return fail(std::string("usage: troupe cluster ") +
+                    (add ? "add FILE NAME [--weight W] [--ramp-s S]" : "remove FILE NAME") +
                     " [--url URL] [--api-key KEY] [--timeout-s N]", 2);
   auto a = args::parse(argc - 3, argv + 3, {});
   if (!a) return fail(a.err().message, 2);
   auto url = a->take("--url");
   auto key = a->take("--api-key");
-  auto weight = add ? a->take("--weight") : std::nullopt;
-  auto ramp = add ? a->take("--ramp-s") : std::nullopt;
+  // NaN: not given (a NaN given is refused as no number).
+  constexpr double absent = std::numeric_limits<double>::quiet_NaN();
+  auto weight = add ? a->take_double("--weight", absent) : absent;
+  auto ramp = add ? a->take_double("--ramp-s", absent) : absent;
+  if (!weight || !ramp) return fail(!weight ? weight.err().message : ramp.err().message, 2);
   auto timeout = a->take_int("--timeout-s", 600);
   if (auto s = a->finish(); !s || !timeout) return fail(!s ? s.err().message : timeout.err().message, 2);
   auto checked = read_cluster_spec(argv[1]);
@@ -45,13 +52,11 @@ int cluster_replica_command(int argc, char** argv) {
   if (!address) return fail(address.err().message, 2);
   const std::string api_key = key.value_or(spec.gateway.api_key);
   const std::string headers = api_key.empty() ? "" : "Authorization: Bearer " + api_key + "\r\n";
-  // The flags go into the body as given: the gateway checks them, as it does any client's.
-  std::string body;
-  if (weight) body += "\"weight\":" + *weight;
-  if (ramp) body += std::string(body.empty() ? "" : ",") + "\"ramp_s\":" + *ramp;
-  if (!body.empty()) body = "{" + body + "}";
+  auto given = [](double v) { return std::isnan(v) ? std::nullopt : std::optional<double>(v); };
+  const std::string body = add ? replica_add_body(given(*weight), given(*ramp)) : "";
   bench::http_client client(*address, std::chrono::seconds(10));
-  auto call = [&](const char* method, const std::string& path, const std::string& content) -> result<std::pair<int, std::string>> {
+  auto call = [&](const char* method, const std::string& path,
+                  const std::string& content) -> result<std::pair<int, std::string>> {
     std::string answer;
     auto code = client.request(method, address->path_prefix + path, headers, content,
                                [&](int, std::string_view bytes) { answer.append(bytes); });

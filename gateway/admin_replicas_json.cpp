@@ -38,6 +38,13 @@ result<replica_change, api_error> parse_replica_change(std::string_view path, st
   return c;
 }
 
+std::string replica_add_body(std::optional<double> weight, std::optional<double> ramp_s) {
+  json body = json::object();
+  if (weight) body["weight"] = *weight;
+  if (ramp_s) body["ramp_s"] = *ramp_s;
+  return body.empty() ? "" : body.dump();
+}
+
 std::string replicas_json(const std::vector<replica_listing>& replicas) {
   json list = json::array();
   for (const auto& r : replicas)

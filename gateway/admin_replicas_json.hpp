@@ -24,6 +24,8 @@ struct replica_change {
 };
 // `path` is what follows "/admin/replicas/".
 result<replica_change, api_error> parse_replica_change(std::string_view path, std::string_view body);
+// The body of an add (empty when it gives neither), for `troupe cluster add`.
+std::string replica_add_body(std::optional<double> weight, std::optional<double> ramp_s);
 
 struct replica_listing {
   std::string name;
