@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import OpenAI from 'openai';
 import { binary } from '../gateway/server_process.mjs';
-import { fixtureModel, golden, greedy, startCluster, writeConf } from './cluster_process.mjs';
+import { fixtureModel, golden, greedy, nodesOf, startCluster, writeConf } from './cluster_process.mjs';
 
 const apiKey = 'admin-and-api-key';
 let cluster, client, conf;
@@ -189,6 +189,22 @@ test('a standby replica of the file starts with troupe cluster add and stops wit
   const removed = await cli('remove');
   assert.match(removed.stdout, /replica red is removed/);
   assert.equal((await listing()).red.state, 'off');
+});
+
+// Blue is the file's first replica and runs in the head process: the nodes must not take
+// its scheduler's end for the head's.
+test('the first replica, in the head process, removed and added back: the node processes stay', async () => {
+  const [second] = nodesOf(conf, 'second');
+  assert.equal((await admin('/admin/replicas/blue/remove', {})).status, 202);
+  await until('blue', 'off');
+  const results = await Promise.all(Array.from({ length: 4 }, () => greedy(client, golden.prompt, 4)));
+  for (const r of results) assert.deepEqual(r.ids, golden.greedy.slice(0, 4));
+  assert.deepEqual(nodesOf(conf, 'second'), [second], 'node second ended or was restarted');
+  assert.equal((await admin('/admin/replicas/blue/add', {})).status, 202);
+  await until('blue', 'serving');
+  const start = await routed();
+  await Promise.all(Array.from({ length: 4 }, () => greedy(client, golden.prompt, 2)));
+  assert.equal((await routed()).blue - start.blue, 2);
 });
 
 test('bad replica changes are refused with clear errors and change nothing', async () => {
