@@ -199,8 +199,9 @@ result<scheduler_actor> start_replica(caf::actor_system& system, const cluster_s
     started = wait_until_ready(self, cluster.health, replica.stages.size() + replica.experts.size(), deadline,
                                replica.name + "/");
   if (!started) {
-    (void)stop_replica(system, spec, cluster, r);
-    return error{"replica " + replica.name + ": " + started.err().message};
+    auto stopped = stop_replica(system, spec, cluster, r);
+    return error{"replica " + replica.name + ": " + started.err().message +
+                 (stopped ? "" : "; stopping what started: " + stopped.err().message)};
   }
   return s;
 }
