@@ -32,14 +32,25 @@ double now_s() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
-// Bytes of weights one decoded token reads: attention, router, its k experts, lm_head.
+// Bytes of weights one decoded token reads: attention (full, with qwen3_5_moe's output gate
+// rows, or Gated DeltaNet's projections), router, its k experts and the shared expert,
+// lm_head.
 double bytes_per_token(const model_config& c) {
   const double h = c.hidden_size, q = double(c.num_heads) * c.head_dim, kv = double(c.num_kv_heads) * c.head_dim;
+  const double gated_q = c.arch == architecture::qwen3_5_moe ? 2 * q : q;
+  const double values = double(c.linear_num_value_heads) * c.linear_value_head_dim;
   double params = double(c.vocab_size) * h;
   for (int i = 0; i < c.num_layers; ++i) {
-    params += (q + 2 * kv) * h + h * q;
-    params += c.is_moe_layer(i) ? double(c.num_experts) * h + double(c.num_experts_per_tok) * 3 * c.moe_intermediate_size * h
-                                : 3.0 * c.intermediate_size * h;
+    if (c.is_linear_layer(i))  // in-projection [qkv | z | b | a], then out
+      params += (double(c.linear_conv_dim()) + values + 2.0 * c.linear_num_value_heads) * h + h * values;
+    else
+      params += (gated_q + 2 * kv) * h + h * q;
+    if (!c.is_moe_layer(i)) {
+      params += 3.0 * c.intermediate_size * h;
+      continue;
+    }
+    params += double(c.num_experts) * h + double(c.num_experts_per_tok) * 3 * c.moe_intermediate_size * h;
+    if (c.shared_expert_intermediate_size > 0) params += 3.0 * c.shared_expert_intermediate_size * h + h;
   }
   return 2 * params;
 }
