@@ -34,6 +34,7 @@
 #include "kernels/cuda/paged_attention.cuh"
 #include "kernels/cuda/qk_norm_rope.cuh"
 #include "kernels/cuda/rms_norm.cuh"
+#include "kernels/cuda/shared_expert_add.cuh"
 #include "kernels/cuda/swiglu.cuh"
 #include "tests/kernels/cuda_test_support.hpp"
 
@@ -581,6 +582,27 @@ BOOST_AUTO_TEST_CASE(output_gate_matches_cpu) {
     std::ostringstream name;
     name << "output_gate tokens " << tokens << " width " << width << " stride " << stride;
     expect_close(name.str(), to_f32(d_x.to_host()), ref, bf16_tolerance);
+  }
+}
+
+// As shared_expert_block adds the shared expert on the CPU, the routed sum in bf16 here.
+BOOST_AUTO_TEST_CASE(shared_expert_add_matches_cpu) {
+  uint32_t seed = 560;
+  for (auto [tokens, width] : {std::tuple{1, 2048}, std::tuple{37, 4096}, std::tuple{3, 7}, std::tuple{5, 1500}}) {
+    const auto out = random_bf16(size_t(tokens) * width, seed++, 2.0f);
+    const auto expert = random_bf16(size_t(tokens) * width, seed++, 2.0f);
+    const auto gate = test::random_floats(size_t(tokens), seed++, 4.0f);
+    std::vector<float> ref = out.values;
+    for (int t = 0; t < tokens; ++t) {
+      const float g = 1.0f / (1.0f + std::exp(-gate[size_t(t)]));
+      for (int i = 0; i < width; ++i) ref[size_t(t) * width + i] += g * expert.values[size_t(t) * width + i];
+    }
+    device_buffer<uint16_t> d_out(out.bits), d_expert(expert.bits);
+    device_buffer<float> d_gate(gate);
+    cuda::shared_expert_add(d_out.bf16(), d_expert.bf16(), d_gate.get(), tokens, width, nullptr);
+    std::ostringstream name;
+    name << "shared_expert_add tokens " << tokens << " width " << width;
+    expect_close(name.str(), to_f32(d_out.to_host()), ref, bf16_tolerance);
   }
 }
 
