@@ -302,7 +302,7 @@ void fill_dummy(const gpu_weights& w) {
 
 // The CUDA kernels' limits: flash attention is built for head_dim 64 and 128 (as
 // FlashAttention's common builds are), decode attention for at most 16 query heads a KV
-// head, the MoE GEMMs for 16-element tiles, the router for at most 32 experts a token (a
+// head, RoPE for rotated pairs, the MoE GEMMs for 16-element tiles, the router for at most 32 experts a token (a
 // lane each), the Gated DeltaNet's conv for windows of at most 8 and its delta rule for
 // key heads of at most 256 dims that value heads share evenly.
 status check_gpu_shape(const model_config& c, const std::filesystem::path& dir) {
@@ -311,6 +311,8 @@ status check_gpu_shape(const model_config& c, const std::filesystem::path& dir) 
   else if (c.num_heads % c.num_kv_heads != 0 || c.num_heads / c.num_kv_heads > 16)
     why = std::to_string(c.num_heads) + " query heads over " + std::to_string(c.num_kv_heads) +
           " KV heads (at most 16 a KV head, evenly, are built)";
+  else if (c.rotary_dim % 2 != 0)
+    why = "a rotary_dim of " + std::to_string(c.rotary_dim) + " (head_dim times partial_rotary_factor; even ones are built)";
   else if (c.hidden_size % 16 != 0) why = "hidden_size " + std::to_string(c.hidden_size) + " (a multiple of 16 is needed)";
   else if (c.num_experts > 0 && c.moe_intermediate_size % 16 != 0)
     why = "moe_intermediate_size " + std::to_string(c.moe_intermediate_size) + " (a multiple of 16 is needed)";
