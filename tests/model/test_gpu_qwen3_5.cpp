@@ -3,8 +3,7 @@
 // shapes, so it needs no fixture from the GPU machine: Gated DeltaNet and gated
 // full-attention layers, partial rotary, GQA, a shared expert. A layer's experts are all
 // the same expert, so a bf16 router that breaks a near-tie the other way computes the same
-// function; the parity tests check routing. The prompt goes in pieces (the conv and
-// delta-rule states carried between steps), then decode steps fed the CPU's greedy tokens.
+// function; the parity tests check routing. Decode steps are fed the CPU's greedy tokens.
 #define BOOST_TEST_MODULE gpu_qwen3_5
 #include <boost/test/unit_test.hpp>
 
@@ -180,57 +179,124 @@ double margin(const std::vector<float>& lp) {
   return double(first) - double(second);
 }
 
+// Both engines over one checkpoint: the CPU model and the GPU's weights and experts.
+struct engines {
+  engines() {
+    write_checkpoint_to(dir.path());
+    auto model = load_model(dir.path());
+    BOOST_REQUIRE_MESSAGE(model, (model ? std::string() : model.err().message));
+    cpu = *model;
+    auto weights = load_gpu_weights(dir.path(), false);
+    BOOST_REQUIRE_MESSAGE(weights, (weights ? std::string() : weights.err().message));
+    gpu = *weights;
+    experts = std::make_shared<gpu_experts>(gpu);
+    experts->attach("experts", 0, gpu->config.num_experts);
+  }
+  // 64 blocks, 512 positions, 8 sequences (and state slots), 256 tokens a step.
+  std::unique_ptr<step_runner> runner(bool graphs) const {
+    auto r = gpu_step_runner::create(gpu, experts, {64, block_size, 512, 8, 256, graphs});
+    BOOST_REQUIRE_MESSAGE(r, (r ? std::string() : r.err().message));
+    return std::move(*r);
+  }
+  std::vector<int> random_prompt(size_t length, uint32_t seed) const {
+    std::mt19937 gen(seed);
+    std::vector<int> prompt(length);
+    for (int& id : prompt) id = int(gen() % uint32_t(cpu->config().vocab_size - 8));
+    return prompt;
+  }
+
+  test::temp_dir dir{"gpu_qwen3_5"};
+  std::shared_ptr<const moe_model> cpu;
+  std::shared_ptr<const gpu_weights> gpu;
+  std::shared_ptr<gpu_experts> experts;
+};
+
+// A sequence on both engines: its CPU twin, and on the GPU its 8 blocks (128 positions)
+// from first_block on and its recurrent-state slot.
+struct sequence {
+  sequence(const moe_model& model, int first_block, int slot) : cpu(model, 8 * block_size), slot(slot) {
+    for (int b = 0; b < 8; ++b) table.push_back(first_block + b);
+  }
+  single_sequence cpu;
+  std::vector<int> table;
+  int slot;
+  int position = 0;
+  token_history history;
+};
+
+// One GPU step of every part's new tokens (its sequence's, in batch order), each against
+// its sequence's CPU forward over the same tokens: the top 5, and the greedy token where
+// the CPU's margin calls it. Returns the CPU's greedy tokens.
+std::vector<int> step_both(step_runner& runner, const std::vector<std::pair<sequence*, std::vector<int>>>& parts,
+                           const std::string& where) {
+  forward_batch batch;
+  std::vector<sample_request> samples;
+  sampling_params greedy;
+  greedy.temperature = 0.0f;
+  greedy.top_logprobs = 5;
+  for (const auto& [s, tokens] : parts) {
+    batch.sequences.push_back(
+        {int(batch.token_ids.size()), int(tokens.size()), s->position, s->table, logits_rows::last, s->slot});
+    batch.token_ids.insert(batch.token_ids.end(), tokens.begin(), tokens.end());
+    s->position += int(tokens.size());
+    samples.push_back({greedy, &s->history, s->position});
+  }
+  auto out = runner.run(batch, {}, samples);
+  BOOST_REQUIRE_MESSAGE(out, (out ? std::string() : out.err().message));
+  BOOST_REQUIRE_EQUAL(out->tokens.size(), parts.size());
+  std::vector<int> next;
+  for (size_t i = 0; i < parts.size(); ++i) {
+    const auto& [s, tokens] = parts[i];
+    const auto logits = s->cpu.forward(tokens);
+    const auto lp = log_probs(logits.data(), int(logits.size()));
+    const std::string at = where + ", sequence in slot " + std::to_string(s->slot);
+    check_top5(out->tokens[i], lp, at);
+    next.push_back(int(std::max_element(lp.begin(), lp.end()) - lp.begin()));
+    if (margin(lp) > margin_threshold) BOOST_TEST_CONTEXT(at) BOOST_TEST(out->tokens[i].token == next.back());
+  }
+  return next;
+}
+
 }  // namespace
 
+// One sequence: the prompt in pieces of 16 (its conv and delta-rule state carried from
+// step to step), then decode steps; with decode graphs and eagerly.
 BOOST_AUTO_TEST_CASE(the_gpu_step_computes_what_the_cpu_model_does) {
-  test::temp_dir dir("gpu_qwen3_5");
-  write_checkpoint_to(dir.path());
-  auto cpu_model = load_model(dir.path());
-  BOOST_REQUIRE_MESSAGE(cpu_model, (cpu_model ? std::string() : cpu_model.err().message));
-  const int vocab = (*cpu_model)->config().vocab_size;
-  auto gpu = load_gpu_weights(dir.path(), false);
-  BOOST_REQUIRE_MESSAGE(gpu, (gpu ? std::string() : gpu.err().message));
-  auto experts = std::make_shared<gpu_experts>(*gpu);
-  experts->attach("experts", 0, (*gpu)->config.num_experts);
-
-  std::mt19937 gen(77);
-  std::vector<int> prompt(45);
-  for (int& id : prompt) id = int(gen() % uint32_t(vocab - 8));
-
+  const engines e;
+  const auto prompt = e.random_prompt(45, 77);
   for (bool graphs : {true, false}) {
     const std::string mode = graphs ? "graphs" : "eager";
-    auto runner = gpu_step_runner::create(*gpu, experts, {64, block_size, 512, 8, 256, graphs});
-    BOOST_REQUIRE_MESSAGE(runner, (runner ? std::string() : runner.err().message));
-    single_sequence cpu(**cpu_model, int(prompt.size()) + decode_steps + 1);
-    std::vector<int> table;
-    for (int b = 0; b * block_size < 512; ++b) table.push_back(b);
-    token_history history;
-    sampling_params greedy;
-    greedy.temperature = 0.0f;
-    greedy.top_logprobs = 5;
-    int position = 0;
-    // One step of both engines over `tokens`, in state slot 3 of the GPU's pools.
-    auto step = [&](std::span<const int> tokens, const std::string& where) {
-      forward_batch batch{{tokens.begin(), tokens.end()}, {{0, int(tokens.size()), position, table, logits_rows::last, 3}}};
-      position += int(tokens.size());
-      auto out = (*runner)->run(batch, {}, {{greedy, &history, position}});
-      BOOST_REQUIRE_MESSAGE(out, (out ? std::string() : out.err().message));
-      const auto logits = cpu.forward(tokens);
-      const auto lp = log_probs(logits.data(), vocab);
-      const sampled_token& t = out->tokens.at(0);
-      check_top5(t, lp, mode + " " + where);
-      const int ours = int(std::max_element(lp.begin(), lp.end()) - lp.begin());
-      if (margin(lp) > margin_threshold) BOOST_TEST_CONTEXT(mode << " " << where) BOOST_TEST(t.token == ours);
-      return ours;
-    };
+    auto runner = e.runner(graphs);
+    sequence seq(*e.cpu, 0, 3);
     int next = 0;
     for (size_t from = 0; from < prompt.size(); from += piece) {
       const size_t count = std::min(prompt.size() - from, size_t(piece));
-      next = step(std::span<const int>(prompt).subspan(from, count), "prompt piece at " + std::to_string(from));
+      next = step_both(*runner, {{&seq, {prompt.begin() + long(from), prompt.begin() + long(from + count)}}},
+                       mode + " prompt piece at " + std::to_string(from))[0];
     }
-    for (int s = 0; s < decode_steps; ++s) {
-      const int token = next;
-      next = step(std::span<const int>(&token, 1), "decode step " + std::to_string(s));
-    }
+    for (int s = 0; s < decode_steps; ++s)
+      next = step_both(*runner, {{&seq, {next}}}, mode + " decode step " + std::to_string(s))[0];
   }
+}
+
+// Three prompts prefilled side by side, each in a state slot of its own (out of order),
+// then decode steps of all three (a graph of batch 4: one padding sequence, which must
+// touch no slot), then a fourth prompt in the first one's slot beside a decode step of the
+// others: it begins afresh over the state left there. Each sequence's log-probs are the
+// ones it has alone on the CPU.
+BOOST_AUTO_TEST_CASE(sequences_side_by_side_in_their_slots_compute_what_each_does_alone) {
+  const engines e;
+  auto runner = e.runner(true);
+  sequence a(*e.cpu, 0, 5), b(*e.cpu, 8, 0), c(*e.cpu, 16, 2), d(*e.cpu, 24, 5);
+  auto next = step_both(*runner,
+                        {{&a, e.random_prompt(45, 1)}, {&b, e.random_prompt(20, 2)}, {&c, e.random_prompt(33, 3)}},
+                        "prefill");
+  for (int s = 0; s < 8; ++s)
+    next = step_both(*runner, {{&a, {next[0]}}, {&b, {next[1]}}, {&c, {next[2]}}}, "decode step " + std::to_string(s));
+  const std::vector<int> last = next;
+  next = step_both(*runner, {{&b, {last[1]}}, {&c, {last[2]}}, {&d, e.random_prompt(25, 4)}},
+                   "a prompt in a used slot beside decode steps");
+  for (int s = 0; s < 4; ++s)
+    next = step_both(*runner, {{&b, {next[0]}}, {&c, {next[1]}}, {&d, {next[2]}}},
+                     "after it, decode step " + std::to_string(s));
 }
