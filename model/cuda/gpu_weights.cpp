@@ -16,19 +16,6 @@ namespace {
 
 using bf16 = __nv_bfloat16;
 
-}  // namespace
-
-int qkv_width(const model_config& c) {
-  const int q_dim = c.num_heads * c.head_dim, kv_dim = c.num_kv_heads * c.head_dim;
-  return q_dim + 2 * kv_dim + (c.arch == architecture::qwen3_5_moe ? q_dim : 0);  // the output gate's rows
-}
-
-int linear_in_width(const model_config& c) {
-  return c.linear_conv_dim() + c.linear_num_value_heads * (c.linear_value_head_dim + 2);
-}
-
-namespace {
-
 // Where every tensor goes: the same walk measures the arena and then hands out pointers.
 void carve(const model_config& c, device_arena& arena, gpu_weights& w) {
   const size_t h = size_t(c.hidden_size), q_dim = size_t(c.num_heads) * size_t(c.head_dim),
@@ -330,6 +317,15 @@ status check_gpu_shape(const model_config& c, const std::filesystem::path& dir) 
 }
 
 }  // namespace
+
+int qkv_width(const model_config& c) {
+  const int q_dim = c.num_heads * c.head_dim, kv_dim = c.num_kv_heads * c.head_dim;
+  return q_dim + 2 * kv_dim + (c.arch == architecture::qwen3_5_moe ? q_dim : 0);  // the output gate's rows
+}
+
+int linear_in_width(const model_config& c) {
+  return c.linear_conv_dim() + c.linear_num_value_heads * (c.linear_value_head_dim + 2);
+}
 
 result<std::shared_ptr<const gpu_weights>> load_gpu_weights(const std::filesystem::path& dir, bool dummy) {
   auto config = load_model_config(dir);
