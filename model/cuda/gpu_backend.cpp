@@ -99,7 +99,11 @@ result<gpu_backend_parts> make_gpu_backend_parts(const backend_options& options)
                  " MiB: give it more memory or run fewer sequences"};
   kv_bytes -= std::min(kv_bytes, state_bytes);
   r.num_blocks = stages == 0 ? 0 : int(std::min<size_t>(kv_bytes / block_bytes, size_t(1) << 30));
-  if (stages > 0)
+  if (stages > 0 && state_slots > 0)
+    std::fprintf(stderr, "troupe: KV cache on cuda:%d: %d blocks of %d tokens (%zu MiB), recurrent states of %d "
+                 "sequences (%zu MiB)\n", options.device, r.num_blocks, options.block_size,
+                 (size_t(r.num_blocks) * block_bytes) >> 20, state_slots, state_bytes >> 20);
+  else if (stages > 0)
     std::fprintf(stderr, "troupe: KV cache on cuda:%d: %d blocks of %d tokens (%zu MiB)\n", options.device,
                  r.num_blocks, options.block_size, (size_t(r.num_blocks) * block_bytes) >> 20);
   auto memories = std::make_shared<stage_memories>();
