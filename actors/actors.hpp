@@ -58,6 +58,9 @@ using busy_atom = caf::atom_constant<caf::atom("busy")>;
 using stuck_atom = caf::atom_constant<caf::atom("stuck")>;
 using subscribe_atom = caf::atom_constant<caf::atom("subscribe")>;
 using warmed_atom = caf::atom_constant<caf::atom("warmed")>;
+using add_replica_atom = caf::atom_constant<caf::atom("addrep")>;
+using remove_replica_atom = caf::atom_constant<caf::atom("rmrep")>;
+using forget_atom = caf::atom_constant<caf::atom("forget")>;
 
 // A pipeline stage: a contiguous range of layers on one device, with their KV pool. A step
 // enters at the first stage and each stage hands it on: the plan as a message, its
@@ -137,6 +140,8 @@ using health_monitor_actor = caf::typed_actor<
     caf::reacts_to<subscribe_atom, caf::actor>,
     // Looks for components stuck in a step (its own timer).
     caf::reacts_to<tick_atom>,
+    // Forgets every component whose name begins with this (a replica that was removed).
+    caf::reacts_to<forget_atom, std::string>,
     // Every expected component's state.
     caf::replies_to<health_atom>::with<std::vector<component_health>>>;
 
@@ -168,16 +173,33 @@ using node_agent_actor = caf::typed_actor<
     // stages holds (0 when it has no stage).
     caf::replies_to<load_atom>::with<int>,
     // Every node's transport address, in cluster.conf's order, the head's scheduler of each
-    // replica (in the file's order) and its health monitor: the node links to its peers and
-    // starts its stages and expert groups, which report to them. The answer: how many it
-    // started.
+    // replica (in the file's order; a null one for a replica that is not running) and its
+    // health monitor: the node links to its peers and starts its stages and expert groups
+    // of the running replicas, which report to them. The answer: how many it started.
     caf::replies_to<start_atom, std::vector<std::vector<uint8_t>>, std::vector<scheduler_actor>,
                     health_monitor_actor>::with<int>,
     // Node N's process was started again at a new transport address: this node's link to
     // it moves there (the peer keeps its id). The answer: N's peer id.
     caf::replies_to<repoint_atom, int, std::vector<uint8_t>>::with<int>,
     // The hang drill: every stage of this node blocks its next step this many milliseconds.
-    caf::reacts_to<hang_atom, int>>;
+    caf::reacts_to<hang_atom, int>,
+    // Replica R (its index in the file) was added at runtime with this scheduler: the node
+    // starts its stages and expert groups of R. The answer: how many (0 when it has none).
+    caf::replies_to<add_replica_atom, int, scheduler_actor, health_monitor_actor>::with<int>,
+    // Replica R is being removed: the node stops its stages and expert groups of R and
+    // answers, once they have ended, how many there were.
+    caf::replies_to<remove_replica_atom, int>::with<int>>;
+
+// The head's control of a cluster's replicas at runtime, for the gateway: it blocks on the
+// nodes, so it runs detached.
+using replica_control_actor = caf::typed_actor<
+    // Starts replica R of cluster.conf (a scheduler here, its stages and expert groups on
+    // their nodes) and answers its scheduler once every part is ready; on an error nothing
+    // of R is left running.
+    caf::replies_to<add_replica_atom, int>::with<scheduler_actor>,
+    // Stops replica R, which runs no request any more: its stages, expert groups and
+    // scheduler end, and the health monitor forgets them. The answer: the parts stopped.
+    caf::replies_to<remove_replica_atom, int>::with<int>>;
 
 }  // namespace troupe
 

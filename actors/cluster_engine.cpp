@@ -41,13 +41,15 @@ caf::duration control_timeout(const cluster_spec& spec) {
   return caf::duration{std::chrono::duration_cast<std::chrono::milliseconds>(spec.cluster.startup_timeout)};
 }
 
-// Waits until the health monitor knows `expected` components and each is ready.
+// Waits until the health monitor knows `expected` components whose names begin with
+// `prefix` and each is ready.
 status wait_until_ready(caf::scoped_actor& self, const health_monitor_actor& health, size_t expected,
-                        std::chrono::steady_clock::time_point deadline) {
+                        std::chrono::steady_clock::time_point deadline, const std::string& prefix = "") {
   std::vector<component_health> last;
   while (std::chrono::steady_clock::now() < deadline) {
     self->request(health, caf::infinite, health_atom::value).receive([&](std::vector<component_health> v) { last = v; },
                                                                      [](caf::error&) {});
+    std::erase_if(last, [&](const component_health& c) { return c.name.rfind(prefix, 0) != 0; });
     if (last.size() >= expected &&
         std::all_of(last.begin(), last.end(), [](const component_health& c) { return c.ready; }))
       return ok();
@@ -60,15 +62,41 @@ status wait_until_ready(caf::scoped_actor& self, const health_monitor_actor& hea
                (waiting.empty() ? std::string("components that never reported") : waiting)};
 }
 
-}  // namespace
-
-void running_cluster::stop(caf::actor_system& system) {
-  caf::scoped_actor self{system, /*hide=*/true};
+// Ends these actors and waits until they have.
+void stop_actors(caf::scoped_actor& self, const std::vector<caf::actor>& actors) {
   for (const caf::actor& a : actors) {
     self->monitor(a);
     self->send_exit(a, caf::exit_reason::user_shutdown);
   }
   for (size_t i = 0; i < actors.size(); ++i) self->receive([](const caf::down_msg&) {});
+}
+
+// Replica `r`'s kv manager and scheduler in this process.
+scheduler_actor spawn_replica_engine(caf::actor_system& system, const cluster_spec& spec, running_cluster& c, size_t r) {
+  const replica_spec& replica = spec.replicas[r];
+  // Every node's CPU stages keep one recurrent-state slot per sequence the engine may run.
+  const int state_slots = c.config.has_linear_layers() ? spec.engine.max_num_seqs : 0;
+  auto kv = system.spawn(kv_manager, c.num_blocks, spec.engine.block_size, state_slots);
+  scheduler_options options = c.scheduling;
+  options.max_model_len = c.max_model_len;
+  options.pipeline_stages = int(replica.stages.size());
+  options.expert_groups = int(replica.experts.size());
+  options.component_prefix = replica.name + "/";
+  options.step_timeout = caf::duration{std::chrono::duration_cast<std::chrono::milliseconds>(spec.cluster.step_timeout)};
+  auto s = system.spawn(troupe::scheduler, options, kv);
+  c.replica_actors[r] = {caf::actor_cast<caf::actor>(kv), caf::actor_cast<caf::actor>(s)};
+  c.replicas[r].scheduler = s;
+  c.schedulers[r] = s;
+  return s;
+}
+
+}  // namespace
+
+void running_cluster::stop(caf::actor_system& system) {
+  caf::scoped_actor self{system, /*hide=*/true};
+  std::vector<caf::actor> all = actors;
+  for (const auto& engine : replica_actors) all.insert(all.end(), engine.begin(), engine.end());
+  stop_actors(self, all);
 }
 
 result<running_cluster> start_cluster_engine(caf::actor_system& system, const cluster_spec& spec,
@@ -100,27 +128,19 @@ result<running_cluster> start_cluster_engine(caf::actor_system& system, const cl
   // The gateway node's agent, in this process, stops with the rest.
   for (size_t i = 0; i < agents.size(); ++i)
     if (spec.nodes[i].name == spec.gateway.node) c.actors.push_back(caf::actor_cast<caf::actor>(agents[i]));
-  std::vector<scheduler_actor> schedulers;
+  c.scheduling = scheduler;
+  c.replica_actors.resize(spec.replicas.size());
+  c.schedulers.resize(spec.replicas.size());
   size_t components = 0;
-  for (const replica_spec& r : spec.replicas) {
-    // Every node's CPU stages keep one recurrent-state slot per sequence the engine may run.
-    const int state_slots = model.has_linear_layers() ? spec.engine.max_num_seqs : 0;
-    auto kv = system.spawn(kv_manager, num_blocks, spec.engine.block_size, state_slots);
-    scheduler_options options = scheduler;
-    options.max_model_len = c.max_model_len;
-    options.pipeline_stages = int(r.stages.size());
-    options.expert_groups = int(r.experts.size());
-    options.component_prefix = r.name + "/";
-    options.step_timeout = caf::duration{std::chrono::duration_cast<std::chrono::milliseconds>(spec.cluster.step_timeout)};
-    auto s = system.spawn(troupe::scheduler, options, kv);
-    c.actors.push_back(caf::actor_cast<caf::actor>(kv));
-    c.actors.push_back(caf::actor_cast<caf::actor>(s));
-    c.replicas.push_back({r.name, s, r.weight, options.component_prefix});
-    schedulers.push_back(s);
-    components += r.stages.size() + r.experts.size();
+  for (size_t r = 0; r < spec.replicas.size(); ++r) {
+    const replica_spec& replica = spec.replicas[r];
+    c.replicas.push_back({replica.name, {}, replica.weight, replica.name + "/"});
+    if (!replica.start) continue;
+    spawn_replica_engine(system, spec, c, r);
+    components += replica.stages.size() + replica.experts.size();
   }
   for (size_t i = 0; i < agents.size(); ++i) {
-    auto started = ask<int>(self, agents[i], control, spec.nodes[i].name, start_atom::value, addresses, schedulers,
+    auto started = ask<int>(self, agents[i], control, spec.nodes[i].name, start_atom::value, addresses, c.schedulers,
                             c.health);
     if (!started) {
       c.stop(system);
@@ -133,7 +153,6 @@ result<running_cluster> start_cluster_engine(caf::actor_system& system, const cl
   }
   c.agents = agents;
   c.addresses = std::move(addresses);
-  c.schedulers = std::move(schedulers);
   return c;
 }
 
@@ -161,6 +180,48 @@ status rejoin_node(caf::actor_system& system, const cluster_spec& spec, running_
                           cluster.health);
   if (!started) return started.err();
   return ok();
+}
+
+result<scheduler_actor> start_replica(caf::actor_system& system, const cluster_spec& spec, running_cluster& cluster,
+                                      size_t r) {
+  caf::scoped_actor self{system, /*hide=*/true};
+  const auto deadline = std::chrono::steady_clock::now() + spec.cluster.startup_timeout;
+  const caf::duration control = control_timeout(spec);
+  const replica_spec& replica = spec.replicas[r];
+  const scheduler_actor s = spawn_replica_engine(system, spec, cluster, r);
+  status started = ok();
+  for (size_t i = 0; i < cluster.agents.size() && started; ++i)
+    if (auto n = ask<int>(self, cluster.agents[i], control, spec.nodes[i].name, add_replica_atom::value, int(r), s,
+                          cluster.health);
+        !n)
+      started = n.err();
+  if (started)
+    started = wait_until_ready(self, cluster.health, replica.stages.size() + replica.experts.size(), deadline,
+                               replica.name + "/");
+  if (!started) {
+    auto stopped = stop_replica(system, spec, cluster, r);
+    return error{"replica " + replica.name + ": " + started.err().message +
+                 (stopped ? "" : "; stopping what started: " + stopped.err().message)};
+  }
+  return s;
+}
+
+result<int> stop_replica(caf::actor_system& system, const cluster_spec& spec, running_cluster& cluster, size_t r) {
+  caf::scoped_actor self{system, /*hide=*/true};
+  const caf::duration control = control_timeout(spec);
+  const replica_spec& replica = spec.replicas[r];
+  result<int> parts = 0;
+  for (size_t i = 0; i < cluster.agents.size(); ++i) {
+    auto n = ask<int>(self, cluster.agents[i], control, spec.nodes[i].name, remove_replica_atom::value, int(r));
+    if (n && parts) *parts += *n;
+    if (!n && parts) parts = error{"replica " + replica.name + ": " + n.err().message};
+  }
+  self->send(cluster.health, forget_atom::value, replica.name + "/");
+  stop_actors(self, cluster.replica_actors[r]);
+  cluster.replica_actors[r].clear();
+  cluster.replicas[r].scheduler = nullptr;
+  cluster.schedulers[r] = nullptr;
+  return parts;
 }
 
 }  // namespace troupe

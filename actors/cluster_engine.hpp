@@ -3,7 +3,8 @@
 // each load the model, spawns the health monitor and, per replica, a kv_manager and a
 // scheduler in this process, hands every node the others' transport addresses and starts
 // their stages and expert groups, then waits until each reports ready. The gateway is
-// opened on the result.
+// opened on the result. A replica with `start = no` gets none of that until it is added
+// at runtime (start_replica); stop_replica takes a running one down again.
 #include <vector>
 
 #include "actors/gateway.hpp"
@@ -15,14 +16,17 @@ namespace troupe {
 struct running_cluster {
   model_config config;
   health_monitor_actor health;
-  std::vector<replica_endpoint> replicas;  // the file's, in order
-  std::vector<caf::actor> actors;          // this process's: health monitor, kv managers, schedulers, node agent
+  std::vector<replica_endpoint> replicas;  // the file's, in order; a null scheduler while one is not running
+  std::vector<caf::actor> actors;          // this process's: health monitor, node agent
+  // By replica: its kv manager and scheduler here, none while it is not running.
+  std::vector<std::vector<caf::actor>> replica_actors;
+  scheduler_options scheduling;            // of every replica's scheduler
   int num_blocks = 0;                      // per stage (the nodes' least)
   int max_model_len = 0;
   // What a node started again needs to take its part back.
   std::vector<node_agent_actor> agents;              // spec.nodes' order
   std::vector<std::vector<uint8_t>> addresses;       // their transport addresses
-  std::vector<scheduler_actor> schedulers;           // the replicas'
+  std::vector<scheduler_actor> schedulers;           // the replicas', null while one is not running
 
   // Stops this process's actors (the nodes stop when their head's schedulers are gone).
   void stop(caf::actor_system& system);
@@ -43,5 +47,16 @@ result<running_cluster> start_cluster_engine(caf::actor_system& system, const cl
 // meanwhile.
 status rejoin_node(caf::actor_system& system, const cluster_spec& spec, running_cluster& cluster, size_t node,
                    node_agent_actor agent);
+
+// Replica `r`, not running, starts: its scheduler here, its stages and expert groups on
+// their nodes; the answer once every part is ready (within the startup timeout), or an
+// error with nothing of it left running. The same rule as rejoin_node holds for `cluster`.
+result<scheduler_actor> start_replica(caf::actor_system& system, const cluster_spec& spec, running_cluster& cluster,
+                                      size_t r);
+
+// Replica `r`, running and drained, stops: its nodes stop its stages and expert groups
+// (and answer once they have), the health monitor forgets them, and its scheduler and kv
+// manager here end. The parts stopped, or the first node's error (the rest still stop).
+result<int> stop_replica(caf::actor_system& system, const cluster_spec& spec, running_cluster& cluster, size_t r);
 
 }  // namespace troupe

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "actors/replica_control.hpp"
+#include "gateway/admin_replicas_json.hpp"
 #include "gateway/admin_status_json.hpp"
 #include "gateway/admin_traffic_json.hpp"
 #include "gateway/api_error.hpp"
@@ -35,6 +37,38 @@ api_error unknown_model(const std::string& name) {
   return {404, "The model `" + name + "` does not exist.", "NotFoundError", "model", "model_not_found"};
 }
 
+// A removed replica has been stopped (or failed to): it leaves routing, and its series
+// leave /metrics.
+void replica_stopped(self_ptr self, size_t r, const std::string& failure) {
+  auto& st = self->state;
+  st.router->mark(r, replica_state::off);
+  st.replicas[r].scheduler = nullptr;
+  st.replica_errors[r] = failure;
+  const metrics::labels replica{{"replica", st.replicas[r].name}};
+  auto& m = *st.metrics;
+  for (auto* f : {&m.replica_weight, &m.replica_in_flight, &m.replica_routable}) f->remove(replica);
+  m.replica_requests.remove(replica);
+  auto of_replica = [&](const metrics::labels& l) {
+    return std::any_of(l.begin(), l.end(), [&](const auto& kv) {
+      return kv.first == "component" && kv.second.rfind(st.replicas[r].component_prefix, 0) == 0;
+    });
+  };
+  m.component_ready.remove_if(of_replica);
+  m.component_restarts.remove_if(of_replica);
+  std::fprintf(stderr, "troupe: replica %s is removed%s%s\n", st.replicas[r].name.c_str(),
+               failure.empty() ? "" : "; stopping it failed: ", failure.c_str());
+}
+
+// A replica being removed whose last call has ended is stopped.
+void stop_if_drained(self_ptr self, size_t r) {
+  auto& st = self->state;
+  if (!st.router->drained(r)) return;
+  st.router->mark(r, replica_state::stopping);
+  self->request(st.options.replica_control, caf::infinite, remove_replica_atom::value, int(r))
+      .then([=](int) { replica_stopped(self, r, ""); },
+            [=](const caf::error& e) { replica_stopped(self, r, error_message(e)); });
+}
+
 // The call is over: its last bytes go out and it is forgotten.
 void finish_call(self_ptr self, uint64_t id) {
   auto& st = self->state;
@@ -55,8 +89,10 @@ void finish_call(self_ptr self, uint64_t id) {
   if (c.has_first_token && g.completion_tokens() > 1)
     st.metrics->time_per_output_token.observe(seconds(now - c.first_token) / (g.completion_tokens() - 1));
   st.router->finished(c.replica, g.failed() && g.failure().status >= 500, now);
+  const size_t replica = c.replica;
   for (request_id r : c.requests) st.by_request.erase(r);
   st.calls.erase(it);
+  stop_if_drained(self, replica);
 }
 
 // Whether every component of the replica reported ready (and there is one).
@@ -261,6 +297,81 @@ void admin_traffic(self_ptr self, const http_call_ptr& http) {
   answer(self, http, endpoint, 200, traffic_json(st.router->view(now)));
 }
 
+// Every replica of the file with its state and load, for /admin/replicas.
+std::string replica_listing_json(const gateway_state& st) {
+  std::vector<replica_listing> list;
+  for (size_t i = 0; i < st.replicas.size(); ++i)
+    list.push_back({st.replicas[i].name, replica_state::off, 0, 0, st.replica_errors[i]});
+  for (const auto& v : st.router->view(clock_type::now())) {
+    replica_listing& l = list[*st.router->index_of(v.name)];
+    l.state = v.state;
+    l.weight = v.weight;
+    l.in_flight = v.in_flight;
+  }
+  return replicas_json(list);
+}
+
+// Replica r, starting, joins routing once replica_control says every part is ready; back
+// to off, with the reason, when it could not start.
+void start_replica(self_ptr self, size_t r, double weight, std::chrono::milliseconds ramp) {
+  std::fprintf(stderr, "troupe: replica %s is starting\n", self->state.replicas[r].name.c_str());
+  self->request(self->state.options.replica_control, caf::infinite, add_replica_atom::value, int(r))
+      .then(
+          [=](const scheduler_actor& s) {
+            auto& st = self->state;
+            st.replicas[r].scheduler = s;
+            st.router->set_healthy(r, true);  // every part is ready; the next tick would say so a second late
+            st.router->added(r, weight, ramp, clock_type::now());
+            std::fprintf(stderr, "troupe: replica %s is ready and serves with weight %g\n", st.replicas[r].name.c_str(),
+                         weight);
+          },
+          [=](const caf::error& e) {
+            auto& st = self->state;
+            st.router->mark(r, replica_state::off);
+            st.replica_errors[r] = error_message(e);
+            std::fprintf(stderr, "troupe: replica %s did not start: %s\n", st.replicas[r].name.c_str(),
+                         st.replica_errors[r].c_str());
+          });
+}
+
+// GET /admin/replicas: the list. POST /admin/replicas/NAME/add: an off replica of the file
+// starts, and serves once every part of it is ready. POST /admin/replicas/NAME/remove: a
+// serving one drains (no new calls; those in flight finish whole), then stops. Both answer
+// 202 with the list at once; the list tells when the change is done.
+void admin_replicas(self_ptr self, const http_call_ptr& http) {
+  const std::string endpoint = "/admin/replicas";
+  auto& st = self->state;
+  const auto& req = http->request;
+  const bool get = req.method == "GET" || req.method == "HEAD";
+  if (req.path == endpoint && get) return answer(self, http, endpoint, 200, replica_listing_json(st));
+  if (req.path == endpoint || req.method != "POST")
+    return answer_error(self, http, endpoint,
+                        {405, "method " + req.method + " is not allowed on " + req.path, "invalid_request_error", {}, {}});
+  if (!st.options.replica_control)
+    return answer_error(self, http, endpoint,
+                        {400, "this server runs one replica: replicas are added and removed in a cluster (troupe cluster up)",
+                         "invalid_request_error", {}, {}});
+  auto change = parse_replica_change(std::string_view(req.path).substr(endpoint.size() + 1), req.body);
+  if (!change) return answer_error(self, http, endpoint, change.err());
+  const auto r = st.router->index_of(change->name);
+  if (!r)
+    return answer_error(self, http, endpoint,
+                        {404, "no replica " + change->name + " in cluster.conf (a replica is added from its [replica.NAME] section)",
+                         "invalid_request_error", "name", "replica_not_found"});
+  const status changed = change->add ? st.router->begin_add(*r) : st.router->begin_remove(*r, clock_type::now());
+  if (!changed)
+    return answer_error(self, http, endpoint, {409, changed.err().message, "invalid_request_error", "name", "replica_state"});
+  st.replica_errors[*r].clear();
+  if (change->add) {
+    start_replica(self, *r, change->weight.value_or(st.replicas[*r].weight), change->ramp);
+  } else {
+    std::fprintf(stderr, "troupe: replica %s is draining (%d calls in flight)\n", st.replicas[*r].name.c_str(),
+                 st.router->in_flight(*r));
+    stop_if_drained(self, *r);
+  }
+  answer(self, http, endpoint, 202, replica_listing_json(st));
+}
+
 // The health monitor's components, and every replica's place in the router.
 void answer_metrics(self_ptr self, const http_call_ptr& http) {
   auto& st = self->state;
@@ -285,8 +396,8 @@ void answer_metrics(self_ptr self, const http_call_ptr& http) {
       });
 }
 
-// Every replica's scheduler figures, in replica order, to `then`; a 503 on `endpoint` when
-// one does not answer.
+// Every replica's scheduler figures, in replica order (zero for one not running), to
+// `then`; a 503 on `endpoint` when one does not answer.
 template <class Then>
 void gather_stats(self_ptr self, const http_call_ptr& http, const std::string& endpoint, Then then) {
   struct gathered {
@@ -294,15 +405,20 @@ void gather_stats(self_ptr self, const http_call_ptr& http, const std::string& e
     size_t answers = 0;
     bool failed = false;
   };
-  const size_t replicas = self->state.replicas.size();
+  // Only the replicas that run and are not being stopped answer for sure.
+  std::vector<size_t> asked;
+  for (size_t i = 0; i < self->state.replicas.size(); ++i)
+    if (const auto s = self->state.router->state(i); s == replica_state::serving || s == replica_state::draining)
+      asked.push_back(i);
   auto all = std::make_shared<gathered>();
-  all->stats.resize(replicas);
-  for (size_t i = 0; i < replicas; ++i)
+  all->stats.resize(self->state.replicas.size());
+  if (asked.empty()) return then(all->stats);
+  for (size_t i : asked)
     self->request(self->state.replicas[i].scheduler, std::chrono::seconds(5), stats_atom::value)
         .then(
             [=](const engine_stats& s) {
               all->stats[i] = s;
-              if (++all->answers == replicas && !all->failed) then(all->stats);
+              if (++all->answers == asked.size() && !all->failed) then(all->stats);
             },
             [=](const caf::error&) {
               if (all->failed) return;
@@ -348,8 +464,8 @@ void admin_status(self_ptr self, const http_call_ptr& http) {
         .then(
             [=](const std::vector<component_health>& parts) {
               cluster_status status{parts, {}};
-              const auto view = self->state.router->view(clock_type::now());
-              for (size_t i = 0; i < view.size(); ++i) status.replicas.push_back({view[i], stats[i]});
+              for (const auto& v : self->state.router->view(clock_type::now()))
+                status.replicas.push_back({v, stats[*self->state.router->index_of(v.name)]});
               answer(self, http, endpoint, 200, status_json(status));
             },
             [=](const caf::error&) {
@@ -390,6 +506,7 @@ void route(self_ptr self, const http_call_ptr& http) {
       {"/tokenize", true, tokenize},
       {"/detokenize", true, detokenize},
   };
+  if (path == "/admin/replicas" || path.rfind("/admin/replicas/", 0) == 0) return admin_replicas(self, http);
   if (path == "/admin/traffic") {
     if (!get && !post)
       return answer_error(self, http, path, {405, "method " + req.method + " is not allowed on " + path, "invalid_request_error", {}, {}});
@@ -456,6 +573,9 @@ gateway_actor::behavior_type gateway(gateway_actor::stateful_pointer<gateway_sta
   std::vector<double> weights;
   for (const auto& r : replicas) names.push_back(r.name), weights.push_back(r.weight);
   st.router = std::make_unique<replica_router>(names, weights, st.options.routing, st.options.circuit);
+  for (size_t r = 0; r < replicas.size(); ++r)
+    if (!replicas[r].scheduler) st.router->mark(r, replica_state::off);  // a standby of the file
+  st.replica_errors.resize(replicas.size());
   st.replicas = std::move(replicas);
   st.health = health;
   st.registry = std::make_shared<metrics::registry>();
@@ -497,7 +617,9 @@ gateway_actor::behavior_type gateway(gateway_actor::stateful_pointer<gateway_sta
         }
         st.router->finished(it->second.replica, false, clock_type::now());
         st.metrics->requests.add({{"endpoint", it->second.endpoint}, {"status", "499"}}).inc();
+        const size_t replica = it->second.replica;
         st.calls.erase(it);
+        stop_if_drained(self, replica);
       },
       [=](tick_atom) {
         self->request(self->state.health, std::chrono::seconds(5), health_atom::value)

@@ -17,8 +17,8 @@ namespace troupe {
 // One replica of the model (a scheduler and what it drives) as the gateway sees it.
 struct replica_endpoint {
   std::string name;
-  scheduler_actor scheduler;
-  double weight = 1;
+  scheduler_actor scheduler;  // null while the replica is not running
+  double weight = 1;          // the file's: what it serves with when added at runtime
   // The health monitor names its components with this in front ("": every component).
   std::string component_prefix;
 };
@@ -35,6 +35,9 @@ struct gateway_options {
   // Streamed requests the gateway sends itself at once when the engine is first ready
   // (gateway/warmup.hpp); /health answers 503 until they have finished. 0: none.
   int warmup_requests = 0;
+  // Starts and stops replicas at runtime (/admin/replicas); null in one process, where
+  // the one replica stays.
+  replica_control_actor replica_control;
 };
 
 struct gateway_metrics {
@@ -78,6 +81,7 @@ struct gateway_state {
   tool_call_format tool_format = tool_call_format::hermes;  // the markup the chat template teaches
   std::vector<replica_endpoint> replicas;
   std::unique_ptr<replica_router> router;
+  std::vector<std::string> replica_errors;  // by replica: what its last add or remove failed with
   health_monitor_actor health;
   std::shared_ptr<metrics::registry> registry;
   std::unique_ptr<gateway_metrics> metrics;

@@ -124,6 +124,11 @@ health_monitor_actor::behavior_type health_monitor(self_ptr self, std::chrono::m
           if (c.ready && !c.stuck && stuck_now(self->state, name, c, t)) declare_stuck(self, name, c);
         self->delayed_send(self, check_interval, tick_atom::value);
       },
+      [=, &components](forget_atom, const std::string& prefix) {
+        for (auto it = components.begin(); it != components.end();)
+          it = it->first.rfind(prefix, 0) == 0 ? components.erase(it) : std::next(it);
+        self->state.unsettled.erase(prefix);
+      },
       [=, &components](health_atom) {
         std::vector<component_health> out;
         const auto t = now();

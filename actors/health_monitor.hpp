@@ -45,7 +45,8 @@ struct health_monitor_state {
 // since: a replacement that is stuck before finishing a step waits on something outside
 // it (a wedged peer), and more replacements would only spend the restart budget; it stays
 // not ready until the step returns or fails. Only the reporter's busy and progress
-// messages count: a replaced actor that wakes up does not speak for its successor.
+// messages count: a replaced actor that wakes up does not speak for its successor. A
+// replica removed at runtime is forgotten whole, by its prefix.
 health_monitor_actor::behavior_type health_monitor(
     health_monitor_actor::stateful_pointer<health_monitor_state> self, std::chrono::milliseconds progress_timeout);
 

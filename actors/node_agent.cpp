@@ -1,6 +1,8 @@
 #include "actors/node_agent.hpp"
 
+#include <algorithm>
 #include <cstdio>
+#include <utility>
 
 #include "actors/expert_group.hpp"
 #include "actors/stage.hpp"
@@ -117,6 +119,24 @@ std::vector<std::string> stage_names(const node_agent_state& st, size_t r) {
   return names;
 }
 
+// Starts the node's part of replica `r` under a supervisor of its own, reporting to the
+// head's scheduler of it: how many stages and expert groups that is.
+int start_replica_here(self_ptr self, size_t r, const scheduler_actor& scheduler, const health_monitor_actor& health) {
+  auto& st = self->state;
+  st.schedulers[r] = scheduler;
+  self->monitor(scheduler);
+  auto children = node_children(self, r, health);
+  if (children.empty()) return 0;
+  const int count = int(children.size());
+  auto s = self->spawn(supervisor, std::move(children), st.options.restarts, health,
+                       caf::actor_cast<caf::actor>(scheduler));
+  self->link_to(s);
+  st.supervisors[r] = s;
+  st.parts[r] = count;
+  for (const std::string& name : stage_names(st, r)) st.stages.emplace_back(s, name);
+  return count;
+}
+
 bool has_stage(const node_agent_state& st) {
   const std::string& me = st.options.spec.nodes[size_t(st.options.node)].name;
   for (const replica_spec& r : st.options.spec.replicas)
@@ -142,11 +162,19 @@ backend_options backend_options_of(const cluster_spec& spec) {
 node_agent_actor::behavior_type node_agent(self_ptr self, node_agent_options options) {
   self->state.options = std::move(options);
   self->set_down_handler([=](caf::down_msg& msg) {
-    if (msg.source != self->state.head.address()) return;
+    auto& st = self->state;
+    if (auto it = st.stopping.find(msg.source); it != st.stopping.end()) {  // a removed replica's part ended
+      it->second.first.deliver(it->second.second);
+      st.stopping.erase(it);
+      return;
+    }
+    if (std::none_of(st.schedulers.begin(), st.schedulers.end(),
+                     [&](const scheduler_actor& s) { return s && s.address() == msg.source; }))
+      return;
     std::fprintf(stderr, "troupe node %s: the head is gone (%s); stopping\n",
-                 self->state.options.spec.nodes[size_t(self->state.options.node)].name.c_str(),
-                 to_string(msg.reason).c_str());
-    for (const auto& s : self->state.supervisors) self->send_exit(s, caf::exit_reason::user_shutdown);
+                 st.options.spec.nodes[size_t(st.options.node)].name.c_str(), to_string(msg.reason).c_str());
+    for (const auto& s : st.supervisors)
+      if (s) self->send_exit(s, caf::exit_reason::user_shutdown);
     self->quit();
   });
   return {
@@ -191,7 +219,7 @@ node_agent_actor::behavior_type node_agent(self_ptr self, node_agent_options opt
         const cluster_spec& spec = st.options.spec;
         if (!joined(self)) return refused(st, "join the cluster first");
         if (!st.backend) return refused(st, "load the model first");
-        if (st.head) return refused(st, "already started");
+        if (st.started) return refused(st, "already started");
         if (addresses.size() != spec.nodes.size() || schedulers.size() != spec.replicas.size())
           return refused(st, "the head's cluster has " + std::to_string(addresses.size()) + " nodes and " +
                                  std::to_string(schedulers.size()) + " replicas; this node's file " +
@@ -211,19 +239,13 @@ node_agent_actor::behavior_type node_agent(self_ptr self, node_agent_options opt
                 return peers[size_t(node)];
               },
               timeout);
-        st.head = schedulers.front();
-        self->monitor(st.head);
+        st.started = true;
+        st.schedulers.assign(spec.replicas.size(), scheduler_actor{});
+        st.supervisors.assign(spec.replicas.size(), nullptr);
+        st.parts.assign(spec.replicas.size(), 0);
         int started = 0;
-        for (size_t r = 0; r < spec.replicas.size(); ++r) {
-          auto children = node_children(self, r, health);
-          if (children.empty()) continue;
-          started += int(children.size());
-          auto s = self->spawn(supervisor, std::move(children), st.options.restarts, health,
-                               caf::actor_cast<caf::actor>(schedulers[r]));
-          self->link_to(s);
-          st.supervisors.push_back(s);
-          for (const std::string& name : stage_names(st, r)) st.stages.emplace_back(s, name);
-        }
+        for (size_t r = 0; r < spec.replicas.size(); ++r)
+          if (schedulers[r]) started += start_replica_here(self, r, schedulers[r], health);
         return started;
       },
       [=](repoint_atom, int node, const std::vector<uint8_t>& address) -> caf::result<int> {
@@ -236,6 +258,36 @@ node_agent_actor::behavior_type node_agent(self_ptr self, node_agent_options opt
       },
       [=](hang_atom, int ms) {
         for (const auto& [supervising, name] : self->state.stages) caf::anon_send(supervising, hang_atom::value, name, ms);
+      },
+      [=](add_replica_atom, int r, const scheduler_actor& scheduler, health_monitor_actor health) -> caf::result<int> {
+        auto& st = self->state;
+        if (!joined(self)) return refused(st, "join the cluster first");
+        if (!st.started) return refused(st, "start the node first");
+        if (r < 0 || size_t(r) >= st.schedulers.size() || !scheduler)
+          return refused(st, "no replica " + std::to_string(r) + " to add");
+        if (st.schedulers[size_t(r)])
+          return refused(st, "replica " + st.options.spec.replicas[size_t(r)].name + " runs here already");
+        return start_replica_here(self, size_t(r), scheduler, health);
+      },
+      [=](remove_replica_atom, int r) -> caf::result<int> {
+        auto& st = self->state;
+        if (!joined(self)) return refused(st, "join the cluster first");
+        if (r < 0 || size_t(r) >= st.schedulers.size())
+          return refused(st, "no replica " + std::to_string(r) + " to remove");
+        // Its scheduler is stopped next: that is not the head going away.
+        if (st.schedulers[size_t(r)]) self->demonitor(st.schedulers[size_t(r)].address());
+        st.schedulers[size_t(r)] = nullptr;
+        const caf::actor s = std::exchange(st.supervisors[size_t(r)], nullptr);
+        if (!s) return 0;
+        std::erase_if(st.stages, [&](const auto& stage) { return stage.first == s; });
+        const int parts = std::exchange(st.parts[size_t(r)], 0);
+        // Unlinked first: the supervisor's shutdown must not take this agent with it.
+        self->unlink_from(s);
+        self->monitor(s);
+        self->send_exit(s, caf::exit_reason::user_shutdown);
+        auto promise = self->make_response_promise<int>();
+        st.stopping.emplace(s.address(), std::make_pair(promise, parts));
+        return promise;
       },
   };
 }

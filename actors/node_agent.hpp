@@ -5,8 +5,9 @@
 // groups of every replica, each replica's under a supervisor of the node's own and named
 // "REPLICA/stage_K" and "REPLICA/expert_group_G", linked to the other nodes over the node's
 // transport. On a GPU node each stage serves its own layers' experts from the node's GPU
-// (node_backend). When the head's scheduler goes away (the head stopped, or the link to it
-// broke past the connection timeout) the agent stops its actors and ends.
+// (node_backend). A replica added or removed at runtime has its part here started or
+// stopped alone. When a running replica's scheduler goes away (the head stopped, or the
+// link to it broke past the connection timeout) the agent stops its actors and ends.
 #include <map>
 #include <memory>
 #include <optional>
@@ -41,9 +42,15 @@ struct node_agent_state {
   std::optional<node_backend> backend;
   std::vector<int> peers;  // every node's peer id on the link, by index
   std::unique_ptr<expert_server> server;
-  scheduler_actor head;  // a scheduler of the head's: when it goes, the head has gone
-  std::vector<caf::actor> supervisors;  // one per replica with a part here
+  bool started = false;
+  // The head's scheduler of each replica, null while the replica is not running: when a
+  // running one goes, the head has gone.
+  std::vector<scheduler_actor> schedulers;
+  std::vector<caf::actor> supervisors;  // by replica: of its part here, null when none
+  std::vector<int> parts;               // by replica: its stages and expert groups here
   std::vector<std::pair<caf::actor, std::string>> stages;  // each stage here, with its supervisor
+  // Removals waiting for a supervisor to end: the answer, with how many parts it ran.
+  std::map<caf::actor_addr, std::pair<caf::typed_response_promise<int>, int>> stopping;
 };
 
 node_agent_actor::behavior_type node_agent(node_agent_actor::stateful_pointer<node_agent_state> self,

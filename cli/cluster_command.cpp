@@ -28,7 +28,7 @@ int check(const char* file) {
   for (const node_spec& n : spec.nodes)
     std::printf("  node %s at %s:%d\n", n.name.c_str(), n.address.c_str(), n.port);
   for (const replica_spec& r : spec.replicas) {
-    std::printf("  replica %s (weight %g)\n", r.name.c_str(), r.weight);
+    std::printf("  replica %s (weight %g%s)\n", r.name.c_str(), r.weight, r.start ? "" : ", not started: a standby");
     for (const placement& s : r.stages)
       std::printf("    stage layers %d-%d on %s\n", s.first, s.last.value_or(model.num_layers - 1), where(s).c_str());
     for (const placement& e : r.experts)
@@ -43,9 +43,12 @@ int cluster_command(int argc, char** argv) {
   if (argc == 2 && std::string(argv[0]) == "check") return check(argv[1]);
   if (argc >= 2 && std::string(argv[0]) == "up") return cluster_up_command(argc - 1, argv + 1);
   if (argc >= 2 && std::string(argv[0]) == "status") return cluster_status_command(argc - 1, argv + 1);
+  if (argc >= 1 && (std::string(argv[0]) == "add" || std::string(argv[0]) == "remove"))
+    return cluster_replica_command(argc, argv);
   std::fprintf(stderr,
                "usage: troupe cluster check FILE | troupe cluster up FILE [--port N] | "
-               "troupe cluster status FILE [--url URL] [--api-key KEY]\n");
+               "troupe cluster status FILE [--url URL] [--api-key KEY] | "
+               "troupe cluster add FILE NAME [--weight W] [--ramp-s S] | troupe cluster remove FILE NAME\n");
   return 2;
 }
 

@@ -1,9 +1,9 @@
 // `troupe cluster status FILE [--url URL] [--api-key KEY]`: asks a running cluster's
 // gateway (at [gateway] host and port unless --url says otherwise) for /admin/status and
-// prints each replica's weight and load and each stage and expert group with the node and
-// device it runs on (from FILE), what it holds, its health and restarts. Exit status 0
-// when every component is ready, 1 when one is not or the gateway does not answer, 2 for
-// a bad file or flag.
+// prints each running replica's state, weight and load and each stage and expert group
+// with the node and device it runs on (from FILE), what it holds, its health and restarts.
+// Exit status 0 when every component is ready, 1 when one is not or the gateway does not
+// answer, 2 for a bad file or flag.
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -75,11 +75,13 @@ int cluster_status_command(int argc, char** argv) {
   if (!status) return fail(status.err().message, 1);
 
   std::printf("cluster %s, gateway %s\n\n", spec.cluster.name.c_str(), base.c_str());
-  std::printf("%-12s %7s %9s %9s %8s %8s %15s\n", "replica", "weight", "in flight", "routable", "running", "waiting",
-              "KV blocks used");
+  std::printf("%-12s %-9s %7s %9s %9s %8s %8s %15s\n", "replica", "state", "weight", "in flight", "routable", "running",
+              "waiting", "KV blocks used");
   for (const replica_status& r : status->replicas) {
-    const bool routable = r.route.healthy && !r.route.circuit_open && r.route.weight > 0;
-    std::printf("%-12s %7.3g %9d %9s %8d %8d %7d/%-7d\n", r.route.name.c_str(), r.route.weight, r.route.in_flight,
+    const bool routable =
+        r.route.state == replica_state::serving && r.route.healthy && !r.route.circuit_open && r.route.weight > 0;
+    std::printf("%-12s %-9s %7.3g %9d %9s %8d %8d %7d/%-7d\n", r.route.name.c_str(),
+                std::string(state_name(r.route.state)).c_str(), r.route.weight, r.route.in_flight,
                 routable ? "yes" : r.route.circuit_open ? "circuit" : r.route.weight > 0 ? "down" : "drained",
                 r.engine.running, r.engine.waiting, r.engine.kv.used_blocks, r.engine.kv.total_blocks);
   }

@@ -6,6 +6,8 @@
 // GPU or CPU as the file says, joins each with the cluster secret, waits until
 // every stage and expert group is ready, and serves the OpenAI API until SIGTERM. A node
 // process it started that dies is started again and given its part back (node_keeper).
+// Replicas are added and removed at runtime through the gateway's /admin/replicas
+// (replica_control); a replica with `start = no` waits for its add.
 #include <unistd.h>
 
 #include <algorithm>
@@ -14,12 +16,14 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
 #include <thread>
 
 #include <caf/io/middleman.hpp>
 
 #include "actors/cluster_engine.hpp"
 #include "actors/node_agent.hpp"
+#include "actors/replica_control.hpp"
 #include "cli/args.hpp"
 #include "cli/cluster_system.hpp"
 #include "cli/commands.hpp"
@@ -149,6 +153,8 @@ int cluster_up_command(int argc, char** argv) {
   scheduling.max_num_batched_tokens = spec.engine.max_num_batched_tokens;
   auto cluster = start_cluster_engine(system, spec, checked->model, agents, scheduling);
   if (!cluster) return fail(cluster.err().message);
+  // A node's rejoin and a replica's start or stop each change `cluster`: one at a time.
+  std::mutex changing;
   // A node whose agent the head loses (its process died, or stopped answering heartbeats
   // for the connection timeout: stopped, hung), or one of whose stages is stuck in a step,
   // is killed if it still runs, and restarted.
@@ -164,6 +170,7 @@ int cluster_up_command(int argc, char** argv) {
                        auto agent = reach(system, *at, node_port,
                                           std::chrono::steady_clock::now() + spec.cluster.startup_timeout);
                        if (!agent) return agent.err();
+                       std::lock_guard lock(changing);
                        auto back = rejoin_node(system, spec, *cluster, size_t(at - spec.nodes.begin()), *agent);
                        if (back) watch_node(watch, name, *agent);
                        return back;
@@ -178,6 +185,15 @@ int cluster_up_command(int argc, char** argv) {
   g.api_key = spec.gateway.api_key;
   g.max_pending = size_t(spec.gateway.max_pending);
   g.warmup_requests = *warmup;
+  replica_control_functions control{[&](size_t r) {
+                                      std::lock_guard lock(changing);
+                                      return start_replica(system, spec, *cluster, r);
+                                    },
+                                    [&](size_t r) {
+                                      std::lock_guard lock(changing);
+                                      return stop_replica(system, spec, *cluster, r);
+                                    }};
+  g.replica_control = system.spawn<caf::detached>(replica_control, std::move(control));
   http::server_options http;
   http.host = spec.gateway.host;
   http.port = *port >= 0 ? *port : spec.gateway.port;
@@ -192,6 +208,8 @@ int cluster_up_command(int argc, char** argv) {
                           keeping = nullptr;  // no node rejoins a cluster that is stopping
                           keeper.stop();
                           caf::anon_send_exit(watch, caf::exit_reason::user_shutdown);
+                          caf::anon_send_exit(g.replica_control, caf::exit_reason::user_shutdown);
+                          std::lock_guard lock(changing);  // a replica's start or stop under way ends first
                           cluster->stop(system);
                         },
                         [head_agent](int ms) { caf::anon_send(head_agent, hang_atom::value, ms); }};

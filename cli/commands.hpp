@@ -10,6 +10,7 @@ int bench_command(int argc, char** argv);
 int cluster_command(int argc, char** argv);
 int cluster_up_command(int argc, char** argv);
 int cluster_status_command(int argc, char** argv);
+int cluster_replica_command(int argc, char** argv);
 int node_command(int argc, char** argv);
 int chaos_command(int argc, char** argv);
 int health_command(int argc, char** argv);

@@ -205,6 +205,7 @@ status read_replica(const ini_file& file, const ini_section& section, const std:
          r.weight = *w;
          return ok();
        }},
+      {"start", choice<bool>(file, r.start, {{"yes", true}, {"no", false}})},
   });
   if (!s) return s;
   spec.replicas.push_back(std::move(r));

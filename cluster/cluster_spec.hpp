@@ -89,6 +89,9 @@ struct replica_spec {
   std::vector<placement> experts;
   double weight = 1;               // share of traffic, relative to the other replicas
   int line = 0;
+  // Started by `troupe cluster up`; false: a standby, started at runtime by
+  // POST /admin/replicas/NAME/add (or `troupe cluster add`).
+  bool start = true;
 };
 
 struct cluster_spec {

@@ -108,10 +108,11 @@ status lay_out_replicas(const ini_file& file, cluster_spec& spec) {
   bool some_traffic = false;
   for (auto& r : spec.replicas) {
     if (auto s = lay_out(file, spec, r); !s) return s;
-    some_traffic = some_traffic || r.weight > 0;
+    some_traffic = some_traffic || (r.start && r.weight > 0);
   }
   if (!some_traffic)
-    return error{file.where(spec.replicas.back().line) + "every replica has weight 0, so none would get traffic"};
+    return error{file.where(spec.replicas.back().line) +
+                 "no replica that starts has a weight above 0 (start = yes, weight above 0), so none would get traffic"};
   return ok();
 }
 

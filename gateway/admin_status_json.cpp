@@ -21,6 +21,7 @@ std::string status_json(const cluster_status& status) {
                         {"in_flight", r.route.in_flight},
                         {"healthy", r.route.healthy},
                         {"circuit_open", r.route.circuit_open},
+                        {"state", state_name(r.route.state)},
                         {"running", r.engine.running},
                         {"waiting", r.engine.waiting},
                         {"kv_blocks_used", kv.used_blocks},
@@ -44,8 +45,10 @@ result<cluster_status> parse_status_json(std::string_view text) {
                               c.at("stuck").get<bool>()});
     for (const json& r : *replicas) {
       replica_status rs;
+      auto state = replica_state_named(r.at("state").get<std::string>());
+      if (!state) return malformed(state.err().message);
       rs.route = {r.at("name").get<std::string>(), r.at("weight").get<double>(), r.at("in_flight").get<int>(),
-                  r.at("healthy").get<bool>(), r.at("circuit_open").get<bool>()};
+                  r.at("healthy").get<bool>(), r.at("circuit_open").get<bool>(), *state};
       rs.engine.running = r.at("running").get<int>();
       rs.engine.waiting = r.at("waiting").get<int>();
       rs.engine.kv.used_blocks = r.at("kv_blocks_used").get<int>();

@@ -38,7 +38,8 @@ std::string traffic_json(const std::vector<replica_router::replica_view>& replic
                     {"weight", r.weight},
                     {"in_flight", r.in_flight},
                     {"healthy", r.healthy},
-                    {"circuit_open", r.circuit_open}});
+                    {"circuit_open", r.circuit_open},
+                    {"state", state_name(r.state)}});
   return json{{"replicas", list}}.dump();
 }
 

@@ -1,7 +1,8 @@
 #pragma once
 // JSON of /admin/traffic: POST {"weights": {"replica": w, ...}, "ramp_s": s} moves the
 // replicas' shares of new traffic (over s seconds; 0 or absent: at once); GET and the
-// POST's answer list every replica with its weight, requests in flight, health and circuit.
+// POST's answer list every replica that is not off with its weight, requests in flight,
+// health, circuit and state.
 #include <chrono>
 #include <map>
 #include <string>

@@ -170,6 +170,18 @@ Metric& family<Metric>::add(labels l) {
 }
 
 template <class Metric>
+void family<Metric>::remove(labels l) {
+  std::sort(l.begin(), l.end());
+  remove_if([&](const labels& have) { return have == l; });
+}
+
+template <class Metric>
+void family<Metric>::remove_if(const std::function<bool(const labels&)>& match) {
+  std::lock_guard lock(mutex_);
+  std::erase_if(series_, [&](const auto& s) { return match(s.first); });
+}
+
+template <class Metric>
 bool family<Metric>::empty() const {
   std::lock_guard lock(mutex_);
   return series_.empty();

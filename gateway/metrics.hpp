@@ -5,6 +5,7 @@
 // up under a lock). Names are checked: a bad one is a bug, not a runtime condition.
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -77,8 +78,13 @@ template <class Metric>
 class family final : public family_base {
  public:
   family(std::string name, std::string help, std::string_view type, std::vector<double> bounds = {});
-  // The series with these labels (in any order), made on first use; the reference stays valid.
+  // The series with these labels (in any order), made on first use; the reference stays
+  // valid until the series is removed.
   Metric& add(labels l = {});
+  // Drops the series with these labels (in any order), or every series `match` accepts:
+  // what they measured is gone (a replica removed).
+  void remove(labels l);
+  void remove_if(const std::function<bool(const labels&)>& match);
 
  private:
   bool empty() const override;

@@ -32,6 +32,24 @@ result<routing_policy> routing_policy_named(std::string_view name) {
   return error{"routing must be round_robin, least_load or prefix_aware, not " + std::string(name)};
 }
 
+std::string_view state_name(replica_state s) {
+  switch (s) {
+    case replica_state::off: return "off";
+    case replica_state::starting: return "starting";
+    case replica_state::serving: return "serving";
+    case replica_state::draining: return "draining";
+    case replica_state::stopping: return "stopping";
+  }
+  return "?";
+}
+
+result<replica_state> replica_state_named(std::string_view name) {
+  for (auto s : {replica_state::off, replica_state::starting, replica_state::serving, replica_state::draining,
+                 replica_state::stopping})
+    if (state_name(s) == name) return s;
+  return error{"no replica state " + std::string(name)};
+}
+
 replica_router::replica_router(std::vector<std::string> names, std::vector<double> weights, routing_policy policy,
                                circuit_options circuit)
     : policy_(policy), circuit_(circuit) {
@@ -43,13 +61,20 @@ replica_router::replica_router(std::vector<std::string> names, std::vector<doubl
   }
 }
 
+std::optional<size_t> replica_router::index_of(std::string_view name) const {
+  for (size_t i = 0; i < replicas_.size(); ++i)
+    if (replicas_[i].name == name) return i;
+  return std::nullopt;
+}
+
 double replica_router::weight(const replica& r, clock::time_point now) const {
-  if (now >= ramp_end_ || ramp_end_ <= ramp_start_) return r.to;
-  const double t = std::chrono::duration<double>(now - ramp_start_) / std::chrono::duration<double>(ramp_end_ - ramp_start_);
+  if (now >= r.ramp_end || r.ramp_end <= r.ramp_start) return r.to;
+  const double t = std::chrono::duration<double>(now - r.ramp_start) / std::chrono::duration<double>(r.ramp_end - r.ramp_start);
   return r.from + (r.to - r.from) * t;
 }
 
 bool replica_router::routable(const replica& r, clock::time_point now) const {
+  if (r.state != replica_state::serving) return false;
   if ((!r.healthy && !unhealthy_allowed_) || weight(r, now) <= 0) return false;
   if (r.consecutive_failures < circuit_.failures_to_open) return true;  // closed
   return now >= r.open_until && !r.trial;                                // half-open: one trial at a time
@@ -131,27 +156,72 @@ status replica_router::set_weights(const std::map<std::string, double>& weights,
   std::vector<double> target;
   for (const replica& r : replicas_) target.push_back(r.to);
   for (const auto& [name, w] : weights) {
-    auto it = std::find_if(replicas_.begin(), replicas_.end(), [&](const replica& r) { return r.name == name; });
-    if (it == replicas_.end()) return error{"no replica " + name};
+    const auto at = index_of(name);
+    if (!at) return error{"no replica " + name};
+    if (replicas_[*at].state != replica_state::serving)
+      return error{"replica " + name + " is " + std::string(state_name(replicas_[*at].state)) + ", not serving"};
     if (!(w >= 0) || !std::isfinite(w)) return error{"replica " + name + ": a weight must be a number 0 or more"};
-    target[size_t(it - replicas_.begin())] = w;
+    target[*at] = w;
   }
-  if (std::all_of(target.begin(), target.end(), [](double w) { return w == 0; }))
-    return error{"at least one replica needs a weight above 0"};
+  bool some_traffic = false;
+  for (size_t i = 0; i < replicas_.size(); ++i)
+    some_traffic = some_traffic || (replicas_[i].state == replica_state::serving && target[i] > 0);
+  if (!some_traffic) return error{"at least one serving replica needs a weight above 0"};
   for (size_t i = 0; i < replicas_.size(); ++i) {
-    replicas_[i].from = weight(replicas_[i], now);
-    replicas_[i].to = target[i];
+    replica& r = replicas_[i];
+    r.from = weight(r, now);
+    r.to = target[i];
+    r.ramp_start = now;
+    r.ramp_end = now + ramp;
   }
-  ramp_start_ = now;
-  ramp_end_ = now + ramp;
   return ok();
+}
+
+status replica_router::begin_add(size_t i) {
+  replica& r = replicas_[i];
+  if (r.state != replica_state::off) return error{"replica " + r.name + " is already " + std::string(state_name(r.state))};
+  r.state = replica_state::starting;
+  return ok();
+}
+
+void replica_router::added(size_t i, double weight, std::chrono::milliseconds ramp, clock::time_point now) {
+  replica& r = replicas_[i];
+  r.state = replica_state::serving;
+  r.from = 0;
+  r.to = weight;
+  r.ramp_start = now;
+  r.ramp_end = now + ramp;
+}
+
+status replica_router::begin_remove(size_t i, clock::time_point now) {
+  replica& r = replicas_[i];
+  if (r.state != replica_state::serving) return error{"replica " + r.name + " is " + std::string(state_name(r.state)) + ", not serving"};
+  bool others = false;
+  for (size_t j = 0; j < replicas_.size(); ++j)
+    others = others || (j != i && replicas_[j].state == replica_state::serving && replicas_[j].to > 0);
+  if (!others) return error{"replica " + r.name + " is the last serving replica with a weight above 0"};
+  r.state = replica_state::draining;
+  r.from = r.to = 0;
+  r.ramp_start = r.ramp_end = now;
+  return ok();
+}
+
+void replica_router::mark(size_t i, replica_state s) {
+  replica& r = replicas_[i];
+  r.state = s;
+  if (s != replica_state::off) return;
+  r.in_flight = 0;
+  r.consecutive_failures = 0;
+  r.trial = false;
+  r.current = 0;
 }
 
 std::vector<replica_router::replica_view> replica_router::view(clock::time_point now) const {
   std::vector<replica_view> out;
   for (const replica& r : replicas_)
-    out.push_back({r.name, weight(r, now), r.in_flight, r.healthy,
-                   r.consecutive_failures >= circuit_.failures_to_open && now < r.open_until});
+    if (r.state != replica_state::off)
+      out.push_back({r.name, weight(r, now), r.in_flight, r.healthy,
+                     r.consecutive_failures >= circuit_.failures_to_open && now < r.open_until, r.state});
   return out;
 }
 

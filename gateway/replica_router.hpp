@@ -13,6 +13,9 @@
 // succeeds), and while it is not healthy (a component down) unless no healthy one is left:
 // then its scheduler queues the request until the component is back, or fails it.
 // Weights can move gradually: a new set of weights with a ramp is reached linearly over it.
+// Replicas come and go at runtime, each in one slot of the file's list: off (not running:
+// no traffic, left out of view()) -> starting -> serving -> draining (weight 0, its calls
+// in flight finish) -> stopping -> off.
 #include <chrono>
 #include <map>
 #include <optional>
@@ -25,8 +28,11 @@
 namespace troupe {
 
 enum class routing_policy { round_robin, least_load, prefix_aware };
+enum class replica_state { off, starting, serving, draining, stopping };
 
 result<routing_policy> routing_policy_named(std::string_view name);
+std::string_view state_name(replica_state s);
+result<replica_state> replica_state_named(std::string_view name);
 
 struct circuit_options {
   int failures_to_open = 5;             // consecutive failed requests
@@ -42,6 +48,9 @@ class replica_router {
 
   size_t size() const { return replicas_.size(); }
   const std::string& name(size_t r) const { return replicas_[r].name; }
+  std::optional<size_t> index_of(std::string_view name) const;
+  replica_state state(size_t r) const { return replicas_[r].state; }
+  int in_flight(size_t r) const { return replicas_[r].in_flight; }
 
   // The replica for a new request, counted in flight until finished(); none while no
   // replica can take it (every one drained or with an open circuit).
@@ -51,23 +60,39 @@ class replica_router {
 
   void set_healthy(size_t r, bool healthy) { replicas_[r].healthy = healthy; }
   // New weights by replica name (the others keep theirs), reached linearly over `ramp`
-  // (zero: at once). An unknown name, a negative weight or all weights 0: an error, and
-  // nothing changes.
+  // (zero: at once). An unknown name, one not serving, a negative weight or all serving
+  // weights 0: an error, and nothing changes.
   status set_weights(const std::map<std::string, double>& weights, std::chrono::milliseconds ramp,
                      clock::time_point now);
+
+  // An off replica starts: an error, and nothing changes, unless it is off.
+  status begin_add(size_t r);
+  // A starting replica is ready: it serves, its weight rising from 0 over `ramp`.
+  void added(size_t r, double weight, std::chrono::milliseconds ramp, clock::time_point now);
+  // A serving replica takes no new request from now on (weight 0 at once); an error, and
+  // nothing changes, unless it serves and another serving replica keeps a weight above 0.
+  status begin_remove(size_t r, clock::time_point now);
+  // Draining with nothing in flight: it may be stopped.
+  bool drained(size_t r) const { return replicas_[r].state == replica_state::draining && replicas_[r].in_flight == 0; }
+  // Moves replica r to `s` unchecked (stopping once drained; off once stopped, or when its
+  // start failed); off forgets its load and circuit.
+  void mark(size_t r, replica_state s);
 
   struct replica_view {
     std::string name;
     double weight;  // now, within a ramp
     int in_flight;
     bool healthy, circuit_open;
+    replica_state state;
   };
   std::vector<replica_view> view(clock::time_point now) const;
 
  private:
   struct replica {
     std::string name;
+    replica_state state = replica_state::serving;
     double from = 1, to = 1;  // weight ramping from -> to over [ramp_start, ramp_end]
+    clock::time_point ramp_start{}, ramp_end{};
     int in_flight = 0;
     bool healthy = true;
     int consecutive_failures = 0;
@@ -83,7 +108,6 @@ class replica_router {
   std::vector<replica> replicas_;
   routing_policy policy_;
   circuit_options circuit_;
-  clock::time_point ramp_start_{}, ramp_end_{};
   bool unhealthy_allowed_ = false;  // while choose() looks past health: no healthy replica is routable
 };
 

@@ -23,17 +23,25 @@ static constexpr int gate_up_outputs = 8, gate_up_parts = 2;
 // moe_down's block: 4 output columns of one token, a warp per pair.
 static constexpr int down_outputs = rows_per_warp;
 
+// A lane's weights for one step of dot_rows: unroll chunks of each row, from chunk c.
+using step_weights = uint4[unroll][rows_per_warp];
+
+static __device__ __forceinline__ void load_step(const uint4* const (&rows)[rows_per_warp], int c, int stride,
+                                                 int chunks, step_weights& v) {
+#pragma unroll
+  for (int u = 0; u < unroll; ++u)
+#pragma unroll
+    for (int r = 0; r < rows_per_warp; ++r)
+      if (c + u * stride < chunks) v[u][r] = __ldg(rows[r] + c + u * stride);
+}
+
 // acc[r] += rows[r] . x over the chunks c0, c0 + stride, ... below `chunks`, each lane's in
-// ascending order, then summed across the warp: every lane ends with the warp's sums.
+// ascending order, then summed across the warp: every lane ends with the warp's sums. v
+// holds load_step(rows, c0, ...) on entry, so a caller may load it before the wait.
 static __device__ __forceinline__ void dot_rows(const uint4* const (&rows)[rows_per_warp], const uint4* x,
-                                                int c0, int stride, int chunks, float (&acc)[rows_per_warp]) {
+                                                int c0, int stride, int chunks, step_weights& v,
+                                                float (&acc)[rows_per_warp]) {
   for (int c = c0; c < chunks; c += unroll * stride) {
-    uint4 v[unroll][rows_per_warp];
-#pragma unroll
-    for (int u = 0; u < unroll; ++u)
-#pragma unroll
-      for (int r = 0; r < rows_per_warp; ++r)
-        if (c + u * stride < chunks) v[u][r] = __ldg(rows[r] + c + u * stride);
 #pragma unroll
     for (int u = 0; u < unroll; ++u) {
       if (c + u * stride >= chunks) break;
@@ -47,11 +55,28 @@ static __device__ __forceinline__ void dot_rows(const uint4* const (&rows)[rows_
         for (int e = 0; e < 8; ++e) acc[r] = fmaf(wf[e], xf[e], acc[r]);
       }
     }
+    load_step(rows, c + unroll * stride, stride, chunks, v);
   }
 #pragma unroll
   for (int r = 0; r < rows_per_warp; ++r)
 #pragma unroll
     for (int offset = 16; offset > 0; offset /= 2) acc[r] += __shfl_xor_sync(0xffffffffu, acc[r], offset);
+}
+
+// The down rows h0 .. h0 + 3 of expert e, and a lane's first step of them. Both down
+// kernels load these before the wait: the picks were written before gate_up began (gate_up
+// reads them after its own wait, and only then lets this kernel in), and the weights by
+// no kernel, so the first two thirds of a lane's loads overlap gate_up's tail.
+struct down_rows {
+  const uint4* rows[rows_per_warp];
+  step_weights first;
+};
+
+static __device__ __forceinline__ void load_down_rows(const uint4* w2, int e, int hidden, int h0, int chunks,
+                                                      down_rows& d) {
+#pragma unroll
+  for (int r = 0; r < rows_per_warp; ++r) d.rows[r] = w2 + (size_t(e) * hidden + h0 + r) * chunks;
+  load_step(d.rows, int(threadIdx.x) % 32, 32, chunks, d.first);
 }
 
 // Block (output block, pair): act[pair, j] = bf16(silu(gate_j . x) * (up_j . x)) for the
@@ -72,7 +97,9 @@ static __global__ void __launch_bounds__(threads, blocks_per_sm)
 #pragma unroll
   for (int r = 0; r < rows_per_warp; ++r) rows[r] = expert + size_t(first_row + r) * chunks;
   float acc[rows_per_warp] = {};
-  dot_rows(rows, x + size_t(pair / k) * chunks, part * 32 + lane, gate_up_parts * 32, chunks, acc);
+  step_weights v;
+  load_step(rows, part * 32 + lane, gate_up_parts * 32, chunks, v);
+  dot_rows(rows, x + size_t(pair / k) * chunks, part * 32 + lane, gate_up_parts * 32, chunks, v, acc);
   if (lane == 0)
 #pragma unroll
     for (int r = 0; r < rows_per_warp; ++r) partial[warp][r] = acc[r];
@@ -93,18 +120,19 @@ static __global__ void __launch_bounds__(threads, blocks_per_sm)
     down_kernel(const uint4* act, int chunks, const int* chosen, const float* weights, int k, const uint4* w2,
                 int hidden, int first_expert, int last_expert, __nv_bfloat16* out) {
   __shared__ float partial[moe_gemv_pairs][down_outputs];
-  begin_dependent();
   const int lane = int(threadIdx.x) % 32, warp = int(threadIdx.x) / 32;
   const int t = int(blockIdx.y), h0 = int(blockIdx.x) * down_outputs;
   auto local = [&](int e) { return e >= first_expert && e < last_expert; };
+  down_rows d;
+  const int first_e = warp < k ? chosen[t * k + warp] : -1;
+  if (local(first_e)) load_down_rows(w2, first_e - first_expert, hidden, h0, chunks, d);
+  begin_dependent();
   for (int j = warp; j < k; j += warps) {
     const int pair = t * k + j, e = chosen[pair];
     if (!local(e)) continue;
-    const uint4* rows[rows_per_warp];
-#pragma unroll
-    for (int r = 0; r < rows_per_warp; ++r) rows[r] = w2 + (size_t(e - first_expert) * hidden + h0 + r) * chunks;
+    if (j != warp) load_down_rows(w2, e - first_expert, hidden, h0, chunks, d);
     float acc[rows_per_warp] = {};
-    dot_rows(rows, act + size_t(pair) * chunks, lane, 32, chunks, acc);
+    dot_rows(d.rows, act + size_t(pair) * chunks, lane, 32, chunks, d.first, acc);
     if (lane == 0)
 #pragma unroll
       for (int r = 0; r < rows_per_warp; ++r) partial[j][r] = weights[pair] * acc[r];
@@ -124,17 +152,19 @@ static __global__ void __launch_bounds__(threads, blocks_per_sm)
 static __global__ void __launch_bounds__(threads, blocks_per_sm)
     down_rows_kernel(const uint4* act, int chunks, const int* chosen, const float* weights, int k, const uint4* w2,
                      int hidden, int first_expert, int last_expert, float* y) {
-  begin_dependent();
   const int lane = int(threadIdx.x) % 32, warp = int(threadIdx.x) / 32;
   const int t = int(blockIdx.y), h0 = int(blockIdx.x) * down_outputs;
+  auto local = [&](int e) { return e >= first_expert && e < last_expert; };
+  down_rows d;
+  const int first_e = warp < k ? chosen[t * k + warp] : -1;
+  if (local(first_e)) load_down_rows(w2, first_e - first_expert, hidden, h0, chunks, d);
+  begin_dependent();
   for (int j = warp; j < k; j += warps) {
     const int pair = t * k + j, e = chosen[pair];
-    if (e < first_expert || e >= last_expert) continue;
-    const uint4* rows[rows_per_warp];
-#pragma unroll
-    for (int r = 0; r < rows_per_warp; ++r) rows[r] = w2 + (size_t(e - first_expert) * hidden + h0 + r) * chunks;
+    if (!local(e)) continue;
+    if (j != warp) load_down_rows(w2, e - first_expert, hidden, h0, chunks, d);
     float acc[rows_per_warp] = {};
-    dot_rows(rows, act + size_t(pair) * chunks, lane, 32, chunks, acc);
+    dot_rows(d.rows, act + size_t(pair) * chunks, lane, 32, chunks, d.first, acc);
     if (lane == 0)
 #pragma unroll
       for (int r = 0; r < rows_per_warp; ++r) y[size_t(pair) * hidden + h0 + r] = weights[pair] * acc[r];

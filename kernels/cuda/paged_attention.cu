@@ -21,7 +21,7 @@ static constexpr int max_group = 16;
 static constexpr int max_split_len = 1024;
 static constexpr int min_split_chunks = 8;
 static constexpr int few_kv_heads = 16;
-static constexpr int target_warps = 8192;
+static constexpr int target_warps = 2048;
 static constexpr int max_splits_wanted = 128;  // the merge reads every split
 // cluster_kernel: eight warps a block, as the split body takes over 200 registers a thread
 // at head_dim 128 (sixteen warps would need at most 128, and spill), so a block fills an
@@ -42,18 +42,24 @@ struct split_plan {
   int splits, split_len;  // split_len a multiple of chunk
 };
 
-// Enough splits that the batch has about 8k warps (a short batch still fills the GPU),
-// each at least min_split_chunks chunks long (on the H200, batch 32 at 640 positions:
-// 15.9 us with eight-chunk splits, 21.1 with four, 31.4 with two; at 4096 positions 100
-// against 117 us with four; batch 128 the same either way) and at most 1024 positions. A batch of a few
-// KV heads takes one-chunk splits: its warps are latency-bound (the decode step at batch 1
-// and 512 positions: 277 tok/s against 269).
+// Enough splits that the batch has about 2k warps, about two waves of them on the H200 at
+// eight a SM (a short batch still fills the GPU; more, shorter splits only add merging: at
+// batch 128 and 640 positions 58.8 us with 4 splits a pair, 73.6 with 5 of them from an 8k
+// target, 66.0 with 8; at 4096 positions 275 against 303 us with 16), each at least
+// min_split_chunks chunks long (batch 32 at 640 positions: 15.9 us with eight-chunk splits,
+// 21.1 with four, 31.4 with two) and at most 1024 positions; then down to whole blocks of
+// warps, which would otherwise idle past the end (the 5 splits ran in 8 warps), unless
+// that leaves splits too long or none. A batch of a few KV heads takes one-chunk splits:
+// its warps are latency-bound (the decode step at batch 1 and 512 positions: 277 tok/s
+// against 269).
 split_plan plan_splits(int seqs, int kv_heads, int max_seq_len) {
   const int chunks = (max_seq_len + chunk - 1) / chunk;
   const int wanted = std::min((target_warps + seqs * kv_heads - 1) / (seqs * kv_heads), max_splits_wanted);
   const int least = (max_seq_len + max_split_len - 1) / max_split_len;
   const int min_chunks = seqs * kv_heads <= few_kv_heads ? 1 : min_split_chunks;
-  const int splits = std::max(std::min(wanted, (chunks + min_chunks - 1) / min_chunks), least);
+  const int fewest = std::max(std::min(wanted, (chunks + min_chunks - 1) / min_chunks), least);
+  int splits = std::max(fewest / warps * warps, warps);
+  if (splits < least) splits = (least + warps - 1) / warps * warps;
   const int split_len = (chunks + splits - 1) / splits * chunk;
   return {(max_seq_len + split_len - 1) / split_len, split_len};
 }
@@ -80,11 +86,11 @@ split_plan plan_cluster(int64_t pairs, int max_seq_len) {
 
 }  // namespace
 
-// seqs x splits is at most target_warps / kv_heads + seqs * (least + 1) for any batch of
-// up to `seqs` sequences.
+// seqs x splits is at most target_warps / kv_heads + seqs * (least + warps) for any batch
+// of up to `seqs` sequences (plan_splits' wanted, or least, rounded up to whole blocks).
 size_t paged_attention_workspace_floats(int seqs, int heads, int kv_heads, int head_dim, int max_seq_len) {
   const size_t least = size_t(max_seq_len + max_split_len - 1) / max_split_len;
-  const size_t rows = size_t(target_warps + kv_heads - 1) / size_t(kv_heads) + size_t(seqs) * (least + 2);
+  const size_t rows = size_t(target_warps + kv_heads - 1) / size_t(kv_heads) + size_t(seqs) * (least + warps + 1);
   return rows * size_t(heads) * size_t(head_dim + 2);
 }
 
@@ -113,8 +119,16 @@ static __host__ __device__ split_results results_of(float* workspace, int seqs, 
 }
 
 struct split_shape {
-  int heads, kv_heads, group, split_len, splits;
+  int heads, kv_heads, group, splits;
 };
+
+// A sequence's positions a split: its own length over the plan's splits, in whole chunks.
+// The plan is made for the longest sequence the call may hold (a decode graph's bucket, a
+// power of two): a shorter one still spreads over all its warps (batch 128 at 512 to 640
+// positions in a 1024 bucket left one warp of four without work).
+static __host__ __device__ int split_len_of(int len, int splits) {
+  return ((len + chunk - 1) / chunk + splits - 1) / splits * chunk;
+}
 
 // `words` 32-bit words from `src` (16-byte aligned), or zeros when src is null.
 template <int words>
@@ -169,9 +183,9 @@ static __device__ __forceinline__ bool attend_split(const split_shape& sh, const
   // from before this step: they are read before the wait, while the previous kernel still
   // runs. An empty split (past the end) has last = first: it loads nothing, and no entry
   // of the table (there may be none).
-  const int len = kv.seq_lens[s], first = split * sh.split_len;
+  const int len = kv.seq_lens[s], split_len = split_len_of(len, sh.splits), first = split * split_len;
   const bool empty = first >= len;
-  const int last = empty ? first : min(first + sh.split_len, len);
+  const int last = empty ? first : min(first + split_len, len);
   const size_t row = size_t(sh.kv_heads) * head_dim;
   // The split's first 32 blocks of the table sit one per lane, so a position's slot is a
   // shuffle away instead of a load the key and value loads would wait for. Every lane
@@ -355,13 +369,13 @@ split_kernel(const __nv_bfloat16* q, int q_stride, split_shape sh, paged_kv_batc
 // Block (head, sequence): rescale each split to the global maximum and normalise. The
 // splits' maxima and sums are read once, in parallel, into shared memory (a loop of
 // dependent loads per thread would wait on memory once per split).
-static __global__ void merge_kernel(int heads, int head_dim, const int* seq_lens, int splits, int split_len,
+static __global__ void merge_kernel(int heads, int head_dim, const int* seq_lens, int splits,
                                     split_results results, __nv_bfloat16* out) {
   extern __shared__ float weight_s[];  // [splits]: 2^(max_i - max)
   __shared__ float reduce_s[warps];
   begin_dependent();
   const int s = blockIdx.y, h = blockIdx.x;
-  const int used = (seq_lens[s] + split_len - 1) / split_len;
+  const int len = seq_lens[s], split_len = split_len_of(len, splits), used = (len + split_len - 1) / split_len;
   const size_t base = (size_t(s) * heads + h) * splits;
   float m = -INFINITY;
   for (int i = threadIdx.x; i < used; i += threads) m = fmaxf(m, results.max[base + i]);
@@ -545,7 +559,7 @@ struct fused_layout {
 // cluster_kernel with qk_norm_rope's work for its (sequence, KV head) done inside: after
 // the wait every block normalises and rotates the KV head's query heads into its shared
 // memory (the bits qk_norm_rope would leave in q, which stays as it was), one warp a head;
-// the block that holds the newest position (the split (len - 1) / split_len) also
+// the block that holds the newest position (the split (len - 1) / split_len_of) also
 // normalises and rotates the KV head's key and copies its value, into its shared memory,
 // where that split's warp reads them after the block barrier, and into the pools at the
 // sequence's slot for later kernels (grid completion publishes them). No block but that
@@ -566,8 +580,9 @@ fused_cluster_kernel(step_qkv in, split_shape sh, paged_kv_batch kv, __nv_bfloat
   float* const stage = reinterpret_cast<float*>(bytes + layout::stage_at) + warp * head_dim;
   const int kvh = int(blockIdx.y), s = int(blockIdx.z), block = int(blockIdx.x);
   const int len = kv.seq_lens[s], slot = in.cache.slots[s];
-  const bool reads = block * cluster_warps * sh.split_len < len;  // some warp of it has positions
-  const bool holds_newest = (len - 1) / sh.split_len / cluster_warps == block;
+  const int split_len = split_len_of(len, sh.splits);
+  const bool reads = block * cluster_warps * split_len < len;  // some warp of it has positions
+  const bool holds_newest = (len - 1) / split_len / cluster_warps == block;
   const auto rotation = rotation_of<head_dim, partial>(in.positions[s], inv_freq, head_dim);
   const lane_elements<head_dim> q_weight = load_lane_elements<head_dim>(in.q_norm, head_dim);
   const lane_elements<head_dim> k_weight = load_lane_elements<head_dim>(in.k_norm, head_dim);
@@ -684,7 +699,7 @@ void paged_attention(const __nv_bfloat16* q, int q_stride, int seqs, int heads, 
   if (seqs == 0) return;
   const int group = heads / kv_heads;
   if (const split_plan plan = plan_cluster(int64_t(seqs) * kv_heads, kv.max_seq_len); plan.splits > 0) {
-    const split_shape sh{heads, kv_heads, group, plan.split_len, plan.splits};
+    const split_shape sh{heads, kv_heads, group, plan.splits};
     with_shape(head_dim, group, [&](auto s) {
       launch_cluster<decltype(s)::head_dim, decltype(s)::wide>(q, q_stride, seqs, sh, kv, out, stream);
     });
@@ -692,14 +707,14 @@ void paged_attention(const __nv_bfloat16* q, int q_stride, int seqs, int heads, 
   }
   const split_plan plan = plan_splits(seqs, kv_heads, kv.max_seq_len);
   const split_results results = results_of(workspace, seqs, heads, head_dim, plan.splits);
-  const split_shape sh{heads, kv_heads, group, plan.split_len, plan.splits};
+  const split_shape sh{heads, kv_heads, group, plan.splits};
   with_shape(head_dim, group, [&](auto s) {
     launch_splits<decltype(s)::head_dim, decltype(s)::wide>(q, q_stride, seqs, sh, kv, results, stream);
   });
   // Eight floats past the splits: the unrolled weighted sum may load past `used` (shared
   // loads cannot fault, so the compiler may speculate them), and they must stay inside.
   launch_dependent(merge_kernel, dim3(heads, seqs), threads, sizeof(float) * (size_t(plan.splits) + 8), stream,
-                   heads, head_dim, kv.seq_lens, plan.splits, plan.split_len, results, out);
+                   heads, head_dim, kv.seq_lens, plan.splits, results, out);
 }
 
 void decode_attention(__nv_bfloat16* q, const __nv_bfloat16* k, const float* q_norm, const float* k_norm, float eps,
@@ -722,7 +737,7 @@ void decode_attention(__nv_bfloat16* q, const __nv_bfloat16* k, const float* q_n
   TROUPE_CHECK(cache.v != nullptr && cache.slots != nullptr && cache.v_stride >= kv_heads * head_dim,
                "a KV cache target needs v rows, slots and both pools");
   const int group = heads / kv_heads;
-  const split_shape sh{heads, kv_heads, group, plan.split_len, plan.splits};
+  const split_shape sh{heads, kv_heads, group, plan.splits};
   const step_qkv in{q, q_stride, k, k_stride, q_norm, k_norm, eps, positions, cache};
   const inv_freq_table inv_freq = rope_inv_freq(theta, head_dim, rotary_dim);
   with_shape(head_dim, group, [&](auto s) {

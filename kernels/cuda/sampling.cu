@@ -15,6 +15,7 @@ static constexpr int warps = block_size / 32;
 static constexpr int per_lane = 16;                   // loads a lane has in flight in a sweep
 static constexpr int chunk = 32 * per_lane;           // consecutive ids a warp takes at once
 static constexpr int max_vocab = block_size * chunk;  // the scan gives each thread one chunk
+static constexpr int slice_len = block_size * per_lane;  // ids of sweep_kernel's block: at most block_size slices
 static constexpr int radix_bits = 4;
 static constexpr int buckets = 1 << radix_bits;
 static constexpr int list_capacity = 2048;
@@ -370,13 +371,58 @@ static __device__ cut find_cut(const float* x, int vocab, float offset, float te
   return {key, last + 1};
 }
 
-// One block per row: a sweep of the raw row (arg-max, log-sum-exp, the copy to penalise),
-// the penalties and the penalised arg-max, then for a draw the top-k / top-p cut (radix
-// select) and the kept mass's prefix sum in id order; the top log-probs are another radix
-// select over the raw log-probs. Every pass reads the row from L2 or memory.
+// What a row's scores are, beyond its raw logits: penalties of its history, and the mask of
+// its constraint (null for none).
+struct row_rewrite {
+  bool penalised;
+  const uint64_t* mask;
+  __device__ bool rewritten() const { return penalised || mask != nullptr; }
+};
+
+static __device__ row_rewrite rewrite_of(const sampling_rows& params, int r) {
+  const int history_begin = params.history_offsets[r], history_end = params.history_offsets[r + 1];
+  return {history_end > history_begin && (params.repetition_penalty[r] != 1.0f ||
+                                          params.frequency_penalty[r] != 0.0f || params.presence_penalty[r] != 0.0f),
+          params.mask_rows[r] < 0 ? nullptr : params.allowed + size_t(params.mask_rows[r]) * params.mask_words};
+}
+
+// One slice's part of a row's first sweep.
+struct slice_result {
+  arg_max best;
+  log_sum sum;
+};
+
+// The first sweep of the raw rows, a block per slice of slice_len ids (one pass of its
+// threads): the slice's arg-max and log-sum-exp, and its part of the masked copy that a
+// rewritten row's penalties change. A block per row took 32 us at batch 1 on the H200 for
+// the 152k logits of Qwen3, one SM reading them all.
+static __global__ void __launch_bounds__(block_size)
+    sweep_kernel(const float* logits, int vocab, sampling_rows params, float* copies, slice_result* slices) {
+  begin_dependent();
+  const int r = blockIdx.y, first = blockIdx.x * slice_len, len = min(slice_len, vocab - first);
+  const float* raw = logits + size_t(r) * vocab + first;
+  float* copy = copies + size_t(r) * vocab + first;
+  const row_rewrite rw = rewrite_of(params, r);
+  arg_max best{-INFINITY, INT_MAX};
+  log_sum sum{-INFINITY, 0.0};
+  for_each_token(raw, len, [&](int i, float v) {
+    best = better(best, {v, first + i});
+    add(sum, v);
+    if (rw.rewritten())
+      copy[i] = rw.mask == nullptr || (rw.mask[(first + i) / 64] >> ((first + i) % 64) & 1u) != 0 ? v : -INFINITY;
+  });
+  best = block_arg_max(best);
+  sum = block_log_sum(sum);
+  if (threadIdx.x == 0) slices[size_t(r) * gridDim.x + blockIdx.x] = {best, sum};
+}
+
+// One block per row: the slices' sweep merged (arg-max, log-sum-exp), the penalties and
+// the penalised arg-max, then for a draw the top-k / top-p cut (radix select) and the
+// kept mass's prefix sum in id order; the top log-probs are another radix select over the
+// raw log-probs. Every pass reads the row from L2 or memory.
 static __global__ void __launch_bounds__(block_size)
     sample_kernel(const float* logits, int vocab, sampling_rows params, float* workspace,
-                  int* tokens, float* logprob, int* top_ids, float* top_logprobs) {
+                  const slice_result* slices, int* tokens, float* logprob, int* top_ids, float* top_logprobs) {
   extern __shared__ double dynamic[];
   __shared__ row_shared sh;
   begin_dependent();
@@ -392,34 +438,24 @@ static __global__ void __launch_bounds__(block_size)
   const float repetition = params.repetition_penalty[r], frequency = params.frequency_penalty[r],
               presence = params.presence_penalty[r];
   const int history_begin = params.history_offsets[r], history_end = params.history_offsets[r + 1];
-  const bool penalised = history_end > history_begin &&
-                         (repetition != 1.0f || frequency != 0.0f || presence != 0.0f);
-  const uint64_t* mask =
-      params.mask_rows[r] < 0 ? nullptr : params.allowed + size_t(params.mask_rows[r]) * params.mask_words;
-  // The scores differ from the raw row: they live in the copy.
-  const bool rewritten = penalised || mask != nullptr;
+  const row_rewrite rw = rewrite_of(params, r);
+  const bool penalised = rw.penalised, rewritten = rw.rewritten();  // the scores live in the copy
   const int n_top = min(params.top_logprobs[r], max_top);
 
-  // The raw row: its arg-max, its log-sum-exp when log-probs are asked, and a copy, masked,
-  // for the penalties to change.
-  arg_max best{-INFINITY, INT_MAX};
-  log_sum raw_sum{-INFINITY, 0.0};
-  for_each_token(raw, vocab, [&](int i, float v) {
-    best = better(best, {v, i});
-    if (n_top >= 0) add(raw_sum, v);
-    if (rewritten) copy[i] = mask == nullptr || (mask[i / 64] >> (i % 64) & 1u) != 0 ? v : -INFINITY;
-  });
-  best = block_arg_max(best);
+  // The raw row's arg-max and log-sum-exp, from its slices.
+  const int n_slices = (vocab + slice_len - 1) / slice_len;
+  const slice_result mine = threadIdx.x < n_slices ? slices[size_t(r) * n_slices + threadIdx.x]
+                                                   : slice_result{{-INFINITY, INT_MAX}, {-INFINITY, 0.0}};
+  arg_max best = block_arg_max(mine.best);
   float log_total = 0.0f;
   if (n_top >= 0) {
-    raw_sum = block_log_sum(raw_sum);
+    const log_sum raw_sum = block_log_sum(mine.sum);
     log_total = float(log(raw_sum.sum)) + raw_sum.max;
   }
 
   // The CPU's penalties, rounded alike (no contraction but its explicit fma).
   const float* scores = raw;
   if (rewritten) {
-    __syncthreads();  // the copy is whole
     for (int h = history_begin + threadIdx.x; penalised && h < history_end; h += block_size) {
       const int t = params.history_tokens[h];
       float l = copy[t];  // -inf stays -inf
@@ -492,18 +528,30 @@ static __global__ void __launch_bounds__(block_size)
   }
 }
 
+// The workspace: the rows' copies, then their slices' results (8-byte aligned: an even
+// number of floats before them).
+static size_t copy_floats(int rows, int vocab) { return (size_t(rows) * size_t(vocab) + 1) / 2 * 2; }
+
+static slice_result* slices_of(float* workspace, int rows, int vocab) {
+  return reinterpret_cast<slice_result*>(workspace + copy_floats(rows, vocab));
+}
+
 static void launch(const float* logits, int rows, int vocab, const sampling_rows& params,
                    float* workspace, int* tokens, float* logprob, int* top_ids,
                    float* top_logprobs, cudaStream_t stream) {
+  slice_result* slices = slices_of(workspace, rows, vocab);
+  launch_dependent(sweep_kernel, dim3((vocab + slice_len - 1) / slice_len, rows), block_size, 0, stream, logits,
+                   vocab, params, workspace, slices);
   // Per call rather than once: the attribute is per device.
   TROUPE_CUDA_CHECK(cudaFuncSetAttribute(sample_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                          int(dynamic_shared)));
   launch_dependent(sample_kernel, rows, block_size, dynamic_shared, stream, logits, vocab, params, workspace,
-                   tokens, logprob, top_ids, top_logprobs);
+                   slices, tokens, logprob, top_ids, top_logprobs);
 }
 
 size_t sampling_workspace_bytes(int rows, int vocab) {
-  return sizeof(float) * size_t(rows) * size_t(vocab);
+  return sizeof(float) * copy_floats(rows, vocab) +
+         sizeof(slice_result) * size_t(rows) * size_t((vocab + slice_len - 1) / slice_len);
 }
 
 void sample_tokens(const float* logits, int rows, int vocab, const sampling_rows& params,

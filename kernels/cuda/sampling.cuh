@@ -41,7 +41,8 @@ size_t sampling_workspace_bytes(int rows, int vocab);
 
 // One token per row of fp32 logits [rows, vocab], by the rule of sample_with_uniform
 // (model/sampler.hpp) with the tokens a row's mask leaves out scored -inf before the
-// penalties, one block per row in one launch, without a host sync:
+// penalties, in two launches (a sweep of each row in slices, then a block per row), without
+// a host sync:
 //   tokens[r]: the token;
 //   for rows with top_logprobs[r] = n >= 0: logprob[r], the chosen token's log_softmax of
 //   the raw logits, and top_ids / top_logprobs [rows, 20]: the n best by log-prob (ties to

@@ -289,9 +289,10 @@ void fill_dummy(const gpu_weights& w) {
 
 // The CUDA kernels' limits: flash attention is built for head_dim 64 and 128 (as
 // FlashAttention's common builds are), decode attention for at most 16 query heads a KV
-// head, RoPE for rotated pairs, the MoE GEMMs for 16-element tiles, the router for at most 32 experts a token (a
-// lane each), the Gated DeltaNet's conv for windows of at most 8 and its delta rule for
-// key heads of at most 256 dims that value heads share evenly.
+// head, RoPE for rotated pairs, the MoE GEMMs for 16-element tiles, the router for at most
+// 32 experts a token of at most 1024 (a lane each, and 32 a lane), the Gated DeltaNet's
+// conv for windows of at most 8 and its delta rule for key heads of at most 256 dims that
+// value heads share evenly.
 status check_gpu_shape(const model_config& c, const std::filesystem::path& dir) {
   std::string why;
   if (c.head_dim != 64 && c.head_dim != 128) why = "head_dim " + std::to_string(c.head_dim) + " (64 or 128 are built)";
@@ -305,6 +306,8 @@ status check_gpu_shape(const model_config& c, const std::filesystem::path& dir) 
     why = "moe_intermediate_size " + std::to_string(c.moe_intermediate_size) + " (a multiple of 16 is needed)";
   else if (c.num_experts > 0 && c.num_experts_per_tok > 32)
     why = "num_experts_per_tok " + std::to_string(c.num_experts_per_tok) + " (at most 32 are built)";
+  else if (c.num_experts > 1024)
+    why = "num_experts " + std::to_string(c.num_experts) + " (at most 1024 are built)";
   else if (c.has_linear_layers() && (c.linear_conv_kernel_dim < 1 || c.linear_conv_kernel_dim > cuda::conv_max_kernel))
     why = "linear_conv_kernel_dim " + std::to_string(c.linear_conv_kernel_dim) + " (1 to 8 are built)";
   else if (c.has_linear_layers() && c.linear_key_head_dim > cuda::delta_rule_max_key_dim)

@@ -215,3 +215,19 @@ BOOST_AUTO_TEST_CASE(a_stage_waiting_on_a_component_that_is_down_is_not_stuck) {
   for (const auto& a : {stage, back, other}) self->send_exit(a, caf::exit_reason::user_shutdown);
   self->send_exit(h, caf::exit_reason::user_shutdown);
 }
+
+// A replica removed at runtime is forgotten whole, by its prefix; the others stay.
+BOOST_AUTO_TEST_CASE(a_removed_replica_is_forgotten) {
+  caf::actor_system system{test::engine_config()};
+  caf::scoped_actor self{system};
+  auto h = system.spawn(health_monitor, std::chrono::milliseconds(30000));
+  for (const char* name : {"blue/stage_0", "green/stage_0", "green/expert_group_0", "greenish/stage_0"}) {
+    self->send(h, expect_atom::value, std::string(name));
+    self->send(h, ready_atom::value, std::string(name));
+  }
+  self->send(h, forget_atom::value, std::string("green/"));
+  std::vector<std::string> names;
+  for (const auto& p : ask(self, h)) names.push_back(p.name);
+  BOOST_TEST(names == (std::vector<std::string>{"blue/stage_0", "greenish/stage_0"}), boost::test_tools::per_element());
+  self->send_exit(h, caf::exit_reason::user_shutdown);
+}

@@ -57,7 +57,7 @@ test('troupe cluster status shows where each part runs and that it is ready', ()
     'main/expert_group_0': 'second cpu experts 0-7 yes',
     'main/expert_group_1': 'third cpu experts 8-15 yes',
   });
-  assert.match(r.stdout, /^main\s+1\s+\d+\s+yes\s/m, 'the replica row');
+  assert.match(r.stdout, /^main\s+serving\s+1\s+\d+\s+yes\s/m, 'the replica row');
   const gone = spawnSync(binary, ['cluster', 'status', join(work, 'cluster.conf'), '--url', 'http://127.0.0.1:1'],
                          { encoding: 'utf8', timeout: 30000 });
   assert.equal(gone.status, 1);

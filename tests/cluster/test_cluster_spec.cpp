@@ -83,7 +83,7 @@ BOOST_AUTO_TEST_CASE(reads_every_key_of_a_cluster_file) {
       "[node.head]\naddress = gpu-1.example.org\nport = 7100\ndevices = cuda:0,1\n"
       "[node.tail]\naddress = fd00::2\nport = 7101\ndevices = cuda:3\n"
       "[replica.r_1]\nstages = head:0-23, head:1:24-35, tail:36-47\nexperts = tail:64-127, head:1:0-63\nweight = 2.5\n"
-      "[replica.r-2]\nstages = tail:0-47\nweight = 0\n");
+      "[replica.r-2]\nstages = tail:0-47\nweight = 0\nstart = no\n");
   BOOST_TEST(s.is_cluster);
   BOOST_TEST(s.file == dir / "cluster.conf");
   BOOST_TEST(s.cluster.name == "demo-1");
@@ -136,6 +136,8 @@ BOOST_AUTO_TEST_CASE(reads_every_key_of_a_cluster_file) {
   const auto& r2 = s.replicas[1];
   BOOST_TEST(r2.name == "r-2");
   BOOST_TEST(r2.weight == 0);
+  BOOST_TEST(r.start);
+  BOOST_TEST(!r2.start);  // a standby, started at runtime
   BOOST_REQUIRE(r2.experts.size() == 1);  // none given: one group beside the first stage
   BOOST_TEST(same(r2.experts[0], "tail", 3, 0, std::nullopt));
   BOOST_TEST(misfit(s, model_of(48, 128)) == "");
@@ -358,7 +360,10 @@ BOOST_AUTO_TEST_CASE(every_mistake_names_file_line_and_what_is_expected) {
        {"replica x: no expert group holds experts 32-63 (before b:64-127)"}},
       {two_nodes("[replica.x]\nstages = a:0-9\nexperts = b:8-15\n"), 12, {"no expert group holds experts 0-7"}},
       {two_nodes("[replica.x]\nstages = a:0-9\nweight = 0\n[replica.y]\nstages = b:0-9\nweight = 0.0\n"), 13,
-       {"every replica has weight 0, so none would get traffic"}},
+       {"no replica that starts has a weight above 0", "none would get traffic"}},
+      {two_nodes("[replica.x]\nstages = a:0-9\nweight = 0\n[replica.y]\nstages = b:0-9\nstart = no\n"), 13,
+       {"no replica that starts has a weight above 0"}},
+      {two_nodes("[replica.x]\nstages = a:0-9\nstart = maybe\n"), 12, {"`start` must be yes or no", "\"maybe\""}},
   };
   for (const auto& c : cases) {
     const std::string message = error_of(c.text);

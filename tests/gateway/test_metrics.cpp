@@ -62,6 +62,23 @@ BOOST_AUTO_TEST_CASE(the_same_labels_in_any_order_are_one_series) {
   BOOST_TEST(&f.add({{"a", "1"}}) != &a);
 }
 
+// What a removed replica measured leaves the page; a family without series renders nothing.
+BOOST_AUTO_TEST_CASE(removed_series_leave_the_page) {
+  metrics::registry r;
+  auto& f = r.add_gauge("troupe_replica_weight", "Weight.");
+  f.add({{"replica", "blue"}}).set(1);
+  f.add({{"replica", "green"}, {"zone", "a"}}).set(2);
+  f.add({{"replica", "greenish"}}).set(3);
+  f.remove({{"zone", "a"}, {"replica", "green"}});  // labels in any order
+  std::string page = r.render();
+  BOOST_TEST(page.find("replica=\"green\"") == std::string::npos, page);
+  BOOST_TEST(page.find("replica=\"greenish\"") != std::string::npos, page);
+  f.remove_if([](const metrics::labels&) { return true; });
+  BOOST_TEST(r.render().empty(), r.render());
+  f.add({{"replica", "green"}}).set(4);  // back again, from a new series
+  BOOST_TEST(r.render().find("troupe_replica_weight{replica=\"green\"} 4") != std::string::npos, r.render());
+}
+
 BOOST_AUTO_TEST_CASE(promtool_accepts_the_output) {
   metrics::registry r;
   auto& requests = r.add_counter("troupe_http_requests_total", "HTTP requests answered.");

@@ -154,3 +154,80 @@ BOOST_AUTO_TEST_CASE(weights_ramp_linearly_and_bad_weights_change_nothing) {
   BOOST_TEST(!routing_policy_named("random"));
   BOOST_TEST((routing_policy_named("least_load").value() == routing_policy::least_load));
 }
+
+// Removing a replica: it drains (nothing new, its calls in flight still end), may stop
+// only once none is left in flight, and leaves the view and the weights' reach when off.
+BOOST_AUTO_TEST_CASE(a_removed_replica_drains_then_leaves_routing) {
+  replica_router router({"a", "b"}, {1, 1}, routing_policy::round_robin);
+  std::vector<size_t> on_a;
+  for (int i = 0; i < 6; ++i) {
+    const size_t r = *router.pick("", {}, t0);
+    if (router.name(r) == "a") on_a.push_back(r);
+  }
+  BOOST_REQUIRE(on_a.size() == 3u);
+  BOOST_REQUIRE(router.begin_remove(0, t0));
+  BOOST_TEST((router.state(0) == replica_state::draining));
+  std::mt19937 rng(5);
+  BOOST_TEST(shares(router, 40, rng, true)["a"] == 0, "a session moved to the draining replica");
+  BOOST_TEST(shares(router, 40, rng)["a"] == 0);
+  for (size_t i = 0; i < on_a.size(); ++i) {
+    BOOST_TEST(!router.drained(0), "drained with calls in flight");
+    router.finished(on_a[i], false, t0);
+  }
+  BOOST_TEST(router.drained(0));
+  router.mark(0, replica_state::stopping);
+  BOOST_TEST(!router.drained(0));
+  router.mark(0, replica_state::off);
+  const auto view = router.view(t0);
+  BOOST_REQUIRE(view.size() == 1u);
+  BOOST_TEST(view[0].name == "b");
+  BOOST_TEST(!router.set_weights({{"a", 1}}, 0ms, t0), "a weight for a replica that is off");
+  BOOST_TEST(shares(router, 20, rng)["b"] == 20);
+}
+
+BOOST_AUTO_TEST_CASE(the_last_serving_replica_and_one_not_serving_cannot_be_removed) {
+  replica_router router({"a", "b", "c"}, {1, 0, 1}, routing_policy::least_load);
+  router.mark(2, replica_state::off);  // a standby
+  auto removed = router.begin_remove(0, t0);
+  BOOST_REQUIRE(!removed);  // b serves, but with weight 0
+  BOOST_TEST(removed.err().message.find("last serving replica") != std::string::npos, removed.err().message);
+  BOOST_TEST(!router.begin_remove(2, t0), "c is off");
+  BOOST_REQUIRE(router.set_weights({{"b", 1}}, 0ms, t0));
+  BOOST_REQUIRE(router.begin_remove(0, t0));
+  BOOST_TEST(!router.begin_remove(0, t0), "a is draining already");
+  BOOST_TEST(!router.begin_remove(1, t0), "b is the last one left");
+  BOOST_TEST(!router.set_weights({{"b", 0}}, 0ms, t0), "no serving replica would have a weight");
+}
+
+// Adding: only an off replica starts; it takes nothing until it is added, then its weight
+// rises from 0 over its own ramp while the others' weights stay.
+BOOST_AUTO_TEST_CASE(an_added_replica_serves_once_ready_and_ramps_up) {
+  replica_router router({"a", "b"}, {1, 2}, routing_policy::round_robin);
+  router.mark(1, replica_state::off);
+  BOOST_TEST(!router.begin_add(0), "a serves already");
+  BOOST_REQUIRE(router.begin_add(1));
+  BOOST_TEST(!router.begin_add(1), "b is starting already");
+  std::mt19937 rng(9);
+  BOOST_TEST(shares(router, 20, rng)["a"] == 20, "a starting replica took a call");
+  BOOST_TEST((router.view(t0)[1].state == replica_state::starting));
+  router.added(1, 2, 10000ms, t0);
+  const auto half = router.view(t0 + 5000ms);
+  BOOST_TEST(half[0].weight == 1.0);
+  BOOST_TEST(half[1].weight == 1.0, boost::test_tools::tolerance(1e-9));
+  const auto later = t0 + 10000ms;
+  std::map<std::string, int> count;
+  for (int i = 0; i < 300; ++i) {
+    const size_t r = *router.pick("", {}, later);
+    ++count[router.name(r)];
+    router.finished(r, false, later);
+  }
+  BOOST_TEST(count["b"] == 200);
+  // Removed and added again: it serves as before.
+  BOOST_REQUIRE(router.begin_remove(1, later));
+  router.mark(1, replica_state::off);
+  BOOST_REQUIRE(router.begin_add(1));
+  router.added(1, 1, 0ms, later);
+  BOOST_TEST(std::abs(shares(router, 20, rng)["b"] - 10) <= 1);
+  BOOST_TEST((replica_state_named("draining").value() == replica_state::draining));
+  BOOST_TEST(!replica_state_named("gone"));
+}
