@@ -61,7 +61,8 @@ struct sequences {
   std::vector<int> lengths;
 };
 
-// `count` sequences of `context` random tokens, prefilled in steps of at most `chunk` tokens.
+// `count` sequences of `context` random tokens, prefilled in steps of at most `chunk` tokens;
+// sequence i in recurrent-state slot i (models with linear-attention layers).
 sequences prefill(step_runner& runner, int count, int context, int chunk, int vocab, int blocks_each) {
   sequences s;
   std::mt19937 gen(7);
@@ -78,7 +79,7 @@ sequences prefill(step_runner& runner, int count, int context, int chunk, int vo
     std::vector<sample_request> samples;
     int i = first;
     for (; i < count && int(batch.token_ids.size()) + context <= std::max(chunk, context); ++i) {
-      batch.sequences.push_back({int(batch.token_ids.size()), context, 0, s.tables[size_t(i)], logits_rows::last});
+      batch.sequences.push_back({int(batch.token_ids.size()), context, 0, s.tables[size_t(i)], logits_rows::last, i});
       for (int t = 0; t < context; ++t) batch.token_ids.push_back(int(gen() % uint32_t(vocab)));
       samples.push_back({greedy, &s.histories[size_t(i)], context});
     }
@@ -101,7 +102,7 @@ double decode_rate(step_runner& runner, sequences& s, int steps) {
     forward_batch batch;
     std::vector<sample_request> samples;
     for (int i = 0; i < count; ++i) {
-      batch.sequences.push_back({i, 1, s.lengths[size_t(i)], s.tables[size_t(i)], logits_rows::last});
+      batch.sequences.push_back({i, 1, s.lengths[size_t(i)], s.tables[size_t(i)], logits_rows::last, i});
       batch.token_ids.push_back(last[size_t(i)]);
       samples.push_back({greedy, &s.histories[size_t(i)], ++s.lengths[size_t(i)]});
     }
@@ -136,11 +137,11 @@ double joined_step_ms(step_runner& runner, sequences& s, const std::vector<int>&
     forward_batch batch;
     std::vector<sample_request> samples;
     for (int i = 0; i < count; ++i) {
-      batch.sequences.push_back({i, 1, s.lengths[size_t(i)], s.tables[size_t(i)], logits_rows::last});
+      batch.sequences.push_back({i, 1, s.lengths[size_t(i)], s.tables[size_t(i)], logits_rows::last, i});
       batch.token_ids.push_back(int(gen() % uint32_t(vocab)));  // spread routing, as real tokens have
       samples.push_back({greedy, &s.histories[size_t(i)], ++s.lengths[size_t(i)]});
     }
-    batch.sequences.push_back({count, prompt, 0, spare, logits_rows::last});
+    batch.sequences.push_back({count, prompt, 0, spare, logits_rows::last, count});
     for (int t = 0; t < prompt; ++t) batch.token_ids.push_back(int(gen() % uint32_t(vocab)));
     prompt_history = {};
     samples.push_back({greedy, &prompt_history, prompt});

@@ -28,7 +28,7 @@ constexpr const char* usage =
     "        --num-prompts N --max-concurrency N --request-rate R --seed N --no-ignore-eos --api-key KEY\n"
     "        --goodput ttft:MS tpot:MS e2el:MS --json FILE --timeout S --disable-progress]\n"
     "      benchmark a running OpenAI-compatible server, as `vllm bench serve` does\n"
-    "  generate --model DIR --prompt-ids I,J,... [--max-tokens N --load-format dummy]\n"
+    "  generate --model DIR --prompt-ids I,J,... [--max-tokens N --load-format dummy --device cpu|cuda]\n"
     "      greedy generation on the CPU; prints the token ids\n"
     "  cluster check FILE\n"
     "      check a cluster.conf against its model; print where each stage and expert group runs\n"

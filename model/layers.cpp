@@ -10,6 +10,7 @@
 #include "kernels/cpu/paged_attention.hpp"
 #include "kernels/cpu/rms_norm.hpp"
 #include "kernels/cpu/rope.hpp"
+#include "kernels/cpu/shared_expert_add.hpp"
 #include "kernels/cpu/swiglu.hpp"
 
 namespace troupe {
@@ -104,10 +105,7 @@ void shared_expert_block(const layer_weights& w, const float* x, int tokens, flo
   std::vector<float> expert(static_cast<size_t>(tokens * hidden)), gate(static_cast<size_t>(tokens));
   mlp_block(w.shared_expert, x, tokens, expert.data());
   cpu::matmul(x, tokens, w.shared_expert_gate, gate.data());
-  for (int t = 0; t < tokens; ++t) {
-    const float g = sigmoid(gate[size_t(t)]);
-    for (int64_t d = 0; d < hidden; ++d) out[t * hidden + d] += g * expert[size_t(t * hidden + d)];
-  }
+  cpu::shared_expert_add(out, expert.data(), gate.data(), tokens, hidden);
 }
 
 }  // namespace troupe

@@ -9,6 +9,7 @@
 
 #include "kernels/cuda/check.cuh"
 #include "model/cuda/gpu_step_runner.hpp"
+#include "model/kv_pool.hpp"
 
 namespace troupe {
 namespace {
@@ -73,8 +74,15 @@ result<gpu_backend_parts> make_gpu_backend_parts(const backend_options& options)
   // A block holds its tokens' keys and values in every layer this process has, whichever
   // of its stages has the layer.
   const int kv_layers = options.kv_layers > 0 ? std::min(options.kv_layers, c.num_layers) : c.num_layers;
+  // Only full-attention layers keep keys and values; of a node's share of the layers, at
+  // most all of the model's such layers.
+  int attention_layers = 0;
+  for (int i = 0; i < c.num_layers; ++i) attention_layers += !c.is_linear_layer(i);
   const size_t block_bytes = size_t(options.block_size) * size_t(c.num_kv_heads) * size_t(c.head_dim) * 2 * 2 *
-                             size_t(kv_layers);
+                             size_t(std::max(std::min(kv_layers, attention_layers), 1));
+  // Linear-attention layers keep one recurrent state per sequence the engine may run.
+  const int state_slots = c.has_linear_layers() ? options.max_num_seqs : 0;
+  const size_t state_bytes = size_t(state_slots) * size_t(state_slot_bytes(c));
   size_t kv_bytes = options.kv_cache_bytes;
   if (kv_bytes == 0) {  // what the memory budget leaves after the weights, every stage's activations and the reserve
     size_t free = 0, total = 0;
@@ -84,8 +92,18 @@ result<gpu_backend_parts> make_gpu_backend_parts(const backend_options& options)
                         options.reserved_bytes;
     kv_bytes = budget > used ? budget - used : 0;
   }
+  // The recurrent states come out of the same budget, as on the CPU.
+  if (stages > 0 && state_bytes > 0 && state_bytes >= kv_bytes)
+    return error{"the recurrent state of " + std::to_string(state_slots) + " sequences (--max-num-seqs) takes " +
+                 std::to_string(state_bytes >> 20) + " MiB, more than the KV cache's " + std::to_string(kv_bytes >> 20) +
+                 " MiB: give it more memory or run fewer sequences"};
+  kv_bytes -= std::min(kv_bytes, state_bytes);
   r.num_blocks = stages == 0 ? 0 : int(std::min<size_t>(kv_bytes / block_bytes, size_t(1) << 30));
-  if (stages > 0)
+  if (stages > 0 && state_slots > 0)
+    std::fprintf(stderr, "troupe: KV cache on cuda:%d: %d blocks of %d tokens (%zu MiB), recurrent states of %d "
+                 "sequences (%zu MiB)\n", options.device, r.num_blocks, options.block_size,
+                 (size_t(r.num_blocks) * block_bytes) >> 20, state_slots, state_bytes >> 20);
+  else if (stages > 0)
     std::fprintf(stderr, "troupe: KV cache on cuda:%d: %d blocks of %d tokens (%zu MiB)\n", options.device,
                  r.num_blocks, options.block_size, (size_t(r.num_blocks) * block_bytes) >> 20);
   auto memories = std::make_shared<stage_memories>();
@@ -96,7 +114,7 @@ result<gpu_backend_parts> make_gpu_backend_parts(const backend_options& options)
     auto memory = memories->of(0, c.num_layers, gpu_step_runner::memory_bytes(**weights, *experts, r));
     if (!memory) return memory.err();
   }
-  gpu_backend_parts parts{{c, r.num_blocks, {}, {}}, *weights, experts, {}};
+  gpu_backend_parts parts{{c, r.num_blocks, {}, {}, state_slots}, *weights, experts, {}};
   parts.make_runner_with = [weights = *weights, experts, r, memories](
                                int first, int last,
                                std::shared_ptr<gpu_remote_experts> remote) -> result<std::unique_ptr<step_runner>> {

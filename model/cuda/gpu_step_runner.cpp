@@ -7,18 +7,24 @@
 
 #include "base/check.hpp"
 #include "kernels/cuda/add_bias.cuh"
+#include "kernels/cuda/causal_conv1d.cuh"
 #include "kernels/cuda/check.cuh"
+#include "kernels/cuda/delta_rule_gates.cuh"
 #include "kernels/cuda/embedding.cuh"
 #include "kernels/cuda/flash_attention.cuh"
+#include "kernels/cuda/gated_delta_rule.cuh"
+#include "kernels/cuda/gated_rms_norm.cuh"
 #include "kernels/cuda/gather_rows.cuh"
+#include "kernels/cuda/gemv.cuh"
 #include "kernels/cuda/matmul.cuh"
 #include "kernels/cuda/moe_combine_ranks.cuh"
 #include "kernels/cuda/moe_routing.cuh"
-#include "kernels/cuda/gemv.cuh"
+#include "kernels/cuda/output_gate.cuh"
 #include "kernels/cuda/paged_attention.cuh"
 #include "kernels/cuda/qk_norm_rope.cuh"
 #include "kernels/cuda/rms_norm.cuh"
 #include "kernels/cuda/sampling.cuh"
+#include "kernels/cuda/shared_expert_add.cuh"
 #include "kernels/cuda/swiglu.cuh"
 
 namespace troupe {
@@ -62,7 +68,11 @@ struct gpu_step_runner::buffers {
   int* chosen;
   float* route_weights;
   void* moe_workspace;
-  bf16 *gate, *up;  // dense layers
+  bf16 *gate, *up;  // dense layers and shared experts
+  bf16* shared_out;   // a shared expert's rows
+  float* shared_gate;  // and its gate's logit, per token
+  bf16* conv_out;      // Gated DeltaNet: the conv's rows [tokens, conv_dim]
+  float *decay, *beta;  // and the delta rule's gates [tokens, value_heads]
   float* attn_workspace;
   bf16* rows;
   float* logits;
@@ -73,7 +83,12 @@ struct gpu_step_runner::buffers {
   size_t outputs_bytes;
   int *tokens, *top_ids;
   float *logprob, *top_logprobs;
-  std::vector<bf16*> keys, values;  // per layer of the stage [blocks, block_size, kv_heads, head_dim]
+  // Per layer of the stage, null where the layer is of the other kind: a full-attention
+  // layer's KV pools [blocks, block_size, kv_heads, head_dim], a Gated DeltaNet layer's
+  // state pools over max_num_seqs slots, conv [slots, kernel - 1, conv_dim] and delta rule
+  // [slots, value_heads, key_dim, value_dim].
+  std::vector<bf16*> keys, values;
+  std::vector<float*> conv_states, delta_states;
 
   buffers(device_arena& a, const gpu_weights& w, const gpu_experts& experts, const gpu_runner_options& o,
           bool with_kv) {
@@ -82,23 +97,35 @@ struct gpu_step_runner::buffers {
     const size_t q_dim = size_t(c.num_heads) * size_t(c.head_dim), kv_dim = size_t(c.num_kv_heads) * size_t(c.head_dim);
     const size_t k = size_t(c.num_experts_per_tok);
     const auto [first, last] = layer_range_of(o, c);
+    const auto any_layer = [&, first = first, last = last](auto is) {
+      return std::any_of(w.layers.begin() + first, w.layers.begin() + last, is);
+    };
+    const bool linear = any_layer([](const gpu_layer_weights& l) { return l.linear; });
+    const bool dense = any_layer([](const gpu_layer_weights& l) { return !l.moe; });
+    const bool shared = any_layer([](const gpu_layer_weights& l) { return l.shared_expert_gate != nullptr; });
+    const size_t value_width = size_t(c.linear_num_value_heads) * size_t(c.linear_value_head_dim);
+    const size_t mlp_width = std::max(dense ? size_t(c.intermediate_size) : 0,
+                                      shared ? size_t(c.shared_expert_intermediate_size) : 0);
     // Only the last stage computes logits and samples.
     const size_t sampled = last == c.num_layers ? s : 0;
     residual[0] = a.take<float>(t * h);
     residual[1] = a.take<float>(size_t(cuda::gemv_max_rows) * h);
     normed = a.take<bf16>(t * h);
-    qkv = a.take<bf16>(t * (q_dim + 2 * kv_dim));
+    qkv = a.take<bf16>(t * std::max<size_t>(size_t(qkv_width(c)), linear ? size_t(linear_in_width(c)) : 0));
     q = a.take<bf16>(t * q_dim);
-    attn = a.take<bf16>(t * q_dim);
+    attn = a.take<bf16>(t * std::max(q_dim, linear ? value_width : 0));
     block_out = a.take<bf16>(t * h);
     router_logits = a.take<float>(t * size_t(std::max(c.num_experts, 1)));
     chosen = a.take<int>(t * std::max<size_t>(k, 1));
     route_weights = a.take<float>(t * std::max<size_t>(k, 1));
     moe_workspace = a.take<char>(c.num_experts > 0 ? experts.workspace_bytes(int(t)) : 0);
-    const bool dense = std::any_of(w.layers.begin() + first, w.layers.begin() + last,
-                                   [](const gpu_layer_weights& l) { return !l.moe; });
-    gate = a.take<bf16>(dense ? t * size_t(c.intermediate_size) : 0);
-    up = a.take<bf16>(dense ? t * size_t(c.intermediate_size) : 0);
+    gate = a.take<bf16>(t * mlp_width);
+    up = a.take<bf16>(t * mlp_width);
+    shared_out = a.take<bf16>(shared ? t * h : 0);
+    shared_gate = a.take<float>(shared ? t : 0);
+    conv_out = a.take<bf16>(linear ? t * size_t(c.linear_conv_dim()) : 0);
+    decay = a.take<float>(linear ? t * size_t(c.linear_num_value_heads) : 0);
+    beta = a.take<float>(linear ? t * size_t(c.linear_num_value_heads) : 0);
     attn_workspace = a.take<float>(cuda::paged_attention_workspace_floats(int(s), c.num_heads, c.num_kv_heads, c.head_dim, o.max_model_len));
     rows = a.take<bf16>(sampled * h);
     logits = a.take<float>(sampled * size_t(c.vocab_size));
@@ -112,9 +139,15 @@ struct gpu_step_runner::buffers {
     outputs_bytes = size_t(reinterpret_cast<char*>(top_logprobs + s * max_top_logprobs) - outputs);
     if (!with_kv) return;
     const size_t pool = size_t(o.num_blocks) * size_t(o.block_size) * kv_dim;
+    const size_t slots = size_t(o.max_num_seqs);
+    const size_t conv_pool = slots * size_t(std::max(c.linear_conv_kernel_dim - 1, 0)) * size_t(c.linear_conv_dim());
+    const size_t delta_pool = slots * value_width * size_t(c.linear_key_head_dim);
     for (int l = first; l < last; ++l) {
-      keys.push_back(a.take<bf16>(pool));
-      values.push_back(a.take<bf16>(pool));
+      const bool is_linear = w.layers[size_t(l)].linear;
+      keys.push_back(is_linear ? nullptr : a.take<bf16>(pool));
+      values.push_back(is_linear ? nullptr : a.take<bf16>(pool));
+      conv_states.push_back(is_linear ? a.take<float>(conv_pool) : nullptr);
+      delta_states.push_back(is_linear ? a.take<float>(delta_pool) : nullptr);
     }
   }
 };
@@ -167,6 +200,7 @@ result<std::unique_ptr<step_runner>> gpu_step_runner::create(std::shared_ptr<con
   r->buf_ = std::make_unique<buffers>(*r->memory_, *r->weights_, *r->experts_, options, true);
   // Decode graphs pad batches with rows that read block 0: zeros keep them finite.
   for (size_t l = 0; l < r->buf_->keys.size(); ++l) {
+    if (r->buf_->keys[l] == nullptr) continue;  // a Gated DeltaNet layer: its states start afresh at position 0
     const size_t pool = size_t(options.num_blocks) * size_t(options.block_size) *
                         size_t(r->weights_->config.num_kv_heads) * size_t(r->weights_->config.head_dim);
     TROUPE_CUDA_CHECK(cudaMemset(r->buf_->keys[l], 0, pool * sizeof(bf16)));
@@ -204,10 +238,8 @@ status gpu_step_runner::forward(const shape& s) {
   const gpu_weights& w = *weights_;
   buffers& b = *buf_;
   const step_inputs& in = *inputs_;
-  const int n = s.tokens, h = c.hidden_size, heads = c.num_heads, kv_heads = c.num_kv_heads, hd = c.head_dim;
-  const int q_dim = heads * hd, kv_dim = kv_heads * hd, qkv_dim = q_dim + 2 * kv_dim;
+  const int n = s.tokens, h = c.hidden_size;
   const float eps = float(c.rms_norm_eps);
-  const int max_blocks = in.capacity().max_blocks_per_seq;
 
   // RMSNorm of the residual stream plus `add` into b.normed, then b.normed x `matrix`: at
   // decode sizes one gemv that normalises its input (no launch of its own; the stream
@@ -229,44 +261,14 @@ status gpu_step_runner::forward(const shape& s) {
   if (first_ == 0) cuda::embedding(w.embed, c.vocab_size, h, in.token_ids.device, n, b.residual[0], stream_);
   for (int i = first_; i < last_; ++i) {
     const gpu_layer_weights& l = w.layers[size_t(i)];
-    bf16* keys = b.keys[size_t(i - first_)];
-    bf16* values = b.values[size_t(i - first_)];
-    norm_matmul(i == first_ ? nullptr : b.block_out, l.input_norm, l.qkv, qkv_dim, dtype::bf16, b.qkv, false);
-    if (l.qkv_bias != nullptr) cuda::add_bias(b.qkv, n, qkv_dim, qkv_dim, l.qkv_bias, stream_);
-    const bf16* k = b.qkv + q_dim;
-    const bf16* v = k + kv_dim;
-    const cuda::kv_cache_target cache{v, qkv_dim, in.slots.device, keys, values};
-    if (s.decode) {  // one token a sequence: n == s.seqs; b.qkv's q is not read after it
-      cuda::decode_attention(b.qkv, k, l.q_norm, l.k_norm, eps, s.seqs, heads, kv_heads, hd, qkv_dim, qkv_dim,
-                             in.positions.device, float(c.rope_theta), c.rotary_dim, cache,
-                             {keys, values, options_.block_size, in.block_tables.device, max_blocks,
-                              in.seq_lens.device, s.attn_len},
-                             b.attn_workspace, b.attn, stream_);
+    const bf16* add = i == first_ ? nullptr : b.block_out;
+    if (l.linear) {
+      norm_matmul(add, l.input_norm, l.linear_attn.in_proj, linear_in_width(c), dtype::bf16, b.qkv, false);
+      linear_attention(s, l.linear_attn, i);
     } else {
-      cuda::qk_norm_rope(b.qkv, k, l.q_norm, l.k_norm, eps, n, heads, kv_heads, hd, qkv_dim, qkv_dim,
-                         in.positions.device, float(c.rope_theta), c.rotary_dim, cache, stream_);
-      // A one-token query in flash attention's 64-row tiles wastes 63 of them: at batch 128
-      // with a prompt joining, flash attention took 0.8 ms a layer, mostly the decode rows.
-      const int d = s.decode_seqs;
-      if (d > 0)
-        cuda::paged_attention(b.qkv, qkv_dim, d, heads, kv_heads, hd,
-                              {keys, values, options_.block_size, in.block_tables.device, max_blocks,
-                               in.seq_lens.device, s.decode_len},
-                              b.attn_workspace, b.attn, stream_);
-      if (d < s.seqs) {  // the decode sequences' d tokens come first
-        TROUPE_CUDA_CHECK(cudaMemcpy2DAsync(b.q + size_t(d) * q_dim, size_t(q_dim) * sizeof(bf16),
-                                            b.qkv + size_t(d) * qkv_dim, size_t(qkv_dim) * sizeof(bf16),
-                                            size_t(q_dim) * sizeof(bf16), size_t(n - d),
-                                            cudaMemcpyDeviceToDevice, stream_));
-        cuda::flash_attention(b.q, heads, kv_heads, hd,
-                              {keys, values, options_.block_size, in.block_tables.device + size_t(d) * max_blocks,
-                               max_blocks, s.seqs - d, in.query_starts.device + d, in.positions_start.device + d,
-                               s.max_query_len},
-                              b.attn, stream_);
-      }
+      norm_matmul(add, l.input_norm, l.qkv, qkv_width(c), dtype::bf16, b.qkv, false);
+      full_attention(s, l, i);
     }
-    cuda::matmul(cublas_, b.attn, n, q_dim, l.o, h, dtype::bf16, b.block_out);
-    if (l.o_bias != nullptr) cuda::add_bias(b.block_out, n, h, h, l.o_bias, stream_);
     if (l.moe) {
       norm_matmul(b.block_out, l.post_attention_norm, l.router, c.num_experts, dtype::f32, b.router_logits, true);
       cuda::route_top_k(b.router_logits, n, c.num_experts, c.num_experts_per_tok, c.norm_topk_prob, b.chosen,
@@ -278,11 +280,12 @@ status gpu_step_runner::forward(const shape& s) {
                                            stream_, moe_cublas);
           !r)
         return r;
+      if (l.shared_expert_gate != nullptr) shared_expert(l, n);
     } else {
-      norm_matmul(b.block_out, l.post_attention_norm, l.gate, c.intermediate_size, dtype::bf16, b.gate, true);
-      cuda::matmul(cublas_, b.normed, n, h, l.up, c.intermediate_size, dtype::bf16, b.up);
+      norm_matmul(b.block_out, l.post_attention_norm, l.mlp.gate, c.intermediate_size, dtype::bf16, b.gate, true);
+      cuda::matmul(cublas_, b.normed, n, h, l.mlp.up, c.intermediate_size, dtype::bf16, b.up);
       cuda::swiglu(b.gate, b.up, int64_t(n) * c.intermediate_size, b.gate, stream_);
-      cuda::matmul(cublas_, b.gate, n, c.intermediate_size, l.down, h, dtype::bf16, b.block_out);
+      cuda::matmul(cublas_, b.gate, n, c.intermediate_size, l.mlp.down, h, dtype::bf16, b.block_out);
     }
   }
   if (!last_stage_) {
@@ -313,6 +316,94 @@ status gpu_step_runner::forward(const shape& s) {
   cuda::sample_tokens(b.logits, s.samples, c.vocab_size, params, b.sampling_workspace, b.tokens, b.logprob,
                       b.top_ids, b.top_logprobs, stream_);
   return ok();
+}
+
+void gpu_step_runner::full_attention(const shape& s, const gpu_layer_weights& l, int layer) {
+  const model_config& c = weights_->config;
+  buffers& b = *buf_;
+  const step_inputs& in = *inputs_;
+  const int n = s.tokens, heads = c.num_heads, kv_heads = c.num_kv_heads, hd = c.head_dim;
+  const int q_dim = heads * hd, kv_dim = kv_heads * hd, qkv_dim = qkv_width(c);
+  const float eps = float(c.rms_norm_eps);
+  const int max_blocks = in.capacity().max_blocks_per_seq;
+  bf16* keys = b.keys[size_t(layer - first_)];
+  bf16* values = b.values[size_t(layer - first_)];
+  if (l.qkv_bias != nullptr) cuda::add_bias(b.qkv, n, qkv_dim, qkv_dim, l.qkv_bias, stream_);
+  const bf16* k = b.qkv + q_dim;
+  const bf16* v = k + kv_dim;
+  const cuda::kv_cache_target cache{v, qkv_dim, in.slots.device, keys, values};
+  if (s.decode) {  // one token a sequence: n == s.seqs; b.qkv's q is not read after it
+    cuda::decode_attention(b.qkv, k, l.q_norm, l.k_norm, eps, s.seqs, heads, kv_heads, hd, qkv_dim, qkv_dim,
+                           in.positions.device, float(c.rope_theta), c.rotary_dim, cache,
+                           {keys, values, options_.block_size, in.block_tables.device, max_blocks,
+                            in.seq_lens.device, s.attn_len},
+                           b.attn_workspace, b.attn, stream_);
+  } else {
+    cuda::qk_norm_rope(b.qkv, k, l.q_norm, l.k_norm, eps, n, heads, kv_heads, hd, qkv_dim, qkv_dim,
+                       in.positions.device, float(c.rope_theta), c.rotary_dim, cache, stream_);
+    // A one-token query in flash attention's 64-row tiles wastes 63 of them: at batch 128
+    // with a prompt joining, flash attention took 0.8 ms a layer, mostly the decode rows.
+    const int d = s.decode_seqs;
+    if (d > 0)
+      cuda::paged_attention(b.qkv, qkv_dim, d, heads, kv_heads, hd,
+                            {keys, values, options_.block_size, in.block_tables.device, max_blocks,
+                             in.seq_lens.device, s.decode_len},
+                            b.attn_workspace, b.attn, stream_);
+    if (d < s.seqs) {  // the decode sequences' d tokens come first
+      TROUPE_CUDA_CHECK(cudaMemcpy2DAsync(b.q + size_t(d) * q_dim, size_t(q_dim) * sizeof(bf16),
+                                          b.qkv + size_t(d) * qkv_dim, size_t(qkv_dim) * sizeof(bf16),
+                                          size_t(q_dim) * sizeof(bf16), size_t(n - d),
+                                          cudaMemcpyDeviceToDevice, stream_));
+      cuda::flash_attention(b.q, heads, kv_heads, hd,
+                            {keys, values, options_.block_size, in.block_tables.device + size_t(d) * max_blocks,
+                             max_blocks, s.seqs - d, in.query_starts.device + d, in.positions_start.device + d,
+                             s.max_query_len},
+                            b.attn, stream_);
+    }
+  }
+  // qwen3_5_moe's gate rows follow v in the fused row.
+  if (qkv_dim > q_dim + 2 * kv_dim) cuda::output_gate(b.attn, v + kv_dim, qkv_dim, n, q_dim, stream_);
+  cuda::matmul(cublas_, b.attn, n, q_dim, l.o, c.hidden_size, dtype::bf16, b.block_out);
+  if (l.o_bias != nullptr) cuda::add_bias(b.block_out, n, c.hidden_size, c.hidden_size, l.o_bias, stream_);
+}
+
+void gpu_step_runner::linear_attention(const shape& s, const gpu_linear_attention& l, int layer) {
+  const model_config& c = weights_->config;
+  buffers& b = *buf_;
+  const step_inputs& in = *inputs_;
+  const int n = s.tokens, width = linear_in_width(c), conv_dim = c.linear_conv_dim();
+  const int heads = c.linear_num_value_heads, key_width = c.linear_num_key_heads * c.linear_key_head_dim;
+  const int value_width = heads * c.linear_value_head_dim;
+  const size_t at = size_t(layer - first_);
+  // The stacked projection's row: the conv's input, z, b, a.
+  const bf16* z = b.qkv + conv_dim;
+  const bf16* beta_in = z + value_width;
+  const bf16* decay_in = beta_in + heads;
+  const cuda::state_sequences seqs{s.seqs, s.max_query_len, s.decode ? nullptr : in.query_starts.device,
+                                   in.positions_start.device, in.state_slots.device};
+  cuda::causal_conv1d_silu(b.qkv, width, conv_dim, l.conv, c.linear_conv_kernel_dim, seqs, b.conv_states[at],
+                           b.conv_out, stream_);
+  cuda::delta_rule_gates(decay_in, width, beta_in, width, l.neg_decay_rate, l.dt_bias, n, heads, b.decay, b.beta,
+                         stream_);
+  cuda::gated_delta_rule({b.conv_out, b.conv_out + key_width, b.conv_out + 2 * key_width, conv_dim, b.decay, b.beta},
+                         {c.linear_num_key_heads, heads, c.linear_key_head_dim, c.linear_value_head_dim}, seqs,
+                         b.delta_states[at], b.attn, stream_);
+  cuda::gated_rms_norm(b.attn, z, width, l.norm, float(c.rms_norm_eps), n, heads, c.linear_value_head_dim, b.attn,
+                       stream_);
+  cuda::matmul(cublas_, b.attn, n, value_width, l.out, c.hidden_size, dtype::bf16, b.block_out);
+}
+
+// Onto the routed experts' rows in b.block_out, from the post-attention norm's rows in b.normed.
+void gpu_step_runner::shared_expert(const gpu_layer_weights& l, int tokens) {
+  const model_config& c = weights_->config;
+  buffers& b = *buf_;
+  const int h = c.hidden_size, width = c.shared_expert_intermediate_size;
+  cuda::matmul(cublas_, b.normed, tokens, h, l.shared_expert.gate, width, dtype::bf16, b.gate);
+  cuda::matmul(cublas_, b.normed, tokens, h, l.shared_expert.up, width, dtype::bf16, b.up);
+  cuda::swiglu(b.gate, b.up, int64_t(tokens) * width, b.gate, stream_);
+  cuda::matmul(cublas_, b.gate, tokens, width, l.shared_expert.down, h, dtype::bf16, b.shared_out);
+  cuda::matmul(cublas_, b.normed, tokens, h, l.shared_expert_gate, 1, dtype::f32, b.shared_gate);
+  cuda::shared_expert_add(b.block_out, b.shared_out, b.shared_gate, tokens, h, stream_);
 }
 
 // The tokens go out before this GPU computes its experts' rows, and the others' rows are
@@ -382,6 +473,10 @@ result<stage_output> gpu_step_runner::run(const forward_batch& batch, std::vecto
   TROUPE_CHECK(first_ == 0 ? hidden.empty() : hidden.size() == size_t(tokens) * row_floats,
                first_ == 0 ? "the first stage was given hidden rows" : "hidden rows that do not match the step's tokens");
   TROUPE_CHECK(last_stage_ || samples.empty(), "a stage before the last was asked to sample");
+  if (weights_->config.has_linear_layers())
+    for (const auto& span : batch.sequences)
+      TROUPE_CHECK(span.state_slot >= 0 && span.state_slot < options_.max_num_seqs,
+                   "a sequence without a recurrent-state slot of the runner's pools");
   TROUPE_CUDA_CHECK(cudaSetDevice(options_.device));  // a stage's thread may not have made it current
   const int bucket = batch_bucket(seqs);
   const bool decode = options_.graphs && tokens == seqs && (!last_stage_ || int(samples.size()) == seqs) &&

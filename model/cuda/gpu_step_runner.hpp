@@ -9,7 +9,9 @@
 // and mixed steps run eagerly (flash attention over the paged KV). A stage whose experts
 // are partly on other GPUs (gpu_remote_experts) runs its decode steps eagerly in the
 // graphs' padded shapes, the MoE transfers between its kernels: what a graph would compute,
-// so its tokens are one GPU's.
+// so its tokens are one GPU's. A qwen3_5_moe stage keeps its Gated DeltaNet layers' conv
+// and delta-rule states in fp32 pools of max_num_seqs slots each, a sequence's slot the one
+// kv_manager gave it; its decode graphs' padding sequences touch no slot.
 #include <map>
 #include <memory>
 #include <utility>
@@ -30,7 +32,7 @@ struct gpu_runner_options {
   int num_blocks = 0;
   int block_size = 16;
   int max_model_len = 0;
-  int max_num_seqs = 0;
+  int max_num_seqs = 0;  // also the recurrent-state slots of linear-attention layers
   int max_num_batched_tokens = 0;
   bool graphs = true;  // false: decode steps run eagerly too (vLLM's --enforce-eager)
   // The stage's layers [first_layer, last_layer); its KV pool holds only these. A
@@ -83,6 +85,13 @@ class gpu_step_runner final : public step_runner {
   // stage, the rows in residual[0]) already uploaded; a stage before the last leaves its
   // rows in residual[0].
   status forward(const shape& s);
+  // A layer's mixer from its rows in buf_->qkv (the fused or stacked projection) to its
+  // output in buf_->block_out: full attention over the paged KV (with qwen3_5_moe's output
+  // gate), or Gated DeltaNet over the sequences' recurrent states.
+  void full_attention(const shape& s, const gpu_layer_weights& l, int layer);
+  void linear_attention(const shape& s, const gpu_linear_attention& l, int layer);
+  // qwen3_5_moe's shared expert, added to the routed experts' output.
+  void shared_expert(const gpu_layer_weights& l, int tokens);
   // A MoE layer's experts over this GPU and the remote ones, into buf_->block_out.
   status moe_across_gpus(int layer, int tokens);
   // A decode step of `seqs` sequences as its graph runs it: padded to its batch bucket.

@@ -4,8 +4,10 @@
 #include <cstring>
 
 #include "base/progress.hpp"
+#include "kernels/cuda/causal_conv1d.cuh"
 #include "kernels/cuda/check.cuh"
 #include "kernels/cuda/fill_uniform.cuh"
+#include "kernels/cuda/gated_delta_rule.cuh"
 #include "model/qwen3_moe_weights.hpp"
 #include "model/safetensors.hpp"
 
@@ -17,22 +19,37 @@ using bf16 = __nv_bfloat16;
 // Where every tensor goes: the same walk measures the arena and then hands out pointers.
 void carve(const model_config& c, device_arena& arena, gpu_weights& w) {
   const size_t h = size_t(c.hidden_size), q_dim = size_t(c.num_heads) * size_t(c.head_dim),
-               kv_dim = size_t(c.num_kv_heads) * size_t(c.head_dim), e = size_t(c.num_experts),
-               inter = size_t(c.moe_intermediate_size), dense = size_t(c.intermediate_size);
+               e = size_t(c.num_experts), inter = size_t(c.moe_intermediate_size), dense = size_t(c.intermediate_size),
+               shared = size_t(c.shared_expert_intermediate_size), value_heads = size_t(c.linear_num_value_heads),
+               value_width = value_heads * size_t(c.linear_value_head_dim);
+  auto mlp = [&](size_t width) {
+    return gpu_mlp{arena.take<bf16>(width * h), arena.take<bf16>(width * h), arena.take<bf16>(h * width)};
+  };
   w.embed = arena.take<bf16>(size_t(c.vocab_size) * h);
   w.lm_head = c.tie_word_embeddings ? w.embed : arena.take<bf16>(size_t(c.vocab_size) * h);
   w.final_norm = arena.take<float>(h);
   w.layers.assign(size_t(c.num_layers), {});
   for (int i = 0; i < c.num_layers; ++i) {
     gpu_layer_weights& l = w.layers[size_t(i)];
-    l.qkv = arena.take<bf16>((q_dim + 2 * kv_dim) * h);
-    l.o = arena.take<bf16>(h * q_dim);
-    if (c.attention_bias) {
-      l.qkv_bias = arena.take<float>(q_dim + 2 * kv_dim);
-      l.o_bias = arena.take<float>(h);
+    l.linear = c.is_linear_layer(i);
+    if (l.linear) {
+      gpu_linear_attention& a = l.linear_attn;
+      a.in_proj = arena.take<bf16>(size_t(linear_in_width(c)) * h);
+      a.out = arena.take<bf16>(h * value_width);
+      a.conv = arena.take<float>(size_t(c.linear_conv_dim()) * size_t(c.linear_conv_kernel_dim));
+      a.neg_decay_rate = arena.take<float>(value_heads);
+      a.dt_bias = arena.take<float>(value_heads);
+      a.norm = arena.take<float>(size_t(c.linear_value_head_dim));
+    } else {
+      l.qkv = arena.take<bf16>(size_t(qkv_width(c)) * h);
+      l.o = arena.take<bf16>(h * q_dim);
+      if (c.attention_bias) {
+        l.qkv_bias = arena.take<float>(size_t(qkv_width(c)));
+        l.o_bias = arena.take<float>(h);
+      }
+      l.q_norm = arena.take<float>(size_t(c.head_dim));
+      l.k_norm = arena.take<float>(size_t(c.head_dim));
     }
-    l.q_norm = arena.take<float>(size_t(c.head_dim));
-    l.k_norm = arena.take<float>(size_t(c.head_dim));
     l.input_norm = arena.take<float>(h);
     l.post_attention_norm = arena.take<float>(h);
     l.moe = c.is_moe_layer(i);
@@ -40,10 +57,12 @@ void carve(const model_config& c, device_arena& arena, gpu_weights& w) {
       l.router = arena.take<bf16>(e * h);
       l.w13 = arena.take<bf16>(e * 2 * inter * h);
       l.w2 = arena.take<bf16>(e * h * inter);
+      if (shared > 0) {
+        l.shared_expert = mlp(shared);
+        l.shared_expert_gate = arena.take<bf16>(h);
+      }
     } else {
-      l.gate = arena.take<bf16>(dense * h);
-      l.up = arena.take<bf16>(dense * h);
-      l.down = arena.take<bf16>(h * dense);
+      l.mlp = mlp(dense);
     }
   }
 }
@@ -102,22 +121,74 @@ class uploader {
   size_t next_ = 0;
 };
 
+// A gated q_proj's rows: each head's query dims, then its gate's (bind_attention's
+// layout); the CUDA step wants every head's queries, then every head's gates.
+std::pair<std::vector<float>, std::vector<float>> split_gate(const std::vector<float>& both, int64_t heads,
+                                                             int64_t head_dim) {
+  std::pair<std::vector<float>, std::vector<float>> out;
+  for (int64_t j = 0; j < heads; ++j) {
+    const auto head = both.begin() + 2 * j * head_dim;
+    out.first.insert(out.first.end(), head, head + head_dim);
+    out.second.insert(out.second.end(), head + head_dim, head + 2 * head_dim);
+  }
+  return out;
+}
+
+void upload_attention(const model_config& c, const attention_weights& from, const gpu_layer_weights& to,
+                      uploader& up) {
+  const int64_t h = c.hidden_size, hd = c.head_dim, q_dim = int64_t(c.num_heads) * hd;
+  const bool gated = c.arch == architecture::qwen3_5_moe;
+  const bf16* k_rows = to.qkv + q_dim * h;
+  const bf16* v_rows = k_rows + from.k.rows * h;
+  const bf16* gate_rows = v_rows + from.v.rows * h;
+  if (gated) {
+    for (int64_t j = 0; j < c.num_heads; ++j) {
+      up.matrix(from.q.slice_rows(2 * j * hd, hd), to.qkv + j * hd * h);
+      up.matrix(from.q.slice_rows(2 * j * hd + hd, hd), gate_rows + j * hd * h);
+    }
+  } else {
+    up.matrix(from.q, to.qkv);
+  }
+  up.matrix(from.k, k_rows);
+  up.matrix(from.v, v_rows);
+  up.matrix(from.o, to.o);
+  if (c.attention_bias) {
+    auto [q_bias, gate_bias] = gated ? split_gate(from.q_bias, c.num_heads, hd) : std::pair{from.q_bias, std::vector<float>{}};
+    std::vector<float> qkv_bias = q_bias;
+    qkv_bias.insert(qkv_bias.end(), from.k_bias.begin(), from.k_bias.end());
+    qkv_bias.insert(qkv_bias.end(), from.v_bias.begin(), from.v_bias.end());
+    qkv_bias.insert(qkv_bias.end(), gate_bias.begin(), gate_bias.end());
+    up.floats(qkv_bias, to.qkv_bias);
+    up.floats(from.o_bias, to.o_bias);
+  }
+  up.floats(from.q_norm, to.q_norm);
+  up.floats(from.k_norm, to.k_norm);
+}
+
+void upload_linear_attention(const model_config& c, const linear_attention_weights& from,
+                             const gpu_linear_attention& to, uploader& up) {
+  const bf16* at = to.in_proj;
+  for (const weight_view* part : {&from.in_qkv, &from.in_z, &from.in_b, &from.in_a}) {
+    up.matrix(*part, at);
+    at += part->rows * c.hidden_size;
+  }
+  up.matrix(from.out, to.out);
+  up.floats(from.conv, to.conv);
+  up.floats(from.neg_decay_rate, to.neg_decay_rate);
+  up.floats(from.dt_bias, to.dt_bias);
+  up.floats(from.norm, to.norm);
+}
+
+void upload_mlp(const mlp_weights& from, const gpu_mlp& to, uploader& up) {
+  up.matrix(from.gate, to.gate);
+  up.matrix(from.up, to.up);
+  up.matrix(from.down, to.down);
+}
+
 void upload_layer(const model_config& c, const layer_weights& from, const gpu_layer_weights& to, uploader& up) {
   const int64_t h = c.hidden_size, inter = c.moe_intermediate_size;
-  const bf16* k_rows = to.qkv + from.attn.q.rows * h;
-  up.matrix(from.attn.q, to.qkv);
-  up.matrix(from.attn.k, k_rows);
-  up.matrix(from.attn.v, k_rows + from.attn.k.rows * h);
-  up.matrix(from.attn.o, to.o);
-  if (c.attention_bias) {
-    std::vector<float> qkv_bias = from.attn.q_bias;
-    qkv_bias.insert(qkv_bias.end(), from.attn.k_bias.begin(), from.attn.k_bias.end());
-    qkv_bias.insert(qkv_bias.end(), from.attn.v_bias.begin(), from.attn.v_bias.end());
-    up.floats(qkv_bias, to.qkv_bias);
-    up.floats(from.attn.o_bias, to.o_bias);
-  }
-  up.floats(from.attn.q_norm, to.q_norm);
-  up.floats(from.attn.k_norm, to.k_norm);
+  if (to.linear) upload_linear_attention(c, from.linear, to.linear_attn, up);
+  else upload_attention(c, from.attn, to, up);
   up.floats(from.input_norm, to.input_norm);
   up.floats(from.post_attention_norm, to.post_attention_norm);
   if (to.moe) {
@@ -128,10 +199,12 @@ void upload_layer(const model_config& c, const layer_weights& from, const gpu_la
       up.matrix(from.experts[e].up, w13 + inter * h);
       up.matrix(from.experts[e].down, to.w2 + int64_t(e) * h * inter);
     }
+    if (to.shared_expert_gate != nullptr) {
+      upload_mlp(from.shared_expert, to.shared_expert, up);
+      up.matrix(from.shared_expert_gate, to.shared_expert_gate);
+    }
   } else {
-    up.matrix(from.mlp.gate, to.gate);
-    up.matrix(from.mlp.up, to.up);
-    up.matrix(from.mlp.down, to.down);
+    upload_mlp(from.mlp, to.mlp, up);
   }
 }
 
@@ -153,43 +226,61 @@ status upload(const std::filesystem::path& dir, const gpu_weights& w) {
   return ok();
 }
 
-// As make_dummy_weights: matrices uniform in +-1/sqrt(in_features), norms 1, biases 0.
+// As make_dummy_weights: matrices uniform in +-1/sqrt(in_features), norms 1, biases 0, a
+// Gated DeltaNet layer's decay rate -1 and its conv the mean of its window.
 void fill_dummy(const gpu_weights& w) {
   const model_config& c = w.config;
   uint64_t seed = 1;
   auto matrix = [&](const bf16* to, int64_t rows, int64_t cols) {
     cuda::fill_uniform(const_cast<bf16*>(to), rows * cols, 1.0f / std::sqrt(float(cols)), seed++ * 0x2545f4914f6cdd1dull, nullptr);
   };
-  auto ones = [&](const float* to, int64_t n) {
-    const std::vector<float> v(size_t(n), 1.0f);
+  auto constant = [&](const float* to, int64_t n, float value) {
+    const std::vector<float> v(size_t(n), value);
     TROUPE_CUDA_CHECK(cudaMemcpy(const_cast<float*>(to), v.data(), v.size() * sizeof(float), cudaMemcpyHostToDevice));
   };
-  const int64_t h = c.hidden_size, q_dim = int64_t(c.num_heads) * c.head_dim,
-                kv_dim = int64_t(c.num_kv_heads) * c.head_dim, inter = c.moe_intermediate_size;
+  auto mlp = [&](const gpu_mlp& m, int64_t width) {
+    matrix(m.gate, width, c.hidden_size);
+    matrix(m.up, width, c.hidden_size);
+    matrix(m.down, c.hidden_size, width);
+  };
+  const int64_t h = c.hidden_size, q_dim = int64_t(c.num_heads) * c.head_dim, inter = c.moe_intermediate_size,
+                value_heads = c.linear_num_value_heads;
   matrix(w.embed, c.vocab_size, h);
   if (!c.tie_word_embeddings) matrix(w.lm_head, c.vocab_size, h);
-  ones(w.final_norm, h);
+  constant(w.final_norm, h, 1.0f);
   progress shown("troupe: random weights on the GPU, layer", c.num_layers);
   for (int i = 0; i < c.num_layers; ++i) {
     const gpu_layer_weights& l = w.layers[size_t(i)];
-    matrix(l.qkv, q_dim + 2 * kv_dim, h);
-    matrix(l.o, h, q_dim);
-    if (l.qkv_bias != nullptr) {
-      TROUPE_CUDA_CHECK(cudaMemset(const_cast<float*>(l.qkv_bias), 0, size_t(q_dim + 2 * kv_dim) * sizeof(float)));
-      TROUPE_CUDA_CHECK(cudaMemset(const_cast<float*>(l.o_bias), 0, size_t(h) * sizeof(float)));
+    if (l.linear) {
+      const gpu_linear_attention& a = l.linear_attn;
+      matrix(a.in_proj, linear_in_width(c), h);
+      matrix(a.out, h, value_heads * c.linear_value_head_dim);
+      constant(a.conv, int64_t(c.linear_conv_dim()) * c.linear_conv_kernel_dim, 1.0f / float(c.linear_conv_kernel_dim));
+      constant(a.neg_decay_rate, value_heads, -1.0f);
+      constant(a.dt_bias, value_heads, 0.0f);
+      constant(a.norm, c.linear_value_head_dim, 1.0f);
+    } else {
+      matrix(l.qkv, qkv_width(c), h);
+      matrix(l.o, h, q_dim);
+      if (l.qkv_bias != nullptr) {
+        constant(l.qkv_bias, qkv_width(c), 0.0f);
+        constant(l.o_bias, h, 0.0f);
+      }
+      constant(l.q_norm, c.head_dim, 1.0f);
+      constant(l.k_norm, c.head_dim, 1.0f);
     }
-    ones(l.q_norm, c.head_dim);
-    ones(l.k_norm, c.head_dim);
-    ones(l.input_norm, h);
-    ones(l.post_attention_norm, h);
+    constant(l.input_norm, h, 1.0f);
+    constant(l.post_attention_norm, h, 1.0f);
     if (l.moe) {
       matrix(l.router, c.num_experts, h);
       matrix(l.w13, int64_t(c.num_experts) * 2 * inter, h);
       matrix(l.w2, int64_t(c.num_experts) * h, inter);
+      if (l.shared_expert_gate != nullptr) {
+        mlp(l.shared_expert, c.shared_expert_intermediate_size);
+        matrix(l.shared_expert_gate, 1, h);
+      }
     } else {
-      matrix(l.gate, c.intermediate_size, h);
-      matrix(l.up, c.intermediate_size, h);
-      matrix(l.down, h, c.intermediate_size);
+      mlp(l.mlp, c.intermediate_size);
     }
     TROUPE_CUDA_CHECK(cudaDeviceSynchronize());
     shown.update(i + 1);
@@ -197,12 +288,19 @@ void fill_dummy(const gpu_weights& w) {
 }
 
 // The CUDA kernels' limits: flash attention is built for head_dim 64 and 128 (as
-// FlashAttention's common builds are), the MoE GEMMs for 16-element tiles, the router for
-// at most 32 experts a token of at most 1024 (a lane each, and 32 a lane).
+// FlashAttention's common builds are), decode attention for at most 16 query heads a KV
+// head, RoPE for rotated pairs, the MoE GEMMs for 16-element tiles, the router for at most
+// 32 experts a token of at most 1024 (a lane each, and 32 a lane), the Gated DeltaNet's
+// conv for windows of at most 8 and its delta rule for key heads of at most 256 dims that
+// value heads share evenly.
 status check_gpu_shape(const model_config& c, const std::filesystem::path& dir) {
   std::string why;
-  if (c.arch != architecture::qwen3_moe) why = "model_type " + c.model_type + " (its linear-attention kernels are not written yet)";
-  else if (c.head_dim != 64 && c.head_dim != 128) why = "head_dim " + std::to_string(c.head_dim) + " (64 or 128 are built)";
+  if (c.head_dim != 64 && c.head_dim != 128) why = "head_dim " + std::to_string(c.head_dim) + " (64 or 128 are built)";
+  else if (c.num_heads % c.num_kv_heads != 0 || c.num_heads / c.num_kv_heads > 16)
+    why = std::to_string(c.num_heads) + " query heads over " + std::to_string(c.num_kv_heads) +
+          " KV heads (at most 16 a KV head, evenly, are built)";
+  else if (c.rotary_dim % 2 != 0)
+    why = "a rotary_dim of " + std::to_string(c.rotary_dim) + " (head_dim times partial_rotary_factor; even ones are built)";
   else if (c.hidden_size % 16 != 0) why = "hidden_size " + std::to_string(c.hidden_size) + " (a multiple of 16 is needed)";
   else if (c.num_experts > 0 && c.moe_intermediate_size % 16 != 0)
     why = "moe_intermediate_size " + std::to_string(c.moe_intermediate_size) + " (a multiple of 16 is needed)";
@@ -210,11 +308,27 @@ status check_gpu_shape(const model_config& c, const std::filesystem::path& dir) 
     why = "num_experts_per_tok " + std::to_string(c.num_experts_per_tok) + " (at most 32 are built)";
   else if (c.num_experts > 1024)
     why = "num_experts " + std::to_string(c.num_experts) + " (at most 1024 are built)";
+  else if (c.has_linear_layers() && (c.linear_conv_kernel_dim < 1 || c.linear_conv_kernel_dim > cuda::conv_max_kernel))
+    why = "linear_conv_kernel_dim " + std::to_string(c.linear_conv_kernel_dim) + " (1 to 8 are built)";
+  else if (c.has_linear_layers() && c.linear_key_head_dim > cuda::delta_rule_max_key_dim)
+    why = "linear_key_head_dim " + std::to_string(c.linear_key_head_dim) + " (at most 256 are built)";
+  else if (c.has_linear_layers() && c.linear_num_value_heads % c.linear_num_key_heads != 0)
+    why = std::to_string(c.linear_num_value_heads) + " linear value heads over " +
+          std::to_string(c.linear_num_key_heads) + " key heads (a multiple is needed)";
   if (why.empty()) return ok();
   return error{(dir / "config.json").string() + ": the CUDA backend cannot run " + why + "; use --device cpu"};
 }
 
 }  // namespace
+
+int qkv_width(const model_config& c) {
+  const int q_dim = c.num_heads * c.head_dim, kv_dim = c.num_kv_heads * c.head_dim;
+  return q_dim + 2 * kv_dim + (c.arch == architecture::qwen3_5_moe ? q_dim : 0);  // the output gate's rows
+}
+
+int linear_in_width(const model_config& c) {
+  return c.linear_conv_dim() + c.linear_num_value_heads * (c.linear_value_head_dim + 2);
+}
 
 result<std::shared_ptr<const gpu_weights>> load_gpu_weights(const std::filesystem::path& dir, bool dummy) {
   auto config = load_model_config(dir);

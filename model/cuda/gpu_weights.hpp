@@ -1,8 +1,11 @@
 #pragma once
-// Every weight of a qwen3_moe model in GPU memory, bf16 (norms and biases fp32), laid out
-// for the CUDA step: q/k/v fused into one [q + 2 kv, hidden] matrix per layer, and each
-// MoE layer's experts as w13 [experts, 2 * inter, hidden] (gate rows, then up rows) and
-// w2 [experts, hidden, inter].
+// Every weight of a qwen3_moe or qwen3_5_moe model in GPU memory, bf16 (norms, biases and
+// the Gated DeltaNet's small vectors fp32), laid out for the CUDA step: q/k/v fused into
+// one [q + 2 kv, hidden] matrix per full-attention layer (qwen3_5_moe's output gate rows
+// after them: [q | k | v | gate], so output_gate reads its gate from the same row), a
+// Gated DeltaNet layer's four in-projections stacked [qkv | z | b | a], and each MoE
+// layer's experts as w13 [experts, 2 * inter, hidden] (gate rows, then up rows) and w2
+// [experts, hidden, inter].
 #include <filesystem>
 #include <memory>
 #include <vector>
@@ -15,18 +18,41 @@
 
 namespace troupe {
 
+struct gpu_mlp {
+  const __nv_bfloat16 *gate = nullptr, *up = nullptr, *down = nullptr;
+};
+
+// A Gated DeltaNet layer (linear_attention_weights on the GPU).
+struct gpu_linear_attention {
+  const __nv_bfloat16* in_proj = nullptr;  // [linear_in_width, hidden]: qkv, z, b, a
+  const __nv_bfloat16* out = nullptr;      // [hidden, value_heads * value_dim]
+  const float* conv = nullptr;             // [conv_dim, kernel]
+  const float *neg_decay_rate = nullptr, *dt_bias = nullptr;  // [value_heads]
+  const float* norm = nullptr;                                // [value_dim]
+};
+
 struct gpu_layer_weights {
+  bool linear = false;  // Gated DeltaNet (linear) or full attention (qkv ... k_norm)
   const __nv_bfloat16* qkv = nullptr;
   const float* qkv_bias = nullptr;  // null unless attention_bias
   const __nv_bfloat16* o = nullptr;
   const float* o_bias = nullptr;
   const float *q_norm = nullptr, *k_norm = nullptr;
+  gpu_linear_attention linear_attn;
   const float *input_norm = nullptr, *post_attention_norm = nullptr;
   bool moe = false;
-  const __nv_bfloat16* router = nullptr;                                    // MoE layers
-  const __nv_bfloat16 *w13 = nullptr, *w2 = nullptr;                        // MoE layers
-  const __nv_bfloat16 *gate = nullptr, *up = nullptr, *down = nullptr;    // dense layers
+  const __nv_bfloat16* router = nullptr;              // MoE layers
+  const __nv_bfloat16 *w13 = nullptr, *w2 = nullptr;  // MoE layers
+  gpu_mlp mlp;                                        // dense layers
+  gpu_mlp shared_expert;                              // qwen3_5_moe's MoE layers, with
+  const __nv_bfloat16* shared_expert_gate = nullptr;  // [1, hidden]
 };
+
+// Columns of a full-attention layer's fused qkv row, the output gate's included.
+int qkv_width(const model_config& c);
+// Columns of a Gated DeltaNet layer's stacked in-projection row: the conv's channels, z,
+// then b and a (value_heads each).
+int linear_in_width(const model_config& c);
 
 struct gpu_weights {
   model_config config;

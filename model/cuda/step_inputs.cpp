@@ -34,6 +34,7 @@ step_inputs::step_inputs(const step_capacity& c) : capacity_(c) {
     seq_lens = k.take<int>(s);
     query_starts = k.take<int>(s + 1);
     positions_start = k.take<int>(s);
+    state_slots = k.take<int>(s);
     logit_rows = k.take<int>(s);
     top_k = k.take<int>(s);
     top_logprobs = k.take<int>(s);
@@ -81,6 +82,7 @@ status step_inputs::fill(const forward_batch& batch, const std::vector<sample_re
       slots.host[s] = -1;
       seq_lens.host[s] = 1;
       positions_start.host[s] = 0;
+      state_slots.host[s] = -1;
       query_starts.host[s + 1] = s + 1;
       table[0] = 0;
       continue;
@@ -96,6 +98,7 @@ status step_inputs::fill(const forward_batch& batch, const std::vector<sample_re
     }
     seq_lens.host[s] = span.start + span.tokens;
     positions_start.host[s] = span.start;
+    state_slots.host[s] = span.state_slot;
     query_starts.host[s + 1] = span.first_token + span.tokens;
     if (sampling && span.logits == logits_rows::last) logit_rows.host[sampled++] = span.first_token + span.tokens - 1;
   }

@@ -35,7 +35,7 @@ class step_inputs {
   step_inputs& operator=(const step_inputs&) = delete;
 
   // Fills the arrays for `batch`, padded to `pad_to` single-token sequences when larger
-  // (a decode graph's bucket: padding rows write no KV and sample greedily). Penalty
+  // (a decode graph's bucket: padding rows write no KV nor state and sample greedily). Penalty
   // histories beyond history_entries fail the step with a clear error. Without `sampling`
   // (a pipeline stage before the last) the sequences' logits rows are not this stage's:
   // `samples` is empty and the sampling arrays are left alone.
@@ -47,8 +47,10 @@ class step_inputs {
 
   // Per token [max_tokens].
   mirrored<int> token_ids, positions, slots;
-  // Per sequence [max_seqs] (query_starts and history_offsets [max_seqs + 1]).
-  mirrored<int> seq_lens, query_starts, positions_start;
+  // Per sequence [max_seqs] (query_starts and history_offsets [max_seqs + 1]); state_slots:
+  // its recurrent state in the linear-attention layers' pools (-1 for padding, and for every
+  // sequence of a model without such layers).
+  mirrored<int> seq_lens, query_starts, positions_start, state_slots;
   // Block tables [max_seqs, max_blocks_per_seq].
   mirrored<int> block_tables;
   // Per sampled row [max_seqs]: which token's hidden state it reads, and its parameters.

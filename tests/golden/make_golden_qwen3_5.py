@@ -13,6 +13,13 @@ Both mix Gated DeltaNet (linear_attention) and gated full-attention layers, use 
 rotary, GQA, several linear heads with key and value head dims that differ, a shared
 expert, and carry fake mtp.* tensors as real checkpoints do (transformers ignores them).
 
+Two more in the CUDA kernels' shapes (head_dim 64 and 128, sizes multiples of 16) for
+tests/model/test_gpu_parity.cpp, one of each layout: gpu_qwen3_5_hd64_sharded and
+gpu_qwen3_5_hd128_tied. Their prompts are drawn, as make_golden.py's gpu_* cases are,
+until the router has no near-tie through the prompt and 12 greedy tokens; their routers
+are shaped so that such a draw is likely (top-1 of 8 with large logits, top-2 of 4 with
+small ones: every MoE layer of every position must be clear of a tie).
+
 Each case directory gets the checkpoint plus golden.json (prompt, top-5 log-probs at every
 prompt position, 24 greedy KV-cache decode steps with their top-5 and margins, router
 margins) and tensors.txt, as tests/golden/make_golden.py writes them. The reference runs
@@ -39,7 +46,8 @@ import traceback  # noqa: E402
 import torch  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from make_golden import N_GREEDY, fmt, read_tensors, router_margins, topk_logprobs  # noqa: E402
+from make_golden import (N_GREEDY, ROUTER_CLEAN, fmt, read_tensors, router_margins,  # noqa: E402
+                         routes_cleanly, topk_logprobs)
 
 LIN, FULL = "linear_attention", "full_attention"
 PREFILL_CHUNK = 32  # what our parity test feeds per step; recorded as a transformers check too
@@ -82,6 +90,53 @@ CASES = [
             linear_key_head_dim=8, linear_value_head_dim=12, linear_conv_kernel_dim=3,
             num_experts=16, num_experts_per_tok=4,
             moe_intermediate_size=24, shared_expert_intermediate_size=40,
+            tie_word_embeddings=True,
+        ),
+    ),
+]
+
+CASES += [
+    dict(
+        name="gpu_qwen3_5_hd64_sharded",
+        kind="full",
+        seed=9101,
+        prompt_len=34,
+        clean_greedy=12,
+        router_var=16.0,
+        max_shard_size="600KB",
+        rope=dict(rope_type="default", rope_theta=10000000.0, partial_rotary_factor=0.25,
+                  mrope_section=[4, 2, 2], mrope_interleaved=True),
+        text=dict(
+            vocab_size=384, hidden_size=128, num_hidden_layers=4,
+            layer_types=[LIN, LIN, LIN, FULL],
+            num_attention_heads=4, num_key_value_heads=2, head_dim=64,
+            linear_num_key_heads=2, linear_num_value_heads=4,
+            linear_key_head_dim=32, linear_value_head_dim=48, linear_conv_kernel_dim=4,
+            num_experts=8, num_experts_per_tok=1,
+            moe_intermediate_size=64, shared_expert_intermediate_size=96,
+            tie_word_embeddings=False,
+        ),
+        vision=dict(depth=1, hidden_size=32, intermediate_size=64, num_heads=2,
+                    patch_size=4, temporal_patch_size=2, spatial_merge_size=2,
+                    out_hidden_size=128, num_position_embeddings=16),
+    ),
+    dict(
+        name="gpu_qwen3_5_hd128_tied",
+        kind="text",
+        seed=9102,
+        prompt_len=34,
+        clean_greedy=12,
+        router_var=1.0,
+        max_shard_size=None,
+        rope=dict(rope_type="default", rope_theta=1000000.0, partial_rotary_factor=0.5),
+        text=dict(
+            vocab_size=320, hidden_size=128, num_hidden_layers=3,
+            layer_types=[LIN, FULL, LIN],
+            num_attention_heads=4, num_key_value_heads=1, head_dim=128,
+            linear_num_key_heads=2, linear_num_value_heads=4,
+            linear_key_head_dim=32, linear_value_head_dim=32, linear_conv_kernel_dim=3,
+            num_experts=4, num_experts_per_tok=2,
+            moe_intermediate_size=32, shared_expert_intermediate_size=48,
             tie_word_embeddings=True,
         ),
     ),
@@ -141,9 +196,10 @@ def text_model(model):
     return inner.language_model if hasattr(inner, "language_model") else inner
 
 
-def randomize(model, tcfg, seed):
+def randomize(model, tcfg, seed, router_var=4.0):
     """Overwrite every parameter with seeded values that give decisive outputs and keep
-    every feature observable. Second argument of N(.,.) below is the variance."""
+    every feature observable. Second argument of N(.,.) below is the variance; the
+    router's is router_var / hidden."""
     g = torch.Generator().manual_seed(seed)
     hidden = tcfg.hidden_size
     notes = []
@@ -186,7 +242,7 @@ def randomize(model, tcfg, seed):
                 val = normal(shape, 9.0 / hidden)
             elif name.endswith("mlp.gate.weight"):
                 # Router: large logits so top-k choices are far from ties.
-                val = normal(shape, 4.0 / hidden)
+                val = normal(shape, router_var / hidden)
             elif p.dim() == 3:
                 # Fused experts: gate_up_proj [E, 2I, H], down_proj [E, H, I].
                 val = normal(shape, 1.0 / shape[-1])
@@ -346,7 +402,7 @@ def run_case(case, out_root):
     torch.manual_seed(case["seed"])
     cfg, tcfg = make_config(case)
     model = model_class(case)(cfg).to(torch.float32).eval()
-    notes = randomize(model, tcfg, case["seed"])
+    notes = randomize(model, tcfg, case["seed"], case.get("router_var", 4.0))
     for n in notes:
         print("  note:", n, flush=True)
 
@@ -407,9 +463,19 @@ def run_case(case, out_root):
 
     vocab = rcfg.vocab_size
     g = torch.Generator().manual_seed(case["seed"] + 7)
-    prompt = [int(t) for t in torch.randint(0, vocab - 8, (case["prompt_len"],), generator=g)]
-    ids = torch.tensor([prompt], dtype=torch.long)
     margins_of = text_router_margins(layers, rcfg.num_experts_per_tok)
+    clean = case.get("clean_greedy")
+    for attempt in range(20000 if clean else 1):
+        prompt = [int(t) for t in torch.randint(0, vocab - 8, (case["prompt_len"],), generator=g)]
+        if not clean or routes_cleanly(ref, margins_of, prompt, clean):
+            break
+    else:
+        raise RuntimeError(f"{name}: no prompt routes without near-ties")
+    margins_of.clear()
+    if clean:
+        notes.append(f"prompt {attempt + 1} of those drawn routes without near-ties "
+                     f"(router margin >= {ROUTER_CLEAN}) through {clean} greedy tokens")
+    ids = torch.tensor([prompt], dtype=torch.long)
 
     with torch.no_grad():
         # One forward over the whole prompt (no cache) for per-position top-5.

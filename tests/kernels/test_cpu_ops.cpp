@@ -18,6 +18,7 @@
 #include "kernels/cpu/paged_attention.hpp"
 #include "kernels/cpu/rms_norm.hpp"
 #include "kernels/cpu/rope.hpp"
+#include "kernels/cpu/shared_expert_add.hpp"
 #include "kernels/cpu/swiglu.hpp"
 #include "tests/support/random.hpp"
 
@@ -415,6 +416,19 @@ BOOST_AUTO_TEST_CASE(swiglu_and_log_softmax_match_reference) {
   for (float v : x) total += std::exp(double(v));
   for (size_t i = 0; i < x.size(); i += 997)
     BOOST_TEST(lp[i] == x[i] - std::log(total), boost::test_tools::tolerance(1e-4));
+}
+
+BOOST_AUTO_TEST_CASE(shared_expert_add_matches_reference) {
+  for (auto [tokens, width] : {std::pair{1, 7}, std::pair{5, 2048}}) {
+    auto out = test::random_floats(size_t(tokens) * width, 90, 2.0f);
+    const auto expert = test::random_floats(out.size(), 91, 2.0f), gate = test::random_floats(size_t(tokens), 92, 4.0f);
+    std::vector<double> ref(out.begin(), out.end());
+    for (int t = 0; t < tokens; ++t)
+      for (int i = 0; i < width; ++i)
+        ref[size_t(t) * width + i] += expert[size_t(t) * width + i] / (1.0 + std::exp(-double(gate[size_t(t)])));
+    cpu::shared_expert_add(out.data(), expert.data(), gate.data(), tokens, width);
+    BOOST_TEST(relative_error(out, ref) < 1e-6);
+  }
 }
 
 BOOST_AUTO_TEST_CASE(embedding_gathers_rows_as_f32) {

@@ -21,6 +21,7 @@
 #include "kernels/cpu/paged_attention.hpp"
 #include "kernels/cpu/rms_norm.hpp"
 #include "kernels/cpu/rope.hpp"
+#include "kernels/cpu/shared_expert_add.hpp"
 #include "kernels/cpu/swiglu.hpp"
 #include "kernels/cuda/add_bias.cuh"
 #include "kernels/cuda/check.cuh"
@@ -34,6 +35,7 @@
 #include "kernels/cuda/paged_attention.cuh"
 #include "kernels/cuda/qk_norm_rope.cuh"
 #include "kernels/cuda/rms_norm.cuh"
+#include "kernels/cuda/shared_expert_add.cuh"
 #include "kernels/cuda/swiglu.cuh"
 #include "tests/kernels/cuda_test_support.hpp"
 
@@ -581,6 +583,24 @@ BOOST_AUTO_TEST_CASE(output_gate_matches_cpu) {
     std::ostringstream name;
     name << "output_gate tokens " << tokens << " width " << width << " stride " << stride;
     expect_close(name.str(), to_f32(d_x.to_host()), ref, bf16_tolerance);
+  }
+}
+
+// The routed sum in bf16 here, in fp32 on the CPU.
+BOOST_AUTO_TEST_CASE(shared_expert_add_matches_cpu) {
+  uint32_t seed = 560;
+  for (auto [tokens, width] : {std::tuple{1, 2048}, std::tuple{37, 4096}, std::tuple{3, 7}, std::tuple{5, 1500}}) {
+    const auto out = random_bf16(size_t(tokens) * width, seed++, 2.0f);
+    const auto expert = random_bf16(size_t(tokens) * width, seed++, 2.0f);
+    const auto gate = test::random_floats(size_t(tokens), seed++, 4.0f);
+    std::vector<float> ref = out.values;
+    cpu::shared_expert_add(ref.data(), expert.values.data(), gate.data(), tokens, width);
+    device_buffer<uint16_t> d_out(out.bits), d_expert(expert.bits);
+    device_buffer<float> d_gate(gate);
+    cuda::shared_expert_add(d_out.bf16(), d_expert.bf16(), d_gate.get(), tokens, width, nullptr);
+    std::ostringstream name;
+    name << "shared_expert_add tokens " << tokens << " width " << width;
+    expect_close(name.str(), to_f32(d_out.to_host()), ref, bf16_tolerance);
   }
 }
 

@@ -20,17 +20,25 @@ inline nlohmann::json read_golden(const std::filesystem::path& dir) {
   return nlohmann::json::parse(in);
 }
 
-// The fixtures recorded for a bf16 engine (with router margins) of an architecture the CUDA
-// engine runs: qwen3_moe so far.
+// The fixtures made in the CUDA kernels' shapes for a bf16 engine (named gpu_*, with router
+// margins): qwen3_moe ones from make_golden.py, qwen3_5_moe ones from make_golden_qwen3_5.py.
 inline std::vector<std::filesystem::path> gpu_fixtures() {
   std::vector<std::filesystem::path> dirs;
   for (const auto& e : std::filesystem::directory_iterator(source_dir() / "tests/golden/fixtures")) {
-    if (!std::filesystem::exists(e.path() / "golden.json") || !read_golden(e.path()).contains("router_margin")) continue;
-    std::ifstream config(e.path() / "config.json");
-    if (nlohmann::json::parse(config).value("model_type", "") == "qwen3_moe") dirs.push_back(e.path());
+    if (!e.path().filename().string().starts_with("gpu_") || !std::filesystem::exists(e.path() / "golden.json") ||
+        !read_golden(e.path()).contains("router_margin"))
+      continue;
+    dirs.push_back(e.path());
   }
   std::sort(dirs.begin(), dirs.end());
   return dirs;
+}
+
+// Whether a fixture's model has Gated DeltaNet layers (qwen3_5_moe): its sequences need
+// recurrent-state slots.
+inline bool has_linear_layers(const nlohmann::json& golden) {
+  const auto types = golden.value("layer_types", std::vector<std::string>{});
+  return std::find(types.begin(), types.end(), "linear_attention") != types.end();
 }
 
 struct engine_parts {

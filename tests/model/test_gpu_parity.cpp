@@ -1,8 +1,10 @@
 // The CUDA step against transformers' own fp32 outputs on the golden fixtures made in the
-// CUDA kernels' shapes (the CPU path is held to them too, in test_golden_parity), through
-// the step_runner interface the stage actor drives: prompt positions decoded one token at
-// a time (the decode graphs), the whole prompt as one prefill (flash attention), then
-// greedy decoding, alone and with a prompt prefilled in the same steps.
+// CUDA kernels' shapes, qwen3_moe and qwen3_5_moe (the CPU path is held to them too, in
+// test_golden_parity), through the step_runner interface the stage actor drives: prompt
+// positions decoded one token at a time (the decode graphs), the whole prompt as one
+// prefill (flash attention) or in pieces (a qwen3_5_moe sequence's conv and delta-rule
+// state carried between them), then greedy decoding, alone and with a prompt prefilled in
+// the same steps.
 #define BOOST_TEST_MODULE gpu_parity
 #include <boost/test/unit_test.hpp>
 
@@ -40,7 +42,8 @@ size_t comparable_positions(const json& g) {
   return n;
 }
 
-// One sequence fed to a runner step by step, asking for the top-5 log-probs each time.
+// One sequence fed to a runner step by step, asking for the top-5 log-probs each time; its
+// recurrent state (qwen3_5_moe) in slot 0.
 class sequence_driver {
  public:
   sequence_driver(step_runner& runner, int capacity) : runner_(runner) {
@@ -48,7 +51,7 @@ class sequence_driver {
   }
 
   sampled_token step(const std::vector<int>& tokens) {
-    forward_batch batch{tokens, {{0, int(tokens.size()), position_, table_, logits_rows::last}}};
+    forward_batch batch{tokens, {{0, int(tokens.size()), position_, table_, logits_rows::last, 0}}};
     sampling_params greedy;
     greedy.temperature = 0.0f;
     greedy.top_logprobs = 5;
@@ -101,12 +104,41 @@ struct gpu_fixture {
 
 }  // namespace
 
-BOOST_AUTO_TEST_CASE(gpu_shaped_fixtures_exist) { BOOST_TEST(test::gpu_fixtures().size() >= 2); }
+// Two of each architecture: make_golden.py's gpu_* cases and make_golden_qwen3_5.py's.
+BOOST_AUTO_TEST_CASE(gpu_shaped_fixtures_exist) {
+  const auto dirs = test::gpu_fixtures();
+  const auto hybrid = std::count_if(dirs.begin(), dirs.end(),
+                                    [](const fs::path& d) { return test::has_linear_layers(test::read_golden(d)); });
+  BOOST_TEST(dirs.size() - size_t(hybrid) >= 2u);
+  BOOST_TEST(hybrid >= 2);
+}
 
 BOOST_AUTO_TEST_CASE(a_shape_the_kernels_lack_is_refused_clearly) {
-  auto w = load_gpu_weights(test::source_dir() / "tests/golden/fixtures/gqa_sharded", false);
+  const fs::path fixtures = test::source_dir() / "tests/golden/fixtures";
+  for (const auto& [name, why] : {std::pair{"gqa_sharded", "cannot run head_dim 32"},
+                                  std::pair{"qwen3_5_moe_full_sharded", "cannot run head_dim 32"},
+                                  std::pair{"qwen3_5_moe_text_tied", "cannot run head_dim 16"}}) {
+    auto w = load_gpu_weights(fixtures / name, false);
+    BOOST_REQUIRE(!w);
+    BOOST_TEST(w.err().message.find(why) != std::string::npos, w.err().message);
+  }
+}
+
+// Qwen3.5-35B-A3B's full-attention heads have 256 dims, which no attention kernel here is
+// built for: refused before any weight is read.
+BOOST_AUTO_TEST_CASE(a_qwen3_5_model_of_head_dim_256_is_refused_clearly) {
+  const fs::path dir = fs::temp_directory_path() / "troupe_gpu_parity_hd256";
+  fs::create_directories(dir);
+  std::ifstream in(test::source_dir() / "tests/golden/fixtures/qwen3_5_moe_text_tied/config.json");
+  json config = json::parse(in);
+  config["head_dim"] = 256;
+  config["hidden_size"] = 2048;
+  std::ofstream(dir / "config.json") << config.dump();
+  auto w = load_gpu_weights(dir, false);
+  fs::remove_all(dir);
   BOOST_REQUIRE(!w);
-  BOOST_TEST(w.err().message.find("cannot run head_dim 32") != std::string::npos, w.err().message);
+  BOOST_TEST(w.err().message.find("cannot run head_dim 256 (64 or 128 are built)") != std::string::npos,
+             w.err().message);
 }
 
 BOOST_AUTO_TEST_CASE(every_prompt_position_decoded_one_token_at_a_time) {
@@ -150,40 +182,81 @@ BOOST_AUTO_TEST_CASE(prefill_then_greedy_decode_matches_transformers) {
   }
 }
 
-// A sequence's tokens do not depend on what else is in the batch beyond bf16 noise: four
-// copies of one prompt decoded side by side in one graph give the tokens it gives alone.
-BOOST_AUTO_TEST_CASE(a_batch_of_copies_decodes_like_one_sequence) {
-  gpu_fixture f(test::gpu_fixtures().front());
-  step_runner& runner = *f.runner;
-  const auto& prompt = f.prompt;
-  const int copies = 4, steps = 8, n = int(prompt.size());
-  std::vector<std::vector<int>> tables(copies);
-  forward_batch prefill;
-  std::vector<token_history> histories(copies);
-  std::vector<sample_request> samples;
-  sampling_params greedy;
-  greedy.temperature = 0.0f;
-  for (int s = 0; s < copies; ++s) {
-    for (int b = 0; b * block_size < 64; ++b) tables[size_t(s)].push_back(s * 8 + b);
-    prefill.sequences.push_back({s * n, n, 0, tables[size_t(s)], logits_rows::last});
-    prefill.token_ids.insert(prefill.token_ids.end(), prompt.begin(), prompt.end());
-    samples.push_back({greedy, &histories[size_t(s)], n});
-  }
-  auto out = runner.run(prefill, {}, samples);
-  BOOST_REQUIRE(out);
-  std::vector<std::vector<int>> produced(copies);
-  for (int step = 0; step < steps; ++step) {
-    forward_batch decode;
-    for (int s = 0; s < copies; ++s) {
-      produced[size_t(s)].push_back(out->tokens[size_t(s)].token);
-      decode.token_ids.push_back(out->tokens[size_t(s)].token);
-      decode.sequences.push_back({s, 1, n + step, tables[size_t(s)], logits_rows::last});
-      samples[size_t(s)].position = n + step + 1;
+// The prompt in pieces of 16 tokens (a qwen3_5_moe sequence carries its conv and
+// delta-rule state from piece to piece; the full-attention layers read the pieces before
+// from the KV cache), each piece's last position against transformers, then greedy
+// decoding as after one prefill.
+BOOST_AUTO_TEST_CASE(prefill_in_pieces_then_greedy_decode_matches_transformers) {
+  constexpr size_t piece = 16;
+  for (const auto& dir : test::gpu_fixtures()) {
+    gpu_fixture f(dir);
+    const json& g = f.golden;
+    const auto& prompt = f.prompt;
+    const std::string& name = f.name;
+    const auto greedy = g["greedy"].get<std::vector<int>>();
+    const size_t comparable = comparable_positions(g);
+    sequence_driver seq(*f.runner, 512);
+    sampled_token t;
+    size_t pieces = 0;
+    for (size_t from = 0; from < prompt.size(); from += piece, ++pieces) {
+      const size_t to = std::min(prompt.size(), from + piece);
+      t = seq.step({prompt.begin() + long(from), prompt.begin() + long(to)});
+      if (to <= comparable)
+        check_top5(t, g["prompt_top5_ids"][to - 1], g["prompt_top5_logprobs"][to - 1],
+                   name + " piece ending at prompt position " + std::to_string(to - 1));
     }
-    out = runner.run(decode, {}, samples);
-    BOOST_REQUIRE(out);
+    BOOST_TEST(pieces >= 2u);
+    size_t compared = 0;
+    for (size_t step = 0; step < greedy.size() && prompt.size() + step <= comparable; ++step) {
+      check_top5(t, g["greedy_top5_ids"][step], g["greedy_top5_logprobs"][step], name + " greedy step " + std::to_string(step));
+      BOOST_TEST_CONTEXT(name << " greedy step " << step) BOOST_TEST(t.token == greedy[step]);
+      ++compared;
+      t = seq.step({greedy[step]});
+    }
+    BOOST_TEST_MESSAGE(name << ": prompt in " << pieces << " pieces, " << compared << " of " << greedy.size()
+                            << " greedy tokens compared");
+    BOOST_TEST(compared >= 8);
   }
-  for (int s = 1; s < copies; ++s) BOOST_TEST(produced[size_t(s)] == produced[0]);
+}
+
+// A sequence's tokens do not depend on what else is in the batch beyond bf16 noise: four
+// copies of one prompt decoded side by side in one graph give the tokens it gives alone
+// (each copy in its own recurrent-state slot where the model has them).
+BOOST_AUTO_TEST_CASE(a_batch_of_copies_decodes_like_one_sequence) {
+  for (const auto& dir : test::gpu_fixtures()) {
+    gpu_fixture f(dir);
+    step_runner& runner = *f.runner;
+    const auto& prompt = f.prompt;
+    const int copies = 4, steps = 8, n = int(prompt.size());
+    std::vector<std::vector<int>> tables(copies);
+    forward_batch prefill;
+    std::vector<token_history> histories(copies);
+    std::vector<sample_request> samples;
+    sampling_params greedy;
+    greedy.temperature = 0.0f;
+    for (int s = 0; s < copies; ++s) {
+      for (int b = 0; b * block_size < 64; ++b) tables[size_t(s)].push_back(s * 8 + b);
+      prefill.sequences.push_back({s * n, n, 0, tables[size_t(s)], logits_rows::last, s});
+      prefill.token_ids.insert(prefill.token_ids.end(), prompt.begin(), prompt.end());
+      samples.push_back({greedy, &histories[size_t(s)], n});
+    }
+    auto out = runner.run(prefill, {}, samples);
+    BOOST_REQUIRE(out);
+    std::vector<std::vector<int>> produced(copies);
+    for (int step = 0; step < steps; ++step) {
+      forward_batch decode;
+      for (int s = 0; s < copies; ++s) {
+        produced[size_t(s)].push_back(out->tokens[size_t(s)].token);
+        decode.token_ids.push_back(out->tokens[size_t(s)].token);
+        decode.sequences.push_back({s, 1, n + step, tables[size_t(s)], logits_rows::last, s});
+        samples[size_t(s)].position = n + step + 1;
+      }
+      out = runner.run(decode, {}, samples);
+      BOOST_REQUIRE(out);
+    }
+    for (int s = 1; s < copies; ++s)
+      BOOST_TEST_CONTEXT(f.name << " copy " << s) BOOST_TEST(produced[size_t(s)] == produced[0]);
+  }
 }
 
 // Steps that decode one sequence while a prompt is prefilled beside them (serving admits a
@@ -205,16 +278,16 @@ BOOST_AUTO_TEST_CASE(decode_steps_a_prompt_joins_match_transformers) {
     greedy_top5.temperature = 0.0f;
     greedy_top5.top_logprobs = 5;
     token_history decoding_history;
-    forward_batch prefill{prompt, {{0, n, 0, decoding_table, logits_rows::last}}};
+    forward_batch prefill{prompt, {{0, n, 0, decoding_table, logits_rows::last, 0}}};
     auto out = f.runner->run(prefill, {}, {{greedy_top5, &decoding_history, n}});
     BOOST_REQUIRE(out);
     size_t compared = 0;
     for (size_t step = 0; step < greedy.size() && prompt.size() + step <= comparable; ++step) {
       const std::string where = name + " step " + std::to_string(step);
       BOOST_TEST_CONTEXT(where) BOOST_TEST(out->tokens.front().token == greedy[step]);
-      forward_batch mixed{{greedy[step]}, {{0, 1, n + int(step), decoding_table, logits_rows::last}}};
+      forward_batch mixed{{greedy[step]}, {{0, 1, n + int(step), decoding_table, logits_rows::last, 0}}};
       mixed.token_ids.insert(mixed.token_ids.end(), prompt.begin(), prompt.end());
-      mixed.sequences.push_back({1, n, 0, joining_table, logits_rows::last});
+      mixed.sequences.push_back({1, n, 0, joining_table, logits_rows::last, 1});
       token_history joining_history;
       out = f.runner->run(mixed, {},
                           {{greedy_top5, &decoding_history, n + int(step) + 1}, {greedy_top5, &joining_history, n}});
