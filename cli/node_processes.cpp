@@ -45,8 +45,10 @@ result<int> node_processes::start(const std::filesystem::path& config, const std
     sigemptyset(&none);
     pthread_sigmask(SIG_SETMASK, &none, nullptr);
     dup2(out[1], STDOUT_FILENO);
-    close(out[0]);
-    close(out[1]);
+    // Nothing else of the head's: its sockets (UCX's, CAF's) have no close-on-exec. A node
+    // started again held the head's UCX connection to another node: what the head closed
+    // stayed open to that node, and the restarted node's death reset it.
+    close_range(3, ~0U, 0);
     if (!netns_path.empty() && enter_network_namespace(netns_path.c_str()) != 0) {
       (void)!write(STDERR_FILENO, netns_failure.data(), netns_failure.size());
       _exit(126);

@@ -4,7 +4,7 @@
 // each ends with exactly the tokens of a run without the kill: none lost, none twice.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { clientOf, fixtureModel, nodesOf, startCluster, threeNodes, writeConf } from './cluster_process.mjs';
@@ -59,6 +59,18 @@ async function restarted(name, old) {
   }
 }
 
+// The sockets a process holds besides its standard streams (which a node shares with the
+// head on purpose), as 'socket:[inode]'.
+function socketsOf(pid) {
+  return readdirSync(`/proc/${pid}/fd`).filter((fd) => Number(fd) > 2).map((fd) => {
+    try {
+      return readlinkSync(`/proc/${pid}/fd/${fd}`);
+    } catch {
+      return '';  // closed meanwhile
+    }
+  }).filter((link) => link.startsWith('socket:'));
+}
+
 const prompts = Array.from({ length: 8 }, (_, i) => Array.from({ length: 6 + 5 * i }, (_, j) => (i * 29 + j * 13) % 250));
 const maxTokens = 400;
 
@@ -77,7 +89,12 @@ for (const victim of ['second', 'third']) {
     await everyStreamRuns;
     process.kill(old, 'SIGKILL');
     const faulty = await Promise.all(runs);
-    assert.notEqual(await restarted(victim, old), old);
+    const pid = await restarted(victim, old);
+    assert.notEqual(pid, old);
+    // The head forked it while holding its links to the other node: a copy kept there would
+    // keep open what the head closes, and this node's next death would reset that link.
+    const heads = new Set(socketsOf(cluster.pid));
+    assert.deepEqual(socketsOf(pid).filter((s) => heads.has(s)), [], `node ${victim} holds sockets of the head`);
     faulty.forEach((r, i) => {
       assert.equal(r.finish, 'length', `stream ${i} ended with ${r.finish}`);
       assert.deepEqual(r.ids, clean[i].ids, `stream ${i}: its tokens differ from the fault-free run's`);
