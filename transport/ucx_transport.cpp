@@ -29,13 +29,12 @@ constexpr int idle_poll_ms = 100;
 // comes within this costs no hand-off from the progress thread (two thread wake-ups).
 constexpr auto spin_time = std::chrono::microseconds(50);
 
-// How long after a link failed its sends fail at once; the next one then opens a new link.
-// Under load UCX may give up on a live peer (a keepalive timeout, a reset); a dead peer's
-// new link fails again within about this.
+// How long after a link was opened its failure fails the sends at once; the next one then
+// opens a new link. A link that had been up longer is opened again by the next send at
+// once: under load UCX may give up on a live peer (a keepalive timeout, a reset), and a
+// reply dropped meanwhile would stall its step until the step's timeout. A dead peer's new
+// link fails again within about this, so it costs one attempt a second.
 constexpr auto reconnect_after = std::chrono::seconds(1);
-
-// How long a forced close may take to cancel a send (it takes about a millisecond).
-constexpr auto close_grace = std::chrono::seconds(2);
 
 // Where a zero-byte message points: UCX wants a valid address even for no bytes.
 uint8_t no_bytes;
@@ -119,7 +118,6 @@ ucx_transport::~ucx_transport() {
 
 void ucx_transport::on_peer_error(void* p, ucp_ep_h, ucs_status_t status) {
   static_cast<peer*>(p)->failure = status;
-  static_cast<peer*>(p)->failed_at = std::chrono::steady_clock::now();
 }
 
 result<int> ucx_transport::connect(const std::vector<uint8_t>& address) {
@@ -162,6 +160,7 @@ status ucx_transport::open_link(peer& p) {
     return ucx_error("ucp_ep_create", s);
   }
   p.failure = UCS_OK;
+  p.opened_at = std::chrono::steady_clock::now();
   ucp_worker_signal(worker_.get());  // the connection's wireup needs progress
   return ok();
 }
@@ -188,9 +187,9 @@ status ucx_transport::send(int peer_id, uint64_t tag, const void* data, size_t b
   if (peer_id < 0 || size_t(peer_id) >= peers_.size()) return error{"no UCX peer " + std::to_string(peer_id)};
   peer& p = *peers_[size_t(peer_id)];
   const bool stalled = !p.endpoint && p.failure == UCS_ERR_TIMED_OUT;  // the peer may be fine
-  const bool failed_a_while_ago = p.failure != UCS_OK && p.failure != UCS_ERR_NOT_CONNECTED &&
-                                  std::chrono::steady_clock::now() - p.failed_at > reconnect_after;
-  if (stalled || failed_a_while_ago) {
+  const bool failed_after_a_while = p.failure != UCS_OK && p.failure != UCS_ERR_NOT_CONNECTED &&
+                                    std::chrono::steady_clock::now() - p.opened_at > reconnect_after;
+  if (stalled || failed_after_a_while) {
     close_link(p);
     if (auto s = open_link(p); !s) return s;
   }
@@ -329,7 +328,6 @@ void ucx_transport::close_stalled_links_locked() {
     if (op->done || now < op->deadline || !p.endpoint) continue;
     close_link(p);
     p.failure = UCS_ERR_TIMED_OUT;
-    p.failed_at = now;
   }
 }
 

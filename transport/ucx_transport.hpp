@@ -41,8 +41,9 @@ class ucx_transport final : public transport {
   // has not taken within `timeout` closes the link to it (UCX cannot cancel one send),
   // dropping what it still held; the next send opens a new one. A link that failed (the
   // peer's process died, or UCX gave up on a live one: a reset, a keepalive timeout under
-  // load) fails the sends of the next second, then a send opens a new one: a peer that is
-  // alive is reached again without anyone calling connect, a dead one fails again.
+  // load) is opened again by the next send, once it has been up a second (else that send
+  // fails, as do the others until then): a peer that is alive is reached again without
+  // anyone calling connect, a dead one fails again.
   status send(int peer, uint64_t tag, const void* data, size_t bytes, std::chrono::milliseconds timeout) override;
   // A receive that times out while its message is arriving drops that message.
   result<message> receive(uint64_t tag, uint64_t mask, std::chrono::milliseconds timeout) override;
@@ -53,7 +54,7 @@ class ucx_transport final : public transport {
     std::vector<uint8_t> address;
     ucp_ep_h endpoint = nullptr;
     ucs_status_t failure;  // set by UCX's error handler; UCS_OK while the link is up
-    std::chrono::steady_clock::time_point failed_at;  // when failure was last set
+    std::chrono::steady_clock::time_point opened_at;  // when endpoint was opened
   };
   struct operation;
   using context_ptr = std::unique_ptr<ucp_context, void (*)(ucp_context_h)>;
