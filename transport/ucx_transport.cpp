@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <iterator>
 #include <string>
 
 #include <ucp/api/ucp.h>
@@ -114,6 +115,9 @@ ucx_transport::~ucx_transport() {
   // Released to UCX, which never touches them again: the worker goes before any progress.
   for (auto& op : abandoned_) ucp_request_free(op->request);
   for (auto& op : sending_) ucp_request_free(op->request);
+  for (auto& op : retired_)
+    if (op->request) ucp_request_free(op->request);
+  if (retired_flush_) ucp_request_free(retired_flush_);
 }
 
 void ucx_transport::on_peer_error(void* p, ucp_ep_h, ucs_status_t status) {
@@ -271,8 +275,13 @@ result<transport::message> ucx_transport::receive_locked(std::unique_lock<std::m
                     static_cast<long long>(timeout.count()));
       return error{text};
     }
+    op->request = request;
+    if (op->status != UCS_OK) {
+      const error failed = ucx_error("receiving a message", op->status);
+      end_locked(std::move(op));
+      return failed;
+    }
     ucp_request_free(request);
-    if (op->status != UCS_OK) return ucx_error("receiving a message", op->status);
   }
   return message{info.sender_tag, std::move(op->bytes)};
 }
@@ -301,22 +310,60 @@ bool ucx_transport::wait_locked(std::unique_lock<std::mutex>& lock, std::chrono:
   return true;
 }
 
+namespace {
+
+// Takes the operations UCX has ended out of `ops`.
+template <class Operations>
+Operations take_done(Operations& ops) {
+  const auto first_done = std::stable_partition(ops.begin(), ops.end(), [](const auto& op) { return !op->done; });
+  Operations done(std::make_move_iterator(first_done), std::make_move_iterator(ops.end()));
+  ops.erase(first_done, ops.end());
+  return done;
+}
+
+}  // namespace
+
 void ucx_transport::progress_locked() {
   bool any = false;
   while (ucp_worker_progress(worker_.get()) != 0) any = true;
+  release_retired_locked();
   if (!any) return;
-  std::erase_if(abandoned_, [](const std::unique_ptr<operation>& op) {
-    if (op->done) ucp_request_free(op->request);
-    return op->done;
-  });
-  std::erase_if(sending_, [this](const std::unique_ptr<operation>& op) {
-    if (!op->done) return false;
-    ucp_request_free(op->request);
+  for (auto& op : take_done(abandoned_)) end_locked(std::move(op));
+  for (auto& op : take_done(sending_)) {
     peer& p = *peers_[size_t(op->peer)];
     if (op->status != UCS_OK && op->status != UCS_ERR_CANCELED && p.failure == UCS_OK) p.failure = op->status;
-    return true;
-  });
+    end_locked(std::move(op));
+  }
   progressed_.notify_all();
+}
+
+void ucx_transport::end_locked(std::unique_ptr<operation> op) {
+  if (op->status != UCS_OK) {
+    retired_.push_back(std::move(op));
+    return;
+  }
+  if (op->request) ucp_request_free(op->request);
+}
+
+void ucx_transport::release_retired_locked() {
+  const auto release_first = [this](size_t n) {
+    for (size_t i = 0; i < n; ++i)
+      if (retired_[i]->request) ucp_request_free(retired_[i]->request);
+    retired_.erase(retired_.begin(), retired_.begin() + ptrdiff_t(n));
+  };
+  if (retired_flush_) {
+    if (ucp_request_check_status(retired_flush_) == UCS_INPROGRESS) return;
+    ucp_request_free(retired_flush_);
+    retired_flush_ = nullptr;
+    release_first(flushed_retired_);
+  }
+  if (retired_.empty()) return;
+  ucp_request_param_t params{};
+  void* flush = ucp_worker_flush_nbx(worker_.get(), &params);
+  if (UCS_PTR_IS_ERR(flush)) return;  // tried again at the next progress
+  if (!flush) return release_first(retired_.size());
+  retired_flush_ = flush;
+  flushed_retired_ = retired_.size();
 }
 
 // A send whose peer has not taken its bytes by its deadline closes the link (the peer is

@@ -72,6 +72,9 @@ class ucx_transport final : public transport {
   void progress_loop();
   void progress_locked();
   void close_stalled_links_locked();
+  // Frees an operation UCX has ended: at once if it succeeded, else once it is retired.
+  void end_locked(std::unique_ptr<operation> op);
+  void release_retired_locked();
 
   context_ptr context_;
   worker_ptr worker_;
@@ -85,6 +88,15 @@ class ucx_transport final : public transport {
   std::map<std::string, int> peer_ids_;                // by address
   std::vector<std::unique_ptr<operation>> abandoned_;  // timed-out receives still in UCX's hands
   std::vector<std::unique_ptr<operation>> sending_;    // sends the peers have not taken yet
+  // Operations UCX ended with an error, a closed or failed link's cancelled ones among
+  // them. UCX's TCP transport cannot cancel what it has begun to send: the closed link's
+  // endpoint may still send from a cancelled send's bytes, receive into a cancelled
+  // receive's, and complete their requests, until UCX destroys it. A worker flush ends only
+  // after that, so these wait for a flush begun after they ended: the first
+  // `flushed_retired_` of them for `retired_flush_`.
+  std::vector<std::unique_ptr<operation>> retired_;
+  void* retired_flush_ = nullptr;
+  size_t flushed_retired_ = 0;
   bool stopping_ = false;
   std::thread progress_thread_;
 };

@@ -77,6 +77,7 @@ class child_process {
   void kill() { ::kill(pid_, SIGKILL); }
   // Stops the child as a hung process: alive, its sockets open, nothing read from them.
   void stop() { ::kill(pid_, SIGSTOP); }
+  void resume() { ::kill(pid_, SIGCONT); }
 
   // The child's wait status once it has ended, or none if it runs past `timeout`.
   std::optional<int> wait(std::chrono::milliseconds timeout) {

@@ -361,3 +361,46 @@ BOOST_AUTO_TEST_CASE(restarting_one_node_never_disturbs_the_link_between_the_oth
   BOOST_TEST(longest_ms < 2000, "an exchange between the head and node 2 waited " << longest_ms << " ms");
 }
 
+// A peer that stops reading now and then (its process stopped, as a congested link or a
+// hung node looks from here) while both ends exchange from several threads, rendezvous
+// sizes among them: sends time out, their links are closed by force with transfers in
+// flight both ways (receives too) and opened again by the next send, again and again. None
+// of it may crash, and once the peer reads again the link works.
+BOOST_AUTO_TEST_CASE(closing_stalled_links_with_transfers_in_flight_is_safe) {
+  auto head = make_endpoint();
+  node_process peer;
+  const std::vector<std::vector<uint8_t>> addresses{head->address(), peer.address};
+  std::vector<int> peers;
+  for (const auto& a : addresses) {
+    auto id = head->connect(a);
+    BOOST_REQUIRE_MESSAGE(id, test::error_text(id));
+    peers.push_back(*id);
+  }
+  const test::node_peers peer_of = [&](int node) { return peers[size_t(node)]; };
+  peer.command(peers_command(1, addresses));
+
+  std::atomic<bool> stop = false;
+  std::thread server([&] { test::serve_requests(*head, peer_of, stop, [](const std::string&) {}); });
+  std::vector<std::thread> senders;
+  for (uint16_t thread = 0; thread < 3; ++thread)
+    senders.emplace_back([&, thread] {
+      for (uint64_t sequence = uint64_t(thread) << 32; !stop; ++sequence)
+        (void)test::exchange(*head, peer_of(1), 0, sequence, sequence % 2 ? 65536 : size_t{1} << 20, 300ms);
+    });
+  peer.command("drive 0");
+  std::this_thread::sleep_for(300ms);
+  node_process bystander;
+  for (int round = 0; round < 10; ++round) {
+    peer.child->stop();
+    std::this_thread::sleep_for(1s);
+    peer.child->resume();
+    std::this_thread::sleep_for(300ms);
+  }
+  stop = true;
+  for (auto& s : senders) s.join();
+  server.join();
+
+  std::this_thread::sleep_for(1500ms);  // past the wait after a failed link
+  const status s = test::exchange(*head, peer_of(1), 0, uint64_t{1} << 40 >> 1, 4096, patience);
+  BOOST_TEST(s.ok(), "the link did not come back: " << test::error_text(s));
+}
