@@ -235,7 +235,7 @@ static void launch(const __nv_bfloat16* q, int heads, int kv_heads,
 void flash_attention(const __nv_bfloat16* q, int heads, int kv_heads, int head_dim,
                      const flash_attention_batch& batch, __nv_bfloat16* out, cudaStream_t stream) {
   TROUPE_CHECK(kv_heads > 0 && heads > 0 && heads % kv_heads == 0, "heads must be a multiple of kv_heads");
-  TROUPE_CHECK(head_dim == 64 || head_dim == 128, "head_dim must be 64 or 128");
+  TROUPE_CHECK(head_dim == 64 || head_dim == 128 || head_dim == 256, "head_dim must be 64, 128 or 256");
   TROUPE_CHECK(batch.block_size > 0 && batch.max_blocks > 0, "bad KV layout");
   TROUPE_CHECK(batch.seqs >= 0 && batch.seqs <= 65535, "seqs out of range");
   TROUPE_CHECK(batch.max_query_len >= 0 && batch.max_query_len <= 65535 * tile_rows,
@@ -246,8 +246,10 @@ void flash_attention(const __nv_bfloat16* q, int heads, int kv_heads, int head_d
   if (batch.seqs == 0 || batch.max_query_len == 0) return;
   if (head_dim == 64)
     launch<64>(q, heads, kv_heads, batch, out, stream);
-  else
+  else if (head_dim == 128)
     launch<128>(q, heads, kv_heads, batch, out, stream);
+  else  // Qwen3.5-35B-A3B's full-attention layers; a block an SM (169 KB of tiles)
+    launch<256>(q, heads, kv_heads, batch, out, stream);
 }
 
 }  // namespace troupe::cuda

@@ -23,7 +23,7 @@ struct flash_attention_batch {
 };
 
 // Prefill attention (FlashAttention-2): causal, grouped-query (heads a multiple of
-// kv_heads), scale 1/sqrt(head_dim), head_dim 64 or 128. q and out: [tokens, heads,
+// kv_heads), scale 1/sqrt(head_dim), head_dim 64, 128 or 256. q and out: [tokens, heads,
 // head_dim], every sequence's new tokens concatenated; the query at position p sees its
 // sequence's positions 0..p. bf16 tensor-core products with fp32 scores, softmax and
 // accumulation; the score matrix is never stored. q, out and the pools 16-byte aligned.

@@ -675,15 +675,17 @@ template <class F>
 static void with_shape(int head_dim, int group, F&& f) {
   if (head_dim == 64)
     group > 8 ? f(shape<64, true>{}) : f(shape<64, false>{});
-  else
+  else if (head_dim == 128)
     group > 8 ? f(shape<128, true>{}) : f(shape<128, false>{});
+  else
+    group > 8 ? f(shape<256, true>{}) : f(shape<256, false>{});
 }
 
 static void check_attention(const __nv_bfloat16* q, int q_stride, int seqs, int heads, int kv_heads, int head_dim,
                             const paged_kv_batch& kv) {
   TROUPE_CHECK(seqs >= 0 && kv_heads > 0 && heads % kv_heads == 0, "heads must be a multiple of kv_heads");
   TROUPE_CHECK(heads / kv_heads <= max_group, "at most 16 query heads per KV head");
-  TROUPE_CHECK(head_dim == 64 || head_dim == 128, "head_dim must be 64 or 128");
+  TROUPE_CHECK(head_dim == 64 || head_dim == 128 || head_dim == 256, "head_dim must be 64, 128 or 256");
   TROUPE_CHECK(q_stride >= heads * head_dim && q_stride % 8 == 0, "query rows overlap or are unaligned");
   TROUPE_CHECK(kv.block_size > 0 && kv.max_blocks > 0 && kv.max_seq_len > 0, "bad KV layout");
   TROUPE_CHECK(int64_t(kv.max_blocks) * kv.block_size >= kv.max_seq_len, "block table too short");

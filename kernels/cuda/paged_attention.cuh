@@ -37,7 +37,8 @@ size_t paged_attention_workspace_floats(int seqs, int heads, int kv_heads, int h
 // 2048, for at most 16 pairs) takes one launch instead: the splits of a pair are the warps
 // of one thread block cluster, merged in its shared memory, and the workspace is unused. bf16 products with fp32
 // accumulation, scores and sums (the probabilities enter P V in bf16, as in
-// FlashAttention); head_dim 64 or 128. Same contract as cpu::paged_attention with
+// FlashAttention); head_dim 64, 128 or 256 (which spills registers: it is built for
+// Qwen3.5-35B-A3B's ten full-attention layers). Same contract as cpu::paged_attention with
 // tokens = 1, start = seq_lens[s] - 1.
 void paged_attention(const __nv_bfloat16* q, int q_stride, int seqs, int heads, int kv_heads, int head_dim,
                      const paged_kv_batch& kv, float* workspace, __nv_bfloat16* out,

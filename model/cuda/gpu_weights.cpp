@@ -287,7 +287,7 @@ void fill_dummy(const gpu_weights& w) {
   }
 }
 
-// The CUDA kernels' limits: flash attention is built for head_dim 64 and 128 (as
+// The CUDA kernels' limits: attention is built for head_dim 64, 128 and 256 (as
 // FlashAttention's common builds are), decode attention for at most 16 query heads a KV
 // head, RoPE for rotated pairs, the MoE GEMMs for 16-element tiles, the router for at most
 // 32 experts a token of at most 1024 (a lane each, and 32 a lane), the Gated DeltaNet's
@@ -295,7 +295,8 @@ void fill_dummy(const gpu_weights& w) {
 // value heads share evenly.
 status check_gpu_shape(const model_config& c, const std::filesystem::path& dir) {
   std::string why;
-  if (c.head_dim != 64 && c.head_dim != 128) why = "head_dim " + std::to_string(c.head_dim) + " (64 or 128 are built)";
+  if (c.head_dim != 64 && c.head_dim != 128 && c.head_dim != 256)
+    why = "head_dim " + std::to_string(c.head_dim) + " (64, 128 or 256 are built)";
   else if (c.num_heads % c.num_kv_heads != 0 || c.num_heads / c.num_kv_heads > 16)
     why = std::to_string(c.num_heads) + " query heads over " + std::to_string(c.num_kv_heads) +
           " KV heads (at most 16 a KV head, evenly, are built)";

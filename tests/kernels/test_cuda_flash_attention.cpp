@@ -30,7 +30,8 @@ BOOST_AUTO_TEST_CASE(flash_attention_matches_cpu) {
   uint32_t seed = 500;
   for (const auto& [heads, kv_heads, hd, block_size, seqs] :
        {shape{32, 4, 128, 32, {{1000, 0}}}, shape{8, 8, 64, 7, {{1, 0}, {77, 35}, {130, 300}}},
-        shape{6, 2, 128, 16, {{64, 5}}}, shape{4, 1, 64, 128, {{200, 0}, {3, 61}}}}) {
+        shape{6, 2, 128, 16, {{64, 5}}}, shape{4, 1, 64, 128, {{200, 0}, {3, 61}}},
+        shape{16, 2, 256, 16, {{600, 0}, {33, 100}}}}) {
     const int count = int(seqs.size()), row = kv_heads * hd;
     std::vector<int> query_starts{0}, starts, lens;
     int max_query_len = 0, used_blocks = 0;

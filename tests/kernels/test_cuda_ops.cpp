@@ -190,6 +190,13 @@ BOOST_AUTO_TEST_CASE(paged_attention_matches_cpu) {
   std::vector<int> many(32);
   for (size_t s = 0; s < many.size(); ++s) many[s] = 1 + int(s * 37 % 600);
   shapes.push_back({32, 4, 128, 16, many});
+  // head_dim 256 (Qwen3.5-35B-A3B: 16/2 heads): the cluster kernel, a group above 8, and
+  // 80 sequences (160 pairs) for the split kernels.
+  shapes.push_back({16, 2, 256, 16, {1, 17, 300, 1000}});
+  shapes.push_back({32, 2, 256, 16, {513, 100}});
+  std::vector<int> eighty(80);
+  for (size_t s = 0; s < eighty.size(); ++s) eighty[s] = 1 + int(s * 53 % 700);
+  shapes.push_back({16, 2, 256, 16, eighty});
   uint32_t seed = 200;
   for (const auto& [heads, kv_heads, hd, block_size, lens] : shapes) {
     const int seqs = int(lens.size()), row = kv_heads * hd;
@@ -258,7 +265,7 @@ BOOST_AUTO_TEST_CASE(paged_attention_matches_cpu) {
 // group above 8 (48/4, 16/1), block size 7, 16 pairs, and a decode graph's padding row
 // (slot -1: writes nothing; its output is not compared). The fallback (qk_norm_rope, then
 // paged_attention's split kernels): 4097 positions, and 32 sequences with a padding row.
-// Partial rotary (a quarter of the dims turn) in both.
+// Partial rotary (a quarter of the dims turn) in both, and head_dim 256 in both.
 BOOST_AUTO_TEST_CASE(decode_attention_matches_cpu_and_qk_norm_rope) {
   struct shape {
     int heads, kv_heads, head_dim, block_size;
@@ -285,6 +292,10 @@ BOOST_AUTO_TEST_CASE(decode_attention_matches_cpu_and_qk_norm_rope) {
   shapes.push_back({32, 4, 128, 16, many, true});
   shapes.push_back({32, 4, 128, 16, {1, 17, 300}, true, 32});
   shapes.push_back({16, 2, 64, 16, {4097}, false, 16});
+  // Qwen3.5-35B-A3B's full-attention layers: head_dim 256, a quarter of it rotated.
+  shapes.push_back({16, 2, 256, 16, {1, 17, 513}, false, 64});
+  shapes.push_back({16, 2, 256, 16, {300, 17, 1}, true, 64});
+  shapes.push_back({16, 2, 256, 16, {4097}, false, 64});
   const float eps = 1e-6f, theta = 1e6f;
   uint32_t seed = 700;
   for (const auto& [heads, kv_heads, hd, block_size, lens, padding, rotary_dim] : shapes) {

@@ -5,6 +5,7 @@
 // the same expert, so a bf16 router that breaks a near-tie the other way computes the same
 // function; the parity tests check routing. Decode steps are fed the CPU's greedy tokens.
 #define BOOST_TEST_MODULE gpu_qwen3_5
+#include <boost/test/data/test_case.hpp>
 #include <boost/test/unit_test.hpp>
 
 #include <algorithm>
@@ -29,14 +30,15 @@ using json = nlohmann::json;
 
 namespace {
 
-// As test_gpu_parity: bf16 weights and activations against fp32 move a log-prob by a few
-// hundredths on models whose logits are large on purpose.
-constexpr double logprob_tolerance = 0.1;
+// As test_gpu_parity for Qwen3.5: bf16 weights and activations against fp32 move a
+// log-prob by up to 0.15 here on the H200 (at head_dim 64 and 256 alike, the first prompt
+// piece as much as the last decode step), on a model whose logits are large on purpose.
+constexpr double logprob_tolerance = 0.2;
 // The CPU's top-1 over top-2 log-prob below which bf16 may pick the other token.
 constexpr double margin_threshold = 0.25;
 constexpr int block_size = 16, piece = 16, decode_steps = 16;
 
-json config_json() {
+json config_json(int64_t head_dim) {
   return {{"architectures", {"Qwen3_5MoeForCausalLM"}},
           {"model_type", "qwen3_5_moe_text"},
           {"vocab_size", 320},
@@ -45,7 +47,7 @@ json config_json() {
           {"layer_types", {"linear_attention", "full_attention", "linear_attention", "full_attention"}},
           {"num_attention_heads", 4},
           {"num_key_value_heads", 2},
-          {"head_dim", 64},
+          {"head_dim", head_dim},
           {"linear_num_key_heads", 2},
           {"linear_num_value_heads", 4},
           {"linear_key_head_dim", 32},
@@ -92,11 +94,11 @@ class tensor_maker {
 
 // The checkpoint as transformers' Qwen3_5MoeForCausalLM saves it (weights under model.*,
 // experts per expert), its values in the ranges make_golden_qwen3_5.py draws.
-void write_checkpoint_to(const fs::path& dir) {
-  const json config = config_json();
+void write_checkpoint_to(const fs::path& dir, int64_t hd) {
+  const json config = config_json(hd);
   std::ofstream(dir / "config.json") << config.dump(1);
   std::ofstream(dir / "generation_config.json") << json{{"bos_token_id", 318}, {"eos_token_id", 319}}.dump();
-  const int64_t h = 128, vocab = 320, heads = 4, kv_heads = 2, hd = 64, key_heads = 2, value_heads = 4,
+  const int64_t h = 128, vocab = 320, heads = 4, kv_heads = 2, key_heads = 2, value_heads = 4,
                 key_dim = 32, value_dim = 48, kernel = 4, experts = 4, inter = 32, shared = 48;
   const int64_t conv = 2 * key_heads * key_dim + value_heads * value_dim, value_width = value_heads * value_dim;
   tensor_maker make;
@@ -179,10 +181,11 @@ double margin(const std::vector<float>& lp) {
   return double(first) - double(second);
 }
 
-// Both engines over one checkpoint: the CPU model and the GPU's weights and experts.
+// Both engines over one checkpoint of attention heads of head_dim dims: the CPU model and
+// the GPU's weights and experts.
 struct engines {
-  engines() {
-    write_checkpoint_to(dir.path());
+  explicit engines(int64_t head_dim = 64) {
+    write_checkpoint_to(dir.path(), head_dim);
     auto model = load_model(dir.path());
     BOOST_REQUIRE_MESSAGE(model, (model ? std::string() : model.err().message));
     cpu = *model;
@@ -260,9 +263,11 @@ std::vector<int> step_both(step_runner& runner, const std::vector<std::pair<sequ
 }  // namespace
 
 // One sequence: the prompt in pieces of 16 (its conv and delta-rule state carried from
-// step to step), then decode steps; with decode graphs and eagerly.
-BOOST_AUTO_TEST_CASE(the_gpu_step_computes_what_the_cpu_model_does) {
-  const engines e;
+// step to step), then decode steps; with decode graphs and eagerly. Heads of 64 dims, and
+// of 256 as Qwen3.5-35B-A3B's.
+BOOST_DATA_TEST_CASE(the_gpu_step_computes_what_the_cpu_model_does, boost::unit_test::data::make({64, 256}),
+                     head_dim) {
+  const engines e(head_dim);
   const auto prompt = e.random_prompt(45, 77);
   for (bool graphs : {true, false}) {
     const std::string mode = graphs ? "graphs" : "eager";
