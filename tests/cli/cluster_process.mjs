@@ -103,3 +103,15 @@ export function nodesOf(conf, name) {
   }
   return pids;
 }
+
+// One stream per prompt, started by start(prompt, onToken); `running` resolves once every
+// stream has its first token, so a fault or change made then lands mid-way in each.
+export function streamsUnderWay(prompts, start) {
+  let started = 0, allStarted;
+  const running = new Promise((resolve) => { allStarted = resolve; });
+  const firsts = prompts.map(() => false);
+  const runs = prompts.map((p, i) => start(p, () => {
+    if (!firsts[i] && (firsts[i] = true) && ++started === prompts.length) allStarted();
+  }));
+  return { runs, running };
+}

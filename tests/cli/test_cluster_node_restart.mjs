@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, readdirSync, readlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { clientOf, fixtureModel, nodesOf, startCluster, threeNodes, writeConf } from './cluster_process.mjs';
+import { clientOf, fixtureModel, nodesOf, startCluster, streamsUnderWay, threeNodes, writeConf } from './cluster_process.mjs';
 
 let conf, cluster, client;
 
@@ -80,13 +80,8 @@ for (const victim of ['second', 'third']) {
     const before = await recoveries();
     const [old] = nodesOf(conf, victim);
     // Killed once every stream has its first token: each is then mid-way.
-    let started = 0, allStarted;
-    const everyStreamRuns = new Promise((resolve) => { allStarted = resolve; });
-    const firsts = prompts.map(() => false);
-    const runs = prompts.map((p, i) => streamed(p, maxTokens, () => {
-      if (!firsts[i] && (firsts[i] = true) && ++started === prompts.length) allStarted();
-    }));
-    await everyStreamRuns;
+    const { runs, running } = streamsUnderWay(prompts, (p, onToken) => streamed(p, maxTokens, onToken));
+    await running;
     process.kill(old, 'SIGKILL');
     const faulty = await Promise.all(runs);
     const pid = await restarted(victim, old);

@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import OpenAI from 'openai';
 import { binary } from '../gateway/server_process.mjs';
-import { fixtureModel, golden, greedy, nodesOf, startCluster, writeConf } from './cluster_process.mjs';
+import { fixtureModel, golden, greedy, nodesOf, startCluster, streamsUnderWay, writeConf } from './cluster_process.mjs';
 
 const apiKey = 'admin-and-api-key';
 let cluster, client, conf;
@@ -120,13 +120,8 @@ function assertWhole(runs, clean) {
 
 test('a replica removed under running streams drains them whole, then leaves routing, status and metrics', async () => {
   const clean = await Promise.all(prompts.map((p) => streamed(p, maxTokens)));
-  let started = 0, allStarted;
-  const everyStreamRuns = new Promise((resolve) => { allStarted = resolve; });
-  const firsts = prompts.map(() => false);
-  const runs = prompts.map((p, i) => streamed(p, maxTokens, () => {
-    if (!firsts[i] && (firsts[i] = true) && ++started === prompts.length) allStarted();
-  }));
-  await everyStreamRuns;
+  const { runs, running } = streamsUnderWay(prompts, (p, onToken) => streamed(p, maxTokens, onToken));
+  await running;
   const removing = await admin('/admin/replicas/green/remove', {});
   assert.equal(removing.status, 202, JSON.stringify(removing.json));
   const green = removing.json.replicas.find((r) => r.name === 'green');
