@@ -36,15 +36,14 @@ double now_s() {
 // rows, or Gated DeltaNet's projections), router, its k experts and the shared expert,
 // lm_head.
 double bytes_per_token(const model_config& c) {
-  const double h = c.hidden_size, q = double(c.num_heads) * c.head_dim, kv = double(c.num_kv_heads) * c.head_dim;
-  const double gated_q = c.arch == architecture::qwen3_5_moe ? 2 * q : q;
+  const double h = c.hidden_size, q = double(c.num_heads) * c.head_dim;
   const double values = double(c.linear_num_value_heads) * c.linear_value_head_dim;
   double params = double(c.vocab_size) * h;
   for (int i = 0; i < c.num_layers; ++i) {
-    if (c.is_linear_layer(i))  // in-projection [qkv | z | b | a], then out
-      params += (double(c.linear_conv_dim()) + values + 2.0 * c.linear_num_value_heads) * h + h * values;
-    else
-      params += (gated_q + 2 * kv) * h + h * q;
+    if (c.is_linear_layer(i))  // the stacked in-projection, then out
+      params += double(linear_in_width(c)) * h + h * values;
+    else  // the fused q/k/v (and gate) rows, then o
+      params += double(qkv_width(c)) * h + h * q;
     if (!c.is_moe_layer(i)) {
       params += 3.0 * c.intermediate_size * h;
       continue;
