@@ -117,6 +117,25 @@ struct gpu_fixture {
   std::vector<int> prompt;
 };
 
+// Greedy decoding after the prompt (t: the runner's answer at its last position), each step
+// fed transformers' token, while the positions so far were all routed without a near-tie:
+// top-5 log-probs within tolerance at every step, and the token where transformers' margin
+// is clear of bf16 noise. Returns how many steps it compared.
+size_t decode_greedy(sequence_driver& seq, sampled_token t, const gpu_fixture& f) {
+  const json& g = f.golden;
+  const auto greedy = g["greedy"].get<std::vector<int>>();
+  const size_t comparable = comparable_positions(g);
+  size_t compared = 0;
+  for (size_t step = 0; step < greedy.size() && f.prompt.size() + step <= comparable; ++step) {
+    const std::string where = f.name + " greedy step " + std::to_string(step);
+    check_top5(t, g, g["greedy_top5_ids"][step], g["greedy_top5_logprobs"][step], where);
+    if (clear_margin(g, step)) BOOST_TEST_CONTEXT(where) BOOST_TEST(t.token == greedy[step]);
+    ++compared;
+    t = seq.step({greedy[step]});
+  }
+  return compared;
+}
+
 }  // namespace
 
 // Two of each architecture: make_golden.py's gpu_* cases and make_golden_qwen3_5.py's.
@@ -161,21 +180,9 @@ BOOST_AUTO_TEST_CASE(every_prompt_position_decoded_one_token_at_a_time) {
 BOOST_AUTO_TEST_CASE(prefill_then_greedy_decode_matches_transformers) {
   for (const auto& dir : test::gpu_fixtures()) {
     gpu_fixture f(dir);
-    const json& g = f.golden;
-    const auto& prompt = f.prompt;
-    const std::string& name = f.name;
-    const auto greedy = g["greedy"].get<std::vector<int>>();
-    const size_t comparable = comparable_positions(g);
     sequence_driver seq(*f.runner, 512);
-    sampled_token t = seq.step(prompt);
-    size_t compared = 0;
-    for (size_t step = 0; step < greedy.size() && prompt.size() + step <= comparable; ++step) {
-      check_top5(t, g, g["greedy_top5_ids"][step], g["greedy_top5_logprobs"][step], name + " greedy step " + std::to_string(step));
-      if (clear_margin(g, step)) BOOST_TEST_CONTEXT(name << " greedy step " << step) BOOST_TEST(t.token == greedy[step]);
-      ++compared;
-      t = seq.step({greedy[step]});
-    }
-    BOOST_TEST_MESSAGE(name << ": " << compared << " of " << greedy.size() << " greedy tokens compared");
+    const size_t compared = decode_greedy(seq, seq.step(f.prompt), f);
+    BOOST_TEST_MESSAGE(f.name << ": " << compared << " of " << f.golden["greedy"].size() << " greedy tokens compared");
     BOOST_TEST(compared >= 8);
   }
 }
@@ -191,7 +198,6 @@ BOOST_AUTO_TEST_CASE(prefill_in_pieces_then_greedy_decode_matches_transformers) 
     const json& g = f.golden;
     const auto& prompt = f.prompt;
     const std::string& name = f.name;
-    const auto greedy = g["greedy"].get<std::vector<int>>();
     const size_t comparable = comparable_positions(g);
     sequence_driver seq(*f.runner, 512);
     sampled_token t;
@@ -204,14 +210,8 @@ BOOST_AUTO_TEST_CASE(prefill_in_pieces_then_greedy_decode_matches_transformers) 
                    name + " piece ending at prompt position " + std::to_string(to - 1));
     }
     BOOST_TEST(pieces >= 2u);
-    size_t compared = 0;
-    for (size_t step = 0; step < greedy.size() && prompt.size() + step <= comparable; ++step) {
-      check_top5(t, g, g["greedy_top5_ids"][step], g["greedy_top5_logprobs"][step], name + " greedy step " + std::to_string(step));
-      if (clear_margin(g, step)) BOOST_TEST_CONTEXT(name << " greedy step " << step) BOOST_TEST(t.token == greedy[step]);
-      ++compared;
-      t = seq.step({greedy[step]});
-    }
-    BOOST_TEST_MESSAGE(name << ": prompt in " << pieces << " pieces, " << compared << " of " << greedy.size()
+    const size_t compared = decode_greedy(seq, t, f);
+    BOOST_TEST_MESSAGE(name << ": prompt in " << pieces << " pieces, " << compared << " of " << g["greedy"].size()
                             << " greedy tokens compared");
     BOOST_TEST(compared >= 8);
   }
