@@ -36,11 +36,15 @@ static constexpr int cluster_pairs = 128;
 static constexpr int max_cluster_chunks = 4;
 static constexpr float log2e = 1.44269504f;
 
-namespace {
+// A sequence's positions a split: its own length over the plan's splits, in whole chunks.
+// The plan is made for the longest sequence the call may hold (a decode graph's bucket, a
+// power of two): a shorter one still spreads over all its warps (batch 128 at 512 to 640
+// positions in a 1024 bucket left one warp of four without work).
+static __host__ __device__ int split_len_of(int len, int splits) {
+  return ((len + chunk - 1) / chunk + splits - 1) / splits * chunk;
+}
 
-struct split_plan {
-  int splits, split_len;  // split_len a multiple of chunk
-};
+namespace {
 
 // Enough splits that the batch has about 2k warps, about two waves of them on the H200 at
 // eight a SM (a short batch still fills the GPU; more, shorter splits only add merging: at
@@ -52,7 +56,7 @@ struct split_plan {
 // that leaves splits too long or none. A batch of a few KV heads takes one-chunk splits:
 // its warps are latency-bound (the decode step at batch 1 and 512 positions: 277 tok/s
 // against 269).
-split_plan plan_splits(int seqs, int kv_heads, int max_seq_len) {
+int plan_splits(int seqs, int kv_heads, int max_seq_len) {
   const int chunks = (max_seq_len + chunk - 1) / chunk;
   const int wanted = std::min((target_warps + seqs * kv_heads - 1) / (seqs * kv_heads), max_splits_wanted);
   const int least = (max_seq_len + max_split_len - 1) / max_split_len;
@@ -60,11 +64,11 @@ split_plan plan_splits(int seqs, int kv_heads, int max_seq_len) {
   const int fewest = std::max(std::min(wanted, (chunks + min_chunks - 1) / min_chunks), least);
   int splits = std::max(fewest / warps * warps, warps);
   if (splits < least) splits = (least + warps - 1) / warps * warps;
-  const int split_len = (chunks + splits - 1) / splits * chunk;
-  return {(max_seq_len + split_len - 1) / split_len, split_len};
+  const int split_len = split_len_of(max_seq_len, splits);
+  return (max_seq_len + split_len - 1) / split_len;  // those with positions at the longest
 }
 
-// cluster_kernel's plan for `pairs` (sequence, KV head) pairs, or none (0 splits): a
+// cluster_kernel's splits for `pairs` (sequence, KV head) pairs, or 0 for none: a
 // cluster a pair. A few pairs (batch 1 to 4) take enough blocks that each warp takes one
 // chunk (so all of them load their keys and values before waiting for the previous
 // kernel) as far as the limits allow; up to 128 pairs (batch 32) take warps of
@@ -72,16 +76,15 @@ split_plan plan_splits(int seqs, int kv_heads, int max_seq_len) {
 // batch-32 decode attention 29.3 -> 25.9 us); more pairs leave the clusters too few
 // blocks an SM (batch 128: the step 5,618 against 5,855 tok/s). The splits are the
 // cluster's warps, block after block.
-split_plan plan_cluster(int64_t pairs, int max_seq_len) {
-  if (pairs > cluster_pairs) return {0, 0};
+int plan_cluster(int64_t pairs, int max_seq_len) {
+  if (pairs > cluster_pairs) return 0;
   const bool few = pairs <= few_kv_heads;
   const int most = few ? std::min(max_cluster, std::max(1, cluster_blocks / int(pairs))) : max_cluster;
   const int chunks = (max_seq_len + chunk - 1) / chunk;
-  if (chunks > most * cluster_warps * max_cluster_chunks) return {0, 0};
+  if (chunks > most * cluster_warps * max_cluster_chunks) return 0;
   const int per_warp = few ? 1 : min_split_chunks;
   const int blocks = std::min((chunks + cluster_warps * per_warp - 1) / (cluster_warps * per_warp), most);
-  const int splits = blocks * cluster_warps;
-  return {splits, (chunks + splits - 1) / splits * chunk};
+  return blocks * cluster_warps;
 }
 
 }  // namespace
@@ -121,14 +124,6 @@ static __host__ __device__ split_results results_of(float* workspace, int seqs, 
 struct split_shape {
   int heads, kv_heads, group, splits;
 };
-
-// A sequence's positions a split: its own length over the plan's splits, in whole chunks.
-// The plan is made for the longest sequence the call may hold (a decode graph's bucket, a
-// power of two): a shorter one still spreads over all its warps (batch 128 at 512 to 640
-// positions in a 1024 bucket left one warp of four without work).
-static __host__ __device__ int split_len_of(int len, int splits) {
-  return ((len + chunk - 1) / chunk + splits - 1) / splits * chunk;
-}
 
 // `words` 32-bit words from `src` (16-byte aligned), or zeros when src is null.
 template <int words>
@@ -700,23 +695,23 @@ void paged_attention(const __nv_bfloat16* q, int q_stride, int seqs, int heads, 
   check_attention(q, q_stride, seqs, heads, kv_heads, head_dim, kv);
   if (seqs == 0) return;
   const int group = heads / kv_heads;
-  if (const split_plan plan = plan_cluster(int64_t(seqs) * kv_heads, kv.max_seq_len); plan.splits > 0) {
-    const split_shape sh{heads, kv_heads, group, plan.splits};
+  if (const int splits = plan_cluster(int64_t(seqs) * kv_heads, kv.max_seq_len); splits > 0) {
+    const split_shape sh{heads, kv_heads, group, splits};
     with_shape(head_dim, group, [&](auto s) {
       launch_cluster<decltype(s)::head_dim, decltype(s)::wide>(q, q_stride, seqs, sh, kv, out, stream);
     });
     return;
   }
-  const split_plan plan = plan_splits(seqs, kv_heads, kv.max_seq_len);
-  const split_results results = results_of(workspace, seqs, heads, head_dim, plan.splits);
-  const split_shape sh{heads, kv_heads, group, plan.splits};
+  const int splits = plan_splits(seqs, kv_heads, kv.max_seq_len);
+  const split_results results = results_of(workspace, seqs, heads, head_dim, splits);
+  const split_shape sh{heads, kv_heads, group, splits};
   with_shape(head_dim, group, [&](auto s) {
     launch_splits<decltype(s)::head_dim, decltype(s)::wide>(q, q_stride, seqs, sh, kv, results, stream);
   });
   // Eight floats past the splits: the unrolled weighted sum may load past `used` (shared
   // loads cannot fault, so the compiler may speculate them), and they must stay inside.
-  launch_dependent(merge_kernel, dim3(heads, seqs), threads, sizeof(float) * (size_t(plan.splits) + 8), stream,
-                   heads, head_dim, kv.seq_lens, plan.splits, results, out);
+  launch_dependent(merge_kernel, dim3(heads, seqs), threads, sizeof(float) * (size_t(splits) + 8), stream,
+                   heads, head_dim, kv.seq_lens, splits, results, out);
 }
 
 void decode_attention(__nv_bfloat16* q, const __nv_bfloat16* k, const float* q_norm, const float* k_norm, float eps,
@@ -728,8 +723,8 @@ void decode_attention(__nv_bfloat16* q, const __nv_bfloat16* k, const float* q_n
                "the step's keys and values must go to the pools it attends over");
   TROUPE_CHECK(rotary_dim >= 0 && rotary_dim <= head_dim && rotary_dim % 2 == 0,
                "rotary_dim must be even and at most head_dim");
-  const split_plan plan = plan_cluster(int64_t(seqs) * kv_heads, kv.max_seq_len);
-  if (seqs == 0 || plan.splits == 0) {
+  const int splits = plan_cluster(int64_t(seqs) * kv_heads, kv.max_seq_len);
+  if (seqs == 0 || splits == 0) {
     qk_norm_rope(q, k, q_norm, k_norm, eps, seqs, heads, kv_heads, head_dim, q_stride, k_stride, positions, theta,
                  rotary_dim, cache, stream);
     paged_attention(q, q_stride, seqs, heads, kv_heads, head_dim, kv, workspace, out, stream);
@@ -739,7 +734,7 @@ void decode_attention(__nv_bfloat16* q, const __nv_bfloat16* k, const float* q_n
   TROUPE_CHECK(cache.v != nullptr && cache.slots != nullptr && cache.v_stride >= kv_heads * head_dim,
                "a KV cache target needs v rows, slots and both pools");
   const int group = heads / kv_heads;
-  const split_shape sh{heads, kv_heads, group, plan.splits};
+  const split_shape sh{heads, kv_heads, group, splits};
   const step_qkv in{q, q_stride, k, k_stride, q_norm, k_norm, eps, positions, cache};
   const inv_freq_table inv_freq = rope_inv_freq(theta, head_dim, rotary_dim);
   with_shape(head_dim, group, [&](auto s) {
