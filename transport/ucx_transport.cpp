@@ -53,8 +53,9 @@ struct ucx_transport::operation {
   bool done = false;
   ucs_status_t status = UCS_INPROGRESS;
   // The bytes, owned here: a send's copy, which UCX reads until the peer has taken it, or
-  // a receive's buffer, which a receive that times out leaves to UCX.
+  // a receive's buffer, which UCX fills; a receive's tag, as the sender gave it.
   std::vector<uint8_t> bytes;
+  uint64_t tag = 0;
   // A send's peer, and when its link is closed if the peer has not taken the bytes by then.
   int peer = -1;
   std::chrono::steady_clock::time_point deadline;
@@ -113,7 +114,7 @@ ucx_transport::~ucx_transport() {
   std::lock_guard lock(mutex_);
   for (auto& p : peers_) close_link(*p);  // which cancels the sends in flight
   // Released to UCX, which never touches them again: the worker goes before any progress.
-  for (auto& op : abandoned_) ucp_request_free(op->request);
+  for (auto& op : arriving_) ucp_request_free(op->request);
   for (auto& op : sending_) ucp_request_free(op->request);
   for (auto& op : retired_)
     if (op->request) ucp_request_free(op->request);
@@ -235,22 +236,34 @@ result<transport::message> ucx_transport::receive_from(int peer_id, uint64_t tag
 result<transport::message> ucx_transport::receive_locked(std::unique_lock<std::mutex>& lock, uint64_t tag,
                                                          uint64_t mask, std::chrono::milliseconds timeout, int from) {
   const auto deadline = std::chrono::steady_clock::now() + timeout;
-  ucp_tag_recv_info_t info{};
-  ucp_tag_message_h found = nullptr;
   // A link closed under a stalled send (timed out) is not a dead peer: its reply may come.
   auto lost = [&] {
     if (from < 0) return false;
     const peer& p = *peers_[size_t(from)];
     return p.failure != UCS_OK && p.failure != UCS_ERR_TIMED_OUT;
   };
+  // A message an earlier receive left arriving is taken once it is in, before UCX's queue
+  // (it came first); one still arriving holds up nothing.
+  auto arrived = arriving_.end();
+  ucp_tag_recv_info_t info{};
+  ucp_tag_message_h found = nullptr;
   if (!wait_locked(lock, deadline, [&] {
-        return lost() || (found = ucp_tag_probe_nb(worker_.get(), tag, mask, 1, &info)) != nullptr;
+        arrived = std::find_if(arriving_.begin(), arriving_.end(),
+                               [&](const auto& op) { return op->done && ((op->tag ^ tag) & mask) == 0; });
+        return arrived != arriving_.end() || lost() ||
+               (found = ucp_tag_probe_nb(worker_.get(), tag, mask, 1, &info)) != nullptr;
       }))
     return no_message_within(tag, mask, timeout);
+  if (arrived != arriving_.end()) {
+    auto op = std::move(*arrived);
+    arriving_.erase(arrived);
+    return await_arrival(lock, std::move(op), deadline);
+  }
   if (!found) return link_down(from, peers_[size_t(from)]->failure);
 
   auto op = std::make_unique<operation>();
   op->bytes.resize(info.length);
+  op->tag = info.sender_tag;
   ucp_request_param_t params{};
   params.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
   params.cb.recv = [](void*, ucs_status_t s, const ucp_tag_recv_info_t*, void* user_data) {
@@ -262,28 +275,30 @@ result<transport::message> ucx_transport::receive_locked(std::unique_lock<std::m
   void* request =
       ucp_tag_msg_recv_nbx(worker_.get(), info.length ? op->bytes.data() : &no_bytes, info.length, found, &params);
   if (UCS_PTR_IS_ERR(request)) return ucx_error("ucp_tag_msg_recv_nbx", UCS_PTR_STATUS(request));
-  if (request) {
-    // The message has begun to arrive: its bytes get a timeout of their own, so a receive
-    // that found it just before its deadline does not drop it.
-    const auto arrival = std::chrono::steady_clock::now() + timeout;
-    if (!wait_locked(lock, arrival, [&] { return op->done; })) {
-      op->request = request;
-      abandoned_.push_back(std::move(op));
-      char text[160];
-      std::snprintf(text, sizeof text, "the message with tag %#llx (%zu bytes) was still arriving after %lld ms",
-                    static_cast<unsigned long long>(info.sender_tag), info.length,
-                    static_cast<long long>(timeout.count()));
-      return error{text};
-    }
-    op->request = request;
-    if (op->status != UCS_OK) {
-      const error failed = ucx_error("receiving a message", op->status);
-      end_locked(std::move(op));
-      return failed;
-    }
-    ucp_request_free(request);
+  if (!request) return message{op->tag, std::move(op->bytes)};
+  op->request = request;
+  // The message has begun to arrive: its bytes get a timeout of their own, so a receive
+  // that found it just before its deadline does not give it up.
+  return await_arrival(lock, std::move(op), std::chrono::steady_clock::now() + timeout);
+}
+
+result<transport::message> ucx_transport::await_arrival(std::unique_lock<std::mutex>& lock,
+                                                        std::unique_ptr<operation> op,
+                                                        std::chrono::steady_clock::time_point deadline) {
+  if (!wait_locked(lock, deadline, [&] { return op->done; })) {
+    char text[160];
+    std::snprintf(text, sizeof text, "the message with tag %#llx (%zu bytes) is still arriving",
+                  static_cast<unsigned long long>(op->tag), op->bytes.size());
+    arriving_.push_back(std::move(op));
+    return error{text};
   }
-  return message{info.sender_tag, std::move(op->bytes)};
+  if (op->status != UCS_OK) {
+    const error failed = ucx_error("receiving a message", op->status);
+    end_locked(std::move(op));
+    return failed;
+  }
+  ucp_request_free(op->request);
+  return message{op->tag, std::move(op->bytes)};
 }
 
 template <class Done>
@@ -328,7 +343,12 @@ void ucx_transport::progress_locked() {
   while (ucp_worker_progress(worker_.get()) != 0) any = true;
   release_retired_locked();
   if (!any) return;
-  for (auto& op : take_done(abandoned_)) end_locked(std::move(op));
+  // A failed arrival is nobody's message; a finished one waits for its receive.
+  const auto failed = std::stable_partition(arriving_.begin(), arriving_.end(), [](const auto& op) {
+    return !op->done || op->status == UCS_OK;
+  });
+  for (auto it = failed; it != arriving_.end(); ++it) end_locked(std::move(*it));
+  arriving_.erase(failed, arriving_.end());
   for (auto& op : take_done(sending_)) {
     peer& p = *peers_[size_t(op->peer)];
     if (op->status != UCS_OK && op->status != UCS_ERR_CANCELED && p.failure == UCS_OK) p.failure = op->status;

@@ -45,7 +45,9 @@ class ucx_transport final : public transport {
   // fails, as do the others until then): a peer that is alive is reached again without
   // anyone calling connect, a dead one fails again.
   status send(int peer, uint64_t tag, const void* data, size_t bytes, std::chrono::milliseconds timeout) override;
-  // A receive that times out while its message is arriving drops that message.
+  // A receive that times out while its message is arriving leaves that message to the next
+  // receive its tag matches: a slow arrival (a loaded host, a stalled sender) comes late,
+  // never lost.
   result<message> receive(uint64_t tag, uint64_t mask, std::chrono::milliseconds timeout) override;
   result<message> receive_from(int peer, uint64_t tag, uint64_t mask, std::chrono::milliseconds timeout) override;
 
@@ -70,6 +72,10 @@ class ucx_transport final : public transport {
   template <class Done>
   bool wait_locked(std::unique_lock<std::mutex>& lock, std::chrono::steady_clock::time_point deadline, Done done);
   void progress_loop();
+  // The message of a receive that matched it (arriving_'s, or one just taken from UCX)
+  // once its bytes are in, or an error at `deadline` with the receive kept in arriving_.
+  result<message> await_arrival(std::unique_lock<std::mutex>& lock, std::unique_ptr<operation> op,
+                                std::chrono::steady_clock::time_point deadline);
   void progress_locked();
   void close_stalled_links_locked();
   // Frees an operation UCX has ended: at once if it succeeded, else once it is retired.
@@ -85,9 +91,11 @@ class ucx_transport final : public transport {
   std::mutex mutex_;
   std::condition_variable progressed_;
   std::vector<std::unique_ptr<peer>> peers_;
-  std::map<std::string, int> peer_ids_;                // by address
-  std::vector<std::unique_ptr<operation>> abandoned_;  // timed-out receives still in UCX's hands
-  std::vector<std::unique_ptr<operation>> sending_;    // sends the peers have not taken yet
+  std::map<std::string, int> peer_ids_;  // by address
+  // Messages whose receive timed out while they arrived, oldest first: a later receive
+  // whose tag matches takes them before it looks at UCX's queue.
+  std::vector<std::unique_ptr<operation>> arriving_;
+  std::vector<std::unique_ptr<operation>> sending_;  // sends the peers have not taken yet
   // Operations UCX ended with an error, a closed or failed link's cancelled ones among
   // them. UCX's TCP transport cannot cancel what it has begun to send: the closed link's
   // endpoint may still send from a cancelled send's bytes, receive into a cancelled

@@ -2,9 +2,11 @@
 // (echo_peer_protocol.hpp), then takes lines on its standard input:
 //   peers SELF HEX...  its own node index and every node's address, in node order
 //   repoint N HEX      node N was started again at this address
-//   drive N            exchange with node N, one request after another, until it ends
+//   drive N            exchange with node N, one request after another, until halted
+//   halt               end the exchanges (answered once they have ended); serving goes on
 // It answers each with "ok" or "error WHY", serves every dispatch request, and
-// prints "failed WHAT" for each reply or exchange that failed.
+// prints "failed WHAT" for each reply or exchange that failed. Its exchanges take their
+// sequence numbers from one counter, as remote_experts does, so no two await the same tag.
 #include <unistd.h>
 
 #include <atomic>
@@ -54,7 +56,8 @@ int main() {
     std::lock_guard lock(peers_mutex);
     return node >= 0 && size_t(node) < peers.size() ? peers[size_t(node)] : -1;
   };
-  std::atomic<bool> stop = false;
+  std::atomic<bool> stop = false, driving = true;
+  std::atomic<uint64_t> next_sequence = 1;
   std::thread server(
       [&] { test::serve_requests(t, peer_of, stop, [](const std::string& what) { say("failed " + what); }); });
   std::list<std::thread> drivers;
@@ -87,17 +90,25 @@ int main() {
       int node = -1;
       words >> node;
       drivers.emplace_back([&, node] {
-        for (uint64_t sequence = 1; !stop; ++sequence)
+        while (driving) {
+          const uint64_t sequence = next_sequence++;
           if (auto s = test::exchange(t, peer_of(node), uint16_t(self), sequence, sequence % 2 ? 4096 : 65536,
                                       std::chrono::seconds(5));
               !s) {
             say("failed exchange with node " + std::to_string(node) + ": " + s.err().message);
             std::this_thread::sleep_for(std::chrono::milliseconds(100));  // the node may be down a while
           }
+        }
       });
+      say("ok");
+    } else if (command == "halt") {
+      driving = false;
+      for (auto& d : drivers) d.join();
+      drivers.clear();
       say("ok");
     }
   }
+  driving = false;
   stop = true;
   for (auto& d : drivers) d.join();
   server.join();
