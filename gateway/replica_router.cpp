@@ -127,6 +127,13 @@ std::optional<size_t> replica_router::choose(std::string_view session, const std
       if (!chosen || load < best) chosen = i, best = load;
     }
   } else {  // smooth weighted round robin (nginx's): exact shares, evenly interleaved
+    std::vector<bool> members(replicas_.size());
+    for (size_t i = 0; i < replicas_.size(); ++i) members[i] = routable(replicas_[i], now);
+    if (std::find(members.begin(), members.end(), true) == members.end()) return std::nullopt;
+    if (members != round_robin_members_) {
+      for (replica& r : replicas_) r.current = 0;
+      round_robin_members_ = std::move(members);
+    }
     double total = 0;
     for (size_t i = 0; i < replicas_.size(); ++i) {
       replica& r = replicas_[i];

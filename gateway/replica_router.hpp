@@ -109,6 +109,9 @@ class replica_router {
   routing_policy policy_;
   circuit_options circuit_;
   bool unhealthy_allowed_ = false;  // while choose() looks past health: no healthy replica is routable
+  // Which replicas round robin last chose among: when that changes, every score starts at
+  // 0 again, or those left behind by one that went would skew the shares from then on.
+  std::vector<bool> round_robin_members_;
 };
 
 }  // namespace troupe

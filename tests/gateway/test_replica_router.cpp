@@ -52,6 +52,20 @@ BOOST_AUTO_TEST_CASE(round_robin_gives_exact_weighted_shares_evenly_interleaved)
   BOOST_TEST(order.find("aaaa") == std::string::npos, "a ran four times in a row: " << order.substr(0, 40));
 }
 
+// A replica that leaves round robin (unhealthy here; drained, removed or with an open
+// circuit alike) leaves the others' shares exact and interleaved from the next pick: c's
+// departure after c, a would otherwise have b take three of the next four.
+BOOST_AUTO_TEST_CASE(round_robin_shares_stay_exact_when_a_replica_leaves) {
+  replica_router router({"a", "b", "c"}, {1, 1, 2}, routing_policy::round_robin);
+  std::string order;
+  for (int i = 0; i < 2; ++i) order += router.name(*router.pick("", {}, t0));
+  BOOST_REQUIRE(order == "ca");
+  router.set_healthy(2, false);
+  order.clear();
+  for (int i = 0; i < 4; ++i) order += router.name(*router.pick("", {}, t0));
+  BOOST_TEST(order == "abab");
+}
+
 BOOST_AUTO_TEST_CASE(least_load_takes_the_fewest_in_flight_per_weight) {
   replica_router router({"a", "b"}, {2, 1}, routing_policy::least_load);
   std::map<std::string, int> open;
