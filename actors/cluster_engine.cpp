@@ -12,12 +12,17 @@ namespace {
 
 // One blocking request to a node agent, its error prefixed with the node's name.
 template <class Result, class... Ts>
-result<Result> ask(caf::scoped_actor& self, const node_agent_actor& agent, caf::duration timeout,
+result<Result> ask(caf::scoped_actor& self, const node_agent_actor& agent, std::chrono::milliseconds timeout,
                    const std::string& node, Ts&&... xs) {
   result<Result> out = error{"node " + node + ": no answer"};
-  self->request(agent, timeout, std::forward<Ts>(xs)...)
+  self->request(agent, caf::duration{timeout}, std::forward<Ts>(xs)...)
       .receive([&](Result& r) { out = std::move(r); },
                [&](caf::error& e) {
+                 if (e == caf::sec::request_timeout) {
+                   out = error{"node " + node + ": no answer within " + std::to_string(timeout.count()) +
+                               " ms (its process is down or hung)"};
+                   return;
+                 }
                  const std::string why = self->system().render(e);
                  out = error{why.find("node " + node) != std::string::npos ? why : "node " + node + ": " + why};
                });
@@ -26,7 +31,7 @@ result<Result> ask(caf::scoped_actor& self, const node_agent_actor& agent, caf::
 
 // The head proves the cluster secret to node `name`'s agent: its transport address.
 result<std::vector<uint8_t>> join(caf::scoped_actor& self, const cluster_spec& spec, const node_agent_actor& agent,
-                                  caf::duration timeout, const std::string& name) {
+                                  std::chrono::milliseconds timeout, const std::string& name) {
   auto nonce = ask<std::vector<uint8_t>>(self, agent, timeout, name, challenge_atom::value);
   if (!nonce) return nonce.err();
   auto joined = ask<node_description>(self, agent, timeout, name, join_atom::value,
@@ -37,9 +42,14 @@ result<std::vector<uint8_t>> join(caf::scoped_actor& self, const cluster_spec& s
   return joined->transport_address;
 }
 
-caf::duration control_timeout(const cluster_spec& spec) {
-  return caf::duration{std::chrono::duration_cast<std::chrono::milliseconds>(spec.cluster.startup_timeout)};
+// For what may load weights (a join, a node's start): the startup bound.
+std::chrono::milliseconds control_timeout(const cluster_spec& spec) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(spec.cluster.startup_timeout);
 }
+
+// For what an agent answers at once (a replica's parts spawned or stopped): a node that
+// says nothing for connection_timeout is down or hung, as its heartbeats would say.
+std::chrono::milliseconds quick_control_timeout(const cluster_spec& spec) { return spec.cluster.connection_timeout; }
 
 // Waits until the health monitor knows `expected` components whose names begin with
 // `prefix` and each is ready.
@@ -104,7 +114,7 @@ result<running_cluster> start_cluster_engine(caf::actor_system& system, const cl
                                              scheduler_options scheduler) {
   caf::scoped_actor self{system, /*hide=*/true};
   const auto deadline = std::chrono::steady_clock::now() + spec.cluster.startup_timeout;
-  const caf::duration control = control_timeout(spec);
+  const auto control = control_timeout(spec);
   std::vector<std::vector<uint8_t>> addresses;
   for (size_t i = 0; i < agents.size(); ++i) {
     auto address = join(self, spec, agents[i], control, spec.nodes[i].name);
@@ -159,7 +169,7 @@ result<running_cluster> start_cluster_engine(caf::actor_system& system, const cl
 status rejoin_node(caf::actor_system& system, const cluster_spec& spec, running_cluster& cluster, size_t node,
                    node_agent_actor agent) {
   caf::scoped_actor self{system, /*hide=*/true};
-  const caf::duration control = control_timeout(spec);
+  const auto control = control_timeout(spec);
   const std::string& name = spec.nodes[node].name;
   auto address = join(self, spec, agent, control, name);
   if (!address) return address.err();
@@ -186,7 +196,7 @@ result<scheduler_actor> start_replica(caf::actor_system& system, const cluster_s
                                       size_t r) {
   caf::scoped_actor self{system, /*hide=*/true};
   const auto deadline = std::chrono::steady_clock::now() + spec.cluster.startup_timeout;
-  const caf::duration control = control_timeout(spec);
+  const auto control = quick_control_timeout(spec);
   const replica_spec& replica = spec.replicas[r];
   const scheduler_actor s = spawn_replica_engine(system, spec, cluster, r);
   status started = ok();
@@ -208,7 +218,8 @@ result<scheduler_actor> start_replica(caf::actor_system& system, const cluster_s
 
 result<int> stop_replica(caf::actor_system& system, const cluster_spec& spec, running_cluster& cluster, size_t r) {
   caf::scoped_actor self{system, /*hide=*/true};
-  const caf::duration control = control_timeout(spec);
+  // A node that does not answer still gets the remove, after any add it has not taken yet.
+  const auto control = quick_control_timeout(spec);
   const replica_spec& replica = spec.replicas[r];
   result<int> parts = 0;
   for (size_t i = 0; i < cluster.agents.size(); ++i) {

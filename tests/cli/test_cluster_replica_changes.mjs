@@ -186,6 +186,40 @@ test('a standby replica of the file starts with troupe cluster add and stops wit
   assert.equal((await listing()).red.state, 'off');
 });
 
+// Node second, where red would run, stopped as a hung host is: the add fails with the
+// reason, and red stays out of routing. Once the head has brought second back (it takes
+// the stopped process for dead and starts another), the same add works.
+test('an add whose node does not answer fails with a clear error, then works once the node is back', async () => {
+  const [second] = nodesOf(conf, 'second');
+  process.kill(second, 'SIGSTOP');
+  let red;
+  try {
+    assert.equal((await admin('/admin/replicas/red/add', {})).status, 202);
+    const deadline = Date.now() + 60000;
+    while ((red = (await listing()).red).state !== 'off') {
+      assert.ok(Date.now() < deadline, `red is still ${red.state}: ${cluster.stderr()}`);
+      await sleep(100);
+    }
+  } finally {
+    try { process.kill(second, 'SIGCONT'); } catch {}  // the head may have ended it already
+  }
+  assert.match(red.last_error, /^replica red: .*second/);
+  assert.match(cluster.stderr(), /replica red did not start: replica red: /);
+  assert.deepEqual((await admin('/admin/traffic')).json.replicas.map((r) => r.name).sort(), ['blue', 'green']);
+
+  const deadline = Date.now() + 60000;
+  while (!(await admin('/admin/status')).json.replicas.find((r) => r.name === 'green').healthy) {
+    assert.ok(Date.now() < deadline, `green is not healthy again: ${cluster.stderr()}`);
+    await sleep(200);
+  }
+  assert.equal((await admin('/admin/replicas/red/add', {})).status, 202);
+  await until('red', 'serving');
+  const results = await Promise.all(Array.from({ length: 6 }, () => greedy(client, golden.prompt, 3)));
+  for (const r of results) assert.deepEqual(r.ids, golden.greedy.slice(0, 3));
+  assert.equal((await admin('/admin/replicas/red/remove', {})).status, 202);
+  await until('red', 'off');
+});
+
 // Blue is the file's first replica and runs in the head process: the nodes must not take
 // its scheduler's end for the head's.
 test('the first replica, in the head process, removed and added back: the node processes stay', async () => {
