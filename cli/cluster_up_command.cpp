@@ -75,10 +75,13 @@ void share_cores_politely(int argc, char** argv) {
   std::fprintf(stderr, "troupe cluster up: could not run again with OMP_WAIT_POLICY=passive: %s\n", strerror(errno));
 }
 
-// How the head restarts the node processes it started: a node killed 20 times within a
-// minute is left down (a chaos drill kills that many; a node that crashes on every start
-// ends sooner, a startup timeout at a time).
-constexpr restart_policy node_restarts{20, std::chrono::seconds(60), std::chrono::milliseconds(200)};
+// How the head restarts the node processes it started: after 200 ms, and one that ended
+// more than [cluster] max_node_restarts times within node_restart_window_s (20 within a
+// minute unless set) is left down. A node that crashes on every start ends a startup
+// timeout at a time.
+restart_policy node_restarts(const cluster_settings& c) {
+  return {c.max_node_restarts, c.node_restart_window, std::chrono::milliseconds(200)};
+}
 
 int fail(const std::string& message, int code = 1) {
   std::fprintf(stderr, "troupe cluster up: %s\n", message.c_str());
@@ -163,7 +166,7 @@ int cluster_up_command(int argc, char** argv) {
     if (node_keeper* k = keeping.load()) k->lost(node);
   });
   caf::anon_send(cluster->health, subscribe_atom::value, watch);
-  node_keeper keeper(children, spec.file, node_restarts, spec.cluster.startup_timeout,
+  node_keeper keeper(children, spec.file, node_restarts(spec.cluster), spec.cluster.startup_timeout,
                      [&](const std::string& name, int node_port) -> status {
                        const auto at = std::find_if(spec.nodes.begin(), spec.nodes.end(),
                                                     [&](const node_spec& n) { return n.name == name; });

@@ -90,6 +90,8 @@ status read_cluster(const ini_file& file, const ini_section& section, cluster_sp
       {"connection_timeout_ms", [&](const ini_entry& e) { timeout_line = e.line; return positive_duration(file, c.connection_timeout)(e); }},
       {"startup_timeout_s", positive_duration(file, c.startup_timeout)},
       {"step_timeout_s", positive_duration(file, c.step_timeout)},
+      {"max_node_restarts", integer(file, c.max_node_restarts, 1)},
+      {"node_restart_window_s", positive_duration(file, c.node_restart_window)},
   });
   if (!s) return s;
   // A node is declared down after connection_timeout without a heartbeat; with no room

@@ -30,6 +30,10 @@ struct cluster_settings {
   std::chrono::milliseconds connection_timeout{5000};
   std::chrono::seconds startup_timeout{120};
   std::chrono::seconds step_timeout{60};
+  // A node process `cluster up` started that ends more than max_node_restarts times within
+  // the window is left down (a crash loop): a chaos drill that kills one more often raises it.
+  int max_node_restarts = 20;
+  std::chrono::seconds node_restart_window{60};
 };
 
 struct model_settings {

@@ -43,7 +43,7 @@ experts = second:0-7, third:8-15
 // as the tests use them, then `body` (the nodes and replicas).
 export function writeConf(path, modelDir, body,
                           { secret = 'test-secret', startup = 60, gateway = '', maxNumSeqs = 16,
-                            connectionTimeout = 3000, progressTimeout } = {}) {
+                            connectionTimeout = 3000, progressTimeout, cluster = '' } = {}) {
   writeFileSync(path, `[cluster]
 name = test
 secret = ${secret}
@@ -51,7 +51,7 @@ heartbeat_interval_ms = 500
 connection_timeout_ms = ${connectionTimeout}
 startup_timeout_s = ${startup}
 step_timeout_s = 30
-
+${cluster}
 [model]
 path = ${modelDir}
 served_model_name = fixture

@@ -75,6 +75,8 @@ BOOST_AUTO_TEST_CASE(reads_every_key_of_a_cluster_file) {
       "connection_timeout_ms = 2500\n"
       "startup_timeout_s = 30\n"
       "step_timeout_s = 9\n"
+      "max_node_restarts = 50\n"
+      "node_restart_window_s = 30\n"
       "[model]\npath = ../models/q\nserved_model_name = q3\nload_format = dummy\n"
       "[gateway]\nhost = 0.0.0.0\nport = 0\napi_key = sk-1\nmax_pending = 7\nnode = tail\nrouting = prefix_aware\n"
       "send_timeout_ms = 4500\n"
@@ -93,6 +95,8 @@ BOOST_AUTO_TEST_CASE(reads_every_key_of_a_cluster_file) {
   BOOST_TEST(s.cluster.connection_timeout.count() == 2500);
   BOOST_TEST(s.cluster.startup_timeout.count() == 30);
   BOOST_TEST(s.cluster.step_timeout.count() == 9);
+  BOOST_TEST(s.cluster.max_node_restarts == 50);
+  BOOST_TEST(s.cluster.node_restart_window.count() == 30);
   BOOST_TEST(s.model.path == (dir / "../models/q").lexically_normal());
   BOOST_TEST(s.model.served_model_name == "q3");
   BOOST_TEST((s.model.load_format == weight_format::dummy));
@@ -114,7 +118,7 @@ BOOST_AUTO_TEST_CASE(reads_every_key_of_a_cluster_file) {
   BOOST_TEST(s.nodes[0].address == "gpu-1.example.org");
   BOOST_TEST(s.nodes[0].port == 7100);
   BOOST_TEST(s.nodes[0].gpus == (std::vector<int>{0, 1}));
-  BOOST_TEST(s.nodes[0].line == 29);
+  BOOST_TEST(s.nodes[0].line == 31);
   BOOST_TEST(s.nodes[1].address == "fd00::2");
   BOOST_TEST(s.nodes[1].gpus == std::vector<int>{3});
   BOOST_TEST(s.node("tail") == &s.nodes[1]);
@@ -123,16 +127,16 @@ BOOST_AUTO_TEST_CASE(reads_every_key_of_a_cluster_file) {
   const auto& r = s.replicas[0];
   BOOST_TEST(r.name == "r_1");
   BOOST_TEST(r.weight == 2.5);
-  BOOST_TEST(r.line == 37);
+  BOOST_TEST(r.line == 39);
   BOOST_REQUIRE(r.stages.size() == 3);
   BOOST_TEST(same(r.stages[0], "head", 0, 0, 23));  // no GPU given: the node's first
   BOOST_TEST(same(r.stages[1], "head", 1, 24, 35));
   BOOST_TEST(same(r.stages[2], "tail", 3, 36, 47));
-  BOOST_TEST(r.stages[2].line == 38);
+  BOOST_TEST(r.stages[2].line == 40);
   BOOST_REQUIRE(r.experts.size() == 2);  // file order
   BOOST_TEST(same(r.experts[0], "tail", 3, 64, 127));
   BOOST_TEST(same(r.experts[1], "head", 1, 0, 63));
-  BOOST_TEST(r.experts[1].line == 39);
+  BOOST_TEST(r.experts[1].line == 41);
   const auto& r2 = s.replicas[1];
   BOOST_TEST(r2.name == "r-2");
   BOOST_TEST(r2.weight == 0);
@@ -166,6 +170,8 @@ BOOST_AUTO_TEST_CASE(a_cluster_file_leaves_out_what_has_a_default) {
   BOOST_TEST((s.cluster.connection_timeout == 5000ms));
   BOOST_TEST((s.cluster.startup_timeout == 120s));
   BOOST_TEST((s.cluster.step_timeout == 60s));
+  BOOST_TEST(s.cluster.max_node_restarts == 20);
+  BOOST_TEST((s.cluster.node_restart_window == 60s));
   BOOST_TEST(s.model.path == dir / "m");
   BOOST_TEST(s.model.served_model_name == "m");
   BOOST_TEST((s.model.load_format == weight_format::safetensors));
@@ -273,7 +279,10 @@ BOOST_AUTO_TEST_CASE(every_mistake_names_file_line_and_what_is_expected) {
       {"[clusters]\n", 1, {"unknown section [clusters]", "cluster, model, gateway, engine, node.NAME, replica.NAME"}},
       {"[node]\n", 1, {"unknown section [node]", "node.NAME"}},
       {"[cluster]\nnmae = x\n", 2, {"unknown key `nmae` in [cluster]", "connection_timeout_ms", "heartbeat_interval_ms",
-                                    "name", "secret", "secret_file", "startup_timeout_s", "step_timeout_s", "transport"}},
+                                    "max_node_restarts", "name", "node_restart_window_s", "secret", "secret_file",
+                                    "startup_timeout_s", "step_timeout_s", "transport"}},
+      {"[cluster]\nmax_node_restarts = 0\n", 2, {"`max_node_restarts` must be an integer 1 or more"}},
+      {"[cluster]\nnode_restart_window_s = 1.5\n", 2, {"`node_restart_window_s`"}},
       {"[engine]\nmax_num_seqs = 8\nmax_num_seqz = 3\n", 3, {"unknown key `max_num_seqz` in [engine]"}},
       {"[node.a]\ngpus = 1\n", 2, {"unknown key `gpus` in [node.a]", "address", "devices", "port"}},
       {"[replica.r]\nstage = a:0-1\n", 2, {"unknown key `stage` in [replica.r]", "experts", "stages", "weight"}},
