@@ -116,8 +116,9 @@ struct engine_stats {
   uint64_t steps = 0;
   uint64_t preemptions = 0;
   uint64_t recoveries = 0;  // sequences re-prefilled after a stage failure
+  uint64_t overlapped_steps = 0;  // begun while another was in the pipeline (micro-batches)
   kv_usage kv;
-  TROUPE_FIELDS(engine_stats, running, waiting, steps, preemptions, recoveries, kv)
+  TROUPE_FIELDS(engine_stats, running, waiting, steps, preemptions, recoveries, overlapped_steps, kv)
 };
 
 // node_agent -> head, once the head has joined: the node's name and the address of its

@@ -34,6 +34,7 @@ void retire(self_ptr self, request_id id) {
 // Back to the head of the queue; it will be re-prefilled from prompt + generated tokens.
 void requeue(scheduler_state& st, request_id id) {
   sequence& s = st.sequences[id];
+  s.in_step = false;
   s.computed = 0;
   s.blocks.clear();
   s.state_slot = -1;
@@ -65,7 +66,8 @@ void tick_soon(self_ptr self) {
 // whatever answers requests sent before now is ignored.
 void recover(self_ptr self) {
   auto& st = self->state;
-  st.busy = false;
+  st.kv_in_flight = false;
+  st.steps_in_flight = 0;
   ++st.epoch;
   if (st.stage_lost == std::chrono::steady_clock::time_point{}) st.stage_lost = std::chrono::steady_clock::now();
   self->send(st.kv, reset_atom::value);
@@ -89,7 +91,8 @@ void recover(self_ptr self) {
 
 void on_step_result(self_ptr self, const step_plan& plan, const step_result& result) {
   auto& st = self->state;
-  st.busy = false;
+  --st.steps_in_flight;
+  for (const auto& span : plan.sequences) st.sequences[span.id].in_step = false;
   st.stage_lost = {};
   st.failed_steps = 0;
   ++st.stats.steps;
@@ -200,20 +203,33 @@ void on_kv_reply(self_ptr self, const kv_step_request& asked, const kv_step_repl
     ++st.stats.preemptions;
     changed = true;
   }
+  st.kv_in_flight = false;
   if (plan.sequences.empty()) {
-    st.busy = false;
     if (changed) schedule(self);  // blocks were freed or handed out: try again now
     return;
   }
+  for (const auto& span : plan.sequences) st.sequences[span.id].in_step = true;
+  if (st.steps_in_flight++ > 0) ++st.stats.overlapped_steps;
   run_step(self, std::move(plan));
+  schedule(self);  // the next micro-batch, while this one is in the first stage
+}
+
+int micro_batches(const scheduler_options& o) {
+  return std::max(1, o.micro_batches > 0 ? o.micro_batches : o.pipeline_stages);
+}
+
+// Of `active` sequences, how many one step takes: an even share per micro-batch.
+int step_share(const scheduler_state& st, int active) {
+  const int batches = micro_batches(st.options);
+  return std::max(1, (active + batches - 1) / batches);
 }
 
 void schedule(self_ptr self) {
   auto& st = self->state;
-  if (st.busy) return;
+  if (st.kv_in_flight || st.steps_in_flight >= micro_batches(st.options)) return;
   std::vector<request_id> cancelled;
   for (const auto& [id, s] : st.sequences)
-    if (s.cancelled) cancelled.push_back(id);
+    if (s.cancelled && !s.in_step) cancelled.push_back(id);
   for (request_id id : cancelled) retire(self, id);
   if (!pipeline_up(st)) return tick_soon(self);
   if (st.waiting.empty() && st.running.empty()) {
@@ -224,22 +240,27 @@ void schedule(self_ptr self) {
     self->request(st.kv, caf::infinite, kv_step_atom::value, std::move(flush)).then([](const kv_step_reply&) {});
     return;
   }
-  st.busy = true;
-  kv_step_request req = std::move(st.pending_kv);
-  st.pending_kv = {};
+  int slots = st.options.max_num_seqs - int(st.running.size());
+  int share = step_share(st, int(st.running.size()) + std::min(int(st.waiting.size()), std::max(slots, 0)));
+  kv_step_request req;
   int budget = st.options.max_num_batched_tokens;
   for (request_id id : st.running) {
     const sequence& s = st.sequences[id];
     const int count = std::min(int(s.tokens.size()) - s.computed, budget);
-    if (count <= 0) continue;
+    if (s.in_step || count <= 0 || share <= 0) continue;
     budget -= count;
+    --share;
     req.grows.push_back({id, s.computed + count});
   }
-  int slots = st.options.max_num_seqs - int(st.running.size());
   for (request_id id : st.waiting) {
-    if (slots-- <= 0 || budget <= 0) break;
+    if (slots-- <= 0 || budget <= 0 || share-- <= 0) break;
     req.admits.push_back({id, st.sequences[id].tokens});
   }
+  if (req.grows.empty() && req.admits.empty()) return;  // every running sequence is in a step
+  st.kv_in_flight = true;
+  req.releases = std::move(st.pending_kv.releases);
+  req.commits = std::move(st.pending_kv.commits);
+  st.pending_kv = {};
   self->request(st.kv, caf::infinite, kv_step_atom::value, req)
       .then(
           [=, epoch = st.epoch](const kv_step_reply& reply) {

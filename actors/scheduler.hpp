@@ -21,6 +21,9 @@ struct scheduler_options {
   int max_recoveries = 32;
   std::chrono::seconds stage_timeout{30};  // without a working pipeline this long, requests error
   int pipeline_stages = 1;            // stage_0 .. stage_{n-1}: steps go through all of them
+  // Steps in flight at once, each over its own share of the sequences (micro-batches);
+  // 0: one per pipeline stage. 1 runs one step at a time.
+  int micro_batches = 0;
   // expert_group_0 .. expert_group_{n-1}: the stages' MoE layers need them all, so no step
   // is run while one is down (its node's process restarting). 0: not followed.
   int expert_groups = 0;
@@ -44,6 +47,7 @@ struct scheduler_state {
     int recoveries = 0;       // since its last generated token
     bool cancelled = false;
     int state_slot = -1;      // its recurrent state (models with linear-attention layers)
+    bool in_step = false;     // in a step in flight: the next plans leave it out
   };
   scheduler_options options;
   std::unordered_map<request_id, sequence> sequences;
@@ -52,7 +56,8 @@ struct scheduler_state {
   std::vector<stage_actor> stages;  // in pipeline order; null while one is down
   std::vector<caf::actor> expert_groups;  // null while one is down
   kv_manager_actor kv;
-  bool busy = false;                // a step (or its KV request) is in flight
+  bool kv_in_flight = false;        // a KV request for the next step is out
+  int steps_in_flight = 0;          // each over sequences of its own
   // Bumped by every recovery: what answers a request sent before it is stale.
   uint64_t epoch = 0;
   bool tick_pending = false;
@@ -67,6 +72,12 @@ struct scheduler_state {
 // Iteration-level continuous batching: each step admits what fits (FCFS), runs one plan
 // through the stages, and streams the sampled tokens to each request's sink. A failed step
 // or a stage that goes down (its KV memory with it) re-queues every running sequence.
+//
+// A pipeline of several stages runs as many steps at once (micro-batches), each over its
+// own share of the sequences, so that every stage computes while the others do: with two
+// stages, one step's second half runs while the next step's first half does. A sequence
+// is in one step at a time. Every stage takes steps in the order the first one did, so a
+// step left over from before a recovery ends at each stage before the steps after it.
 scheduler_actor::behavior_type scheduler(scheduler_actor::stateful_pointer<scheduler_state> self,
                                          scheduler_options options, kv_manager_actor kv);
 

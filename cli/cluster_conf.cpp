@@ -16,7 +16,8 @@ const std::map<std::string, std::map<std::string, std::string>> flags_by_key = {
                  {"send_timeout_ms", "--send-timeout-ms"}}},
     {"engine", {{"max_num_seqs", "--max-num-seqs"}, {"max_num_batched_tokens", "--max-num-batched-tokens"},
                 {"max_model_len", "--max-model-len"}, {"kv_cache_mb", "--kv-cache-mb"}, {"block_size", "--block-size"},
-                {"pipeline_stages", "--pipeline-stages"}, {"progress_timeout_ms", "--progress-timeout-ms"}}},
+                {"pipeline_stages", "--pipeline-stages"}, {"pipeline_micro_batches", "--pipeline-micro-batches"},
+                {"progress_timeout_ms", "--progress-timeout-ms"}}},
     {"node", {{"devices", "--device"}, {"expert_groups", "--expert-groups"}}},
 };
 

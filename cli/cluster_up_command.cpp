@@ -154,6 +154,7 @@ int cluster_up_command(int argc, char** argv) {
   scheduler_options scheduling;
   scheduling.max_num_seqs = spec.engine.max_num_seqs;
   scheduling.max_num_batched_tokens = spec.engine.max_num_batched_tokens;
+  scheduling.micro_batches = spec.engine.pipeline_micro_batches;
   auto cluster = start_cluster_engine(system, spec, checked->model, agents, scheduling);
   if (!cluster) return fail(cluster.err().message);
   // A node's rejoin and a replica's start or stop each change `cluster`: one at a time.

@@ -60,6 +60,7 @@ result<serve_flags> parse(int argc, char** argv) {
   f.engine.backend.block_size = number("--block-size", 16);
   f.engine.expert_groups = number("--expert-groups", 1);
   f.engine.pipeline_stages = number("--pipeline-stages", 1);
+  f.engine.scheduler.micro_batches = number("--pipeline-micro-batches", 0);
   f.engine.backend.kv_cache_bytes = size_t(number("--kv-cache-mb", 0)) << 20;
   f.engine.backend.gpu_memory_utilization = number("--gpu-memory-percent", 90) / 100.0;
   f.engine.backend.enforce_eager = a->take_switch("--enforce-eager");

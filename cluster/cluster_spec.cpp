@@ -145,6 +145,7 @@ status read_engine(const ini_file& file, const ini_section& section, cluster_spe
       {"kv_cache_mb", integer(file, n.kv_cache_mb, 0)},
       {"block_size", integer(file, n.block_size, 1)},
       {"progress_timeout_ms", positive_duration(file, n.progress_timeout)},
+      {"pipeline_micro_batches", integer(file, n.pipeline_micro_batches, 0)},
       {"pipeline_stages", single_node_only(file, spec, integer(file, n.pipeline_stages, 1),
                                            "each [replica.NAME] lists its `stages`")},
   });

@@ -60,6 +60,7 @@ struct engine_settings {
   int kv_cache_mb = 0;    // 0: the backend decides
   int block_size = 16;
   int pipeline_stages = 1;  // single-node files only; a cluster's replicas list their stages
+  int pipeline_micro_batches = 0;  // steps in flight at once; 0: one per stage
   // A stage in one step longer than this is stuck: declared failed and replaced.
   std::chrono::milliseconds progress_timeout{30000};
 };

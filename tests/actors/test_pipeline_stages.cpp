@@ -165,6 +165,29 @@ BOOST_AUTO_TEST_CASE(pipelines_give_the_one_stage_tokens_and_log_probs) {
   e->stop(system);
 }
 
+// A pipeline runs micro-batches: with 16 streams, steps over half of them each begin
+// while the other half's step is in the pipeline (the test above holds their tokens and
+// log-probs to one stage's). One stage, or micro_batches = 1, runs one step at a time.
+BOOST_AUTO_TEST_CASE(a_pipeline_overlaps_steps_of_its_sequences_unless_told_not_to) {
+  for (auto [stages, micro_batches] : {std::pair{1, 0}, std::pair{2, 0}, std::pair{2, 1}}) {
+    BOOST_TEST_CONTEXT(stages << " stages, micro_batches " << micro_batches) {
+      caf::actor_system system{test::engine_config()};
+      auto options = test::fixture_options();
+      options.pipeline_stages = stages;
+      options.scheduler.micro_batches = micro_batches;
+      auto e = start_local_engine(system, options);
+      BOOST_REQUIRE(e);
+      caf::scoped_actor self{system};
+      const auto requests = test::greedy_requests(16, 5, 12, e->config.vocab_size);
+      test::expect_same_as_alone(requests, test::run_requests(self, *e, requests));
+      const engine_stats stats = test::stats_of(self, *e);
+      if (stages == 1 || micro_batches == 1) BOOST_TEST(stats.overlapped_steps == 0u);
+      else BOOST_TEST(stats.overlapped_steps * 2 > stats.steps, stats.overlapped_steps << " of " << stats.steps);
+      e->stop(system);
+    }
+  }
+}
+
 // Kills one stage of a pipeline several times while 16 streams run (the middle or last
 // stage_1, or stage_0): every stage's KV for the running sequences is rebuilt by
 // re-prefill, so every request still ends once with the tokens of a fault-free run.

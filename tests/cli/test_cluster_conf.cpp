@@ -44,9 +44,11 @@ BOOST_AUTO_TEST_CASE(the_repo_cluster_conf_gives_the_flags_it_always_gave) {
 }
 
 BOOST_AUTO_TEST_CASE(only_the_keys_a_file_sets_become_flags) {
-  auto flags = cluster_conf_flags(write("[engine]\npipeline_stages = 2\n[node.gpu]\naddress = 10.0.0.1\nport = 7200\ndevices = cuda:0\n"));
+  auto flags = cluster_conf_flags(write(
+      "[engine]\npipeline_stages = 2\npipeline_micro_batches = 1\n[node.gpu]\naddress = 10.0.0.1\nport = 7200\ndevices = cuda:0\n"));
   BOOST_REQUIRE(flags);
-  BOOST_TEST(*flags == (std::vector<std::string>{"--pipeline-stages", "2", "--device", "cuda"}), boost::test_tools::per_element());
+  BOOST_TEST(*flags == (std::vector<std::string>{"--pipeline-stages", "2", "--pipeline-micro-batches", "1", "--device", "cuda"}),
+             boost::test_tools::per_element());
   auto cuda = cluster_conf_flags(write("[node.gpu]\ndevices = cuda\n"));
   BOOST_REQUIRE(cuda);
   BOOST_TEST(*cuda == (std::vector<std::string>{"--device", "cuda"}), boost::test_tools::per_element());

@@ -81,7 +81,7 @@ BOOST_AUTO_TEST_CASE(reads_every_key_of_a_cluster_file) {
       "[gateway]\nhost = 0.0.0.0\nport = 0\napi_key = sk-1\nmax_pending = 7\nnode = tail\nrouting = prefix_aware\n"
       "send_timeout_ms = 4500\n"
       "[engine]\nmax_num_seqs = 8\nmax_num_batched_tokens = 512\nmax_model_len = 1024\nkv_cache_mb = 256\nblock_size = 32\n"
-      "progress_timeout_ms = 1500\n"
+      "progress_timeout_ms = 1500\npipeline_micro_batches = 3\n"
       "[node.head]\naddress = gpu-1.example.org\nport = 7100\ndevices = cuda:0,1\n"
       "[node.tail]\naddress = fd00::2\nport = 7101\ndevices = cuda:3\n"
       "[replica.r_1]\nstages = head:0-23, head:1:24-35, tail:36-47\nexperts = tail:64-127, head:1:0-63\nweight = 2.5\n"
@@ -112,13 +112,14 @@ BOOST_AUTO_TEST_CASE(reads_every_key_of_a_cluster_file) {
   BOOST_TEST(s.engine.kv_cache_mb == 256);
   BOOST_TEST(s.engine.block_size == 32);
   BOOST_TEST(s.engine.progress_timeout.count() == 1500);
+  BOOST_TEST(s.engine.pipeline_micro_batches == 3);
   BOOST_TEST(s.gateway.send_timeout.count() == 4500);
   BOOST_REQUIRE(s.nodes.size() == 2);
   BOOST_TEST(s.nodes[0].name == "head");
   BOOST_TEST(s.nodes[0].address == "gpu-1.example.org");
   BOOST_TEST(s.nodes[0].port == 7100);
   BOOST_TEST(s.nodes[0].gpus == (std::vector<int>{0, 1}));
-  BOOST_TEST(s.nodes[0].line == 31);
+  BOOST_TEST(s.nodes[0].line == 32);
   BOOST_TEST(s.nodes[1].address == "fd00::2");
   BOOST_TEST(s.nodes[1].gpus == std::vector<int>{3});
   BOOST_TEST(s.node("tail") == &s.nodes[1]);
@@ -127,16 +128,16 @@ BOOST_AUTO_TEST_CASE(reads_every_key_of_a_cluster_file) {
   const auto& r = s.replicas[0];
   BOOST_TEST(r.name == "r_1");
   BOOST_TEST(r.weight == 2.5);
-  BOOST_TEST(r.line == 39);
+  BOOST_TEST(r.line == 40);
   BOOST_REQUIRE(r.stages.size() == 3);
   BOOST_TEST(same(r.stages[0], "head", 0, 0, 23));  // no GPU given: the node's first
   BOOST_TEST(same(r.stages[1], "head", 1, 24, 35));
   BOOST_TEST(same(r.stages[2], "tail", 3, 36, 47));
-  BOOST_TEST(r.stages[2].line == 40);
+  BOOST_TEST(r.stages[2].line == 41);
   BOOST_REQUIRE(r.experts.size() == 2);  // file order
   BOOST_TEST(same(r.experts[0], "tail", 3, 64, 127));
   BOOST_TEST(same(r.experts[1], "head", 1, 0, 63));
-  BOOST_TEST(r.experts[1].line == 41);
+  BOOST_TEST(r.experts[1].line == 42);
   const auto& r2 = s.replicas[1];
   BOOST_TEST(r2.name == "r-2");
   BOOST_TEST(r2.weight == 0);
@@ -181,6 +182,7 @@ BOOST_AUTO_TEST_CASE(a_cluster_file_leaves_out_what_has_a_default) {
   BOOST_TEST(s.gateway.max_pending == 1024);
   BOOST_TEST(s.gateway.node == "solo");
   BOOST_TEST(s.engine.max_num_seqs == 64);
+  BOOST_TEST(s.engine.pipeline_micro_batches == 0);
   BOOST_TEST(s.engine.max_num_batched_tokens == 2048);
   BOOST_TEST(s.engine.max_model_len == 0);
   BOOST_TEST(s.engine.kv_cache_mb == 0);
@@ -296,6 +298,7 @@ BOOST_AUTO_TEST_CASE(every_mistake_names_file_line_and_what_is_expected) {
       {"[gateway]\nmax_pending = 0\n", 2, {"`max_pending` must be an integer 1 or more"}},
       {"[engine]\nkv_cache_mb = -1\n", 2, {"`kv_cache_mb` must be an integer 0 or more"}},
       {"[engine]\nmax_num_seqs = 99999999999\n", 2, {"`max_num_seqs` must be an integer"}},
+      {"[engine]\npipeline_micro_batches = -1\n", 2, {"`pipeline_micro_batches` must be an integer 0 or more"}},
       {"[cluster]\nheartbeat_interval_ms = 0\n", 2, {"`heartbeat_interval_ms` must be an integer 1 or more"}},
       {"[cluster]\nstep_timeout_s = -5\n", 2, {"`step_timeout_s` must be an integer 1 or more"}},
       {"[cluster]\nstartup_timeout_s = 0\n", 2, {"`startup_timeout_s`", "1 or more"}},
