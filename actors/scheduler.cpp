@@ -214,6 +214,7 @@ void on_kv_reply(self_ptr self, const kv_step_request& asked, const kv_step_repl
   schedule(self);  // the next micro-batch, while this one is in the first stage
 }
 
+// How many steps may be in flight at once.
 int micro_batches(const scheduler_options& o) {
   return std::max(1, o.micro_batches > 0 ? o.micro_batches : o.pipeline_stages);
 }

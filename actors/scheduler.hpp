@@ -75,8 +75,8 @@ struct scheduler_state {
 //
 // A pipeline of several stages runs as many steps at once (micro-batches), each over its
 // own share of the sequences, so that every stage computes while the others do: with two
-// stages, one step's second half runs while the next step's first half does. A sequence
-// is in one step at a time. Every stage takes steps in the order the first one did, so a
+// stages, one half of the sequences' step is in the second stage while the other half's is
+// in the first. A sequence is in one step at a time. Every stage takes steps in the order the first one did, so a
 // step left over from before a recovery ends at each stage before the steps after it.
 scheduler_actor::behavior_type scheduler(scheduler_actor::stateful_pointer<scheduler_state> self,
                                          scheduler_options options, kv_manager_actor kv);

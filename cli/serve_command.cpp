@@ -73,6 +73,7 @@ result<serve_flags> parse(int argc, char** argv) {
   if (f.engine.progress_timeout.count() <= 0 && failure.empty()) failure = "--progress-timeout-ms must be above 0";
   if (f.http.send_timeout.count() <= 0 && failure.empty()) failure = "--send-timeout-ms must be above 0";
   if (f.gateway.warmup_requests < 0 && failure.empty()) failure = "--warmup-requests must be 0 or more";
+  if (f.engine.scheduler.micro_batches < 0 && failure.empty()) failure = "--pipeline-micro-batches must be 0 or more";
   if (f.device == "cuda") f.engine.device = device_kind::cuda;
   else if (f.device != "cpu" && failure.empty()) failure = "--device must be cpu or cuda, not " + f.device;
   if (!failure.empty()) return error{failure};

@@ -62,7 +62,7 @@ test('the warm-up carries the API key when the server has one', async () => {
   assert.doesNotMatch(server.stderr(), /warm-up request failed/);
 });
 
-test('troupe health: 1 with the reason when nothing answers, 2 for a bad flag', () => {
+test('troupe health: 1 with the reason when nothing answers, 2 for a bad flag (of serve too)', () => {
   const down = spawnSync(binary, ['health', '--url', 'http://127.0.0.1:1', '--wait', '0.6'], { encoding: 'utf8' });
   assert.equal(down.status, 1);
   assert.match(down.stderr, /^troupe health: http:\/\/127\.0\.0\.1:1\/health is not ready: /);
@@ -71,4 +71,7 @@ test('troupe health: 1 with the reason when nothing answers, 2 for a bad flag', 
   const negative = spawnSync(binary, ['serve', '--model', modelDir, '--warmup-requests', '-1'], { encoding: 'utf8' });
   assert.equal(negative.status, 2);
   assert.match(negative.stderr, /--warmup-requests must be 0 or more/);
+  const batches = spawnSync(binary, ['serve', '--model', modelDir, '--pipeline-micro-batches', '-1'], { encoding: 'utf8' });
+  assert.equal(batches.status, 2);
+  assert.match(batches.stderr, /--pipeline-micro-batches must be 0 or more/);
 });
