@@ -61,17 +61,24 @@ async function admin(path, body, { method = body === undefined ? 'GET' : 'POST',
 
 const listing = async () => Object.fromEntries((await admin('/admin/replicas')).json.replicas.map((r) => [r.name, r]));
 
-// Waits until replica `name` is in `state`.
-async function until(name, state) {
+// Reads `read()` every 100 ms until `done` holds for it, for up to a minute; returns it.
+// `why` says what was still wrong.
+async function waitFor(read, done, why) {
   const deadline = Date.now() + 60000;
   for (;;) {
-    const r = (await listing())[name];
-    if (r.state === state) return r;
-    assert.equal(r.last_error, '', `replica ${name}: ${r.last_error}`);
-    assert.ok(Date.now() < deadline, `replica ${name} is still ${r.state}: ${cluster.stderr()}`);
+    const value = await read();
+    if (done(value)) return value;
+    assert.ok(Date.now() < deadline, `${why(value)}: ${cluster.stderr()}`);
     await sleep(100);
   }
 }
+
+// Waits until replica `name` is in `state`, with no error from its last change meanwhile.
+const until = (name, state) => waitFor(async () => {
+  const r = (await listing())[name];
+  if (r.state !== state) assert.equal(r.last_error, '', `replica ${name}: ${r.last_error}`);
+  return r;
+}, (r) => r.state === state, (r) => `replica ${name} is still ${r.state}`);
 
 // Calls routed to each replica so far, from /metrics.
 async function routed() {
@@ -195,11 +202,7 @@ test('an add whose node does not answer fails with a clear error, then works onc
   let red;
   try {
     assert.equal((await admin('/admin/replicas/red/add', {})).status, 202);
-    const deadline = Date.now() + 60000;
-    while ((red = (await listing()).red).state !== 'off') {
-      assert.ok(Date.now() < deadline, `red is still ${red.state}: ${cluster.stderr()}`);
-      await sleep(100);
-    }
+    red = await waitFor(async () => (await listing()).red, (r) => r.state === 'off', (r) => `red is still ${r.state}`);
   } finally {
     try { process.kill(second, 'SIGCONT'); } catch {}  // the head may have ended it already
   }
@@ -207,11 +210,8 @@ test('an add whose node does not answer fails with a clear error, then works onc
   assert.match(cluster.stderr(), /replica red did not start: replica red: /);
   assert.deepEqual((await admin('/admin/traffic')).json.replicas.map((r) => r.name).sort(), ['blue', 'green']);
 
-  const deadline = Date.now() + 60000;
-  while (!(await admin('/admin/status')).json.replicas.find((r) => r.name === 'green').healthy) {
-    assert.ok(Date.now() < deadline, `green is not healthy again: ${cluster.stderr()}`);
-    await sleep(200);
-  }
+  await waitFor(async () => (await admin('/admin/status')).json.replicas.find((r) => r.name === 'green'),
+                (green) => green.healthy, () => 'green is not healthy again');
   assert.equal((await admin('/admin/replicas/red/add', {})).status, 202);
   await until('red', 'serving');
   const results = await Promise.all(Array.from({ length: 6 }, () => greedy(client, golden.prompt, 3)));
