@@ -158,7 +158,7 @@ int main(int argc, char** argv) {
     }));
     rows[r++].push_back(mean_us([&] { cuda::matmul(cublas, attn, n, q_dim, l.o, h, dtype::bf16, out); }));
     rows[r++].push_back(mean_us([&] { cuda::matmul(cublas, normed, n, h, l.router, e, dtype::f32, router); }));
-    rows[r++].push_back(mean_us([&] { cuda::route_top_k(router, n, e, k, c.norm_topk_prob, chosen, route_weights, stream); }));
+    rows[r++].push_back(mean_us([&] { cuda::route_top_k(router, n, e, k, c.norm_topk_prob, false, chosen, route_weights, stream); }));
     rows[r++].push_back(mean_us([&] {
       cuda::fused_moe(normed, n, h, d_routed, d_equal, k, l.w13, l.w2, c.moe_intermediate_size, 0, e,
                       moe_workspace, out, stream, nullptr);

@@ -43,8 +43,9 @@ bool gpu_experts::covers(int first_expert, int last_expert) const {
 
 size_t gpu_experts::workspace_bytes(int max_tokens) const {
   const model_config& c = weights_->config;
-  return cuda::fused_moe_workspace_bytes(max_tokens, c.num_experts_per_tok, c.num_experts, c.hidden_size,
-                                         c.moe_intermediate_size);
+  const int shared = int(shared_expert_in_slot(c));  // run's one more pick and expert
+  return cuda::fused_moe_workspace_bytes(max_tokens, c.num_experts_per_tok + shared, c.num_experts + shared,
+                                         c.hidden_size, c.moe_intermediate_size);
 }
 
 status gpu_experts::run(int layer, const __nv_bfloat16* x, int tokens, const int* chosen, const float* weights,
@@ -54,8 +55,9 @@ status gpu_experts::run(int layer, const __nv_bfloat16* x, int tokens, const int
   if (!covers_locked(0, c.num_experts))
     return error{"experts 0.." + std::to_string(c.num_experts - 1) + " have no expert group (restarting)"};
   const gpu_layer_weights& l = weights_->layers[size_t(layer)];
-  cuda::fused_moe(x, tokens, c.hidden_size, chosen, weights, c.num_experts_per_tok, l.w13, l.w2,
-                  c.moe_intermediate_size, 0, c.num_experts, workspace, out, stream, cublas);
+  const int shared = int(shared_expert_in_slot(c));
+  cuda::fused_moe(x, tokens, c.hidden_size, chosen, weights, c.num_experts_per_tok + shared, l.w13, l.w2,
+                  c.moe_intermediate_size, 0, c.num_experts + shared, workspace, out, stream, cublas);
   return ok();
 }
 

@@ -40,6 +40,8 @@ class gpu_experts {
 
   // out[t] = the routed experts' weighted sum for x[t] in MoE layer `layer` (all device
   // pointers, [tokens, hidden] bf16; chosen and weights [tokens, k]), enqueued on `stream`.
+  // Where shared_expert_in_slot, chosen and weights are [tokens, k + 1], the shared
+  // expert's pick last (route_top_k's shared expert), and the sum holds its rows too.
   // A cuBLAS handle on `stream` lets a large batch take fused_moe's cuBLAS path, which
   // waits for the stream: pass null while capturing a graph.
   status run(int layer, const __nv_bfloat16* x, int tokens, const int* chosen, const float* weights,

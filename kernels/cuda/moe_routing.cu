@@ -18,15 +18,17 @@ static constexpr int max_experts = 1024;  // 32 a lane
 // the picks are written once at the end, already normalised. At batch 1 this kernel is on
 // the decode step's critical path every layer (on the H200, leaving it out of the step made
 // batch-1 decode 386 -> 476 tok/s): probabilities in shared memory and butterflies of
-// shuffles for every round made it a long chain of dependent latencies.
+// shuffles for every round made it a long chain of dependent latencies. With a shared
+// expert, lane k adds its pick: slot `experts`, weighted by the sigmoid of its gate's logit.
 template <int per_lane>
 static __global__ void route_top_k_kernel(const float* logits, int tokens, int experts, int k,
-                                          bool normalize, int* chosen, float* weights) {
+                                          bool normalize, bool shared_expert, int* chosen, float* weights) {
   begin_dependent();
   const int warp = int(threadIdx.x) / 32, lane = int(threadIdx.x) % 32;
   const int t = int(blockIdx.x) * warps_per_block + warp;
   if (t >= tokens) return;
-  const float* l = logits + size_t(t) * experts;
+  const int columns = experts + int(shared_expert), picks = k + int(shared_expert);
+  const float* l = logits + size_t(t) * columns;
   float p[per_lane];
   unsigned taken = 0;  // bit j: expert lane + 32 j is picked, or past the end
   float m = -INFINITY;
@@ -67,33 +69,36 @@ static __global__ void route_top_k_kernel(const float* logits, int tokens, int e
     if (lane == pick % 32) taken |= 1u << (pick / 32);
   }
   if (lane < k) {
-    chosen[size_t(t) * k + lane] = mine_e;
-    weights[size_t(t) * k + lane] = normalize ? mine / picked : mine;
+    chosen[size_t(t) * picks + lane] = mine_e;
+    weights[size_t(t) * picks + lane] = normalize ? mine / picked : mine;
+  } else if (shared_expert && lane == k) {
+    chosen[size_t(t) * picks + k] = experts;
+    weights[size_t(t) * picks + k] = 1.0f / (1.0f + expf(-l[experts]));
   }
 }
 
 template <int per_lane>
-static void launch(const float* logits, int tokens, int experts, int k, bool normalize, int* chosen,
-                   float* weights, cudaStream_t stream) {
+static void launch(const float* logits, int tokens, int experts, int k, bool normalize, bool shared_expert,
+                   int* chosen, float* weights, cudaStream_t stream) {
   const int blocks = (tokens + warps_per_block - 1) / warps_per_block;
   launch_dependent(route_top_k_kernel<per_lane>, blocks, warps_per_block * 32, 0, stream, logits, tokens, experts,
-                   k, normalize, chosen, weights);
+                   k, normalize, shared_expert, chosen, weights);
 }
 
-void route_top_k(const float* logits, int tokens, int experts, int k, bool normalize, int* chosen,
-                 float* weights, cudaStream_t stream) {
+void route_top_k(const float* logits, int tokens, int experts, int k, bool normalize, bool shared_expert,
+                 int* chosen, float* weights, cudaStream_t stream) {
   TROUPE_CHECK(tokens >= 0 && experts > 0 && k > 0 && k <= experts, "bad shape");
-  TROUPE_CHECK(k <= 32, "at most 32 experts a token: a lane holds each pick");
+  TROUPE_CHECK(k + int(shared_expert) <= 32, "at most 32 experts a token: a lane holds each pick");
   TROUPE_CHECK(experts <= max_experts, "at most 1024 experts: a lane holds 32 of them");
   if (tokens == 0) return;
   if (experts <= 128)
-    launch<4>(logits, tokens, experts, k, normalize, chosen, weights, stream);
+    launch<4>(logits, tokens, experts, k, normalize, shared_expert, chosen, weights, stream);
   else if (experts <= 256)
-    launch<8>(logits, tokens, experts, k, normalize, chosen, weights, stream);
+    launch<8>(logits, tokens, experts, k, normalize, shared_expert, chosen, weights, stream);
   else if (experts <= 512)
-    launch<16>(logits, tokens, experts, k, normalize, chosen, weights, stream);
+    launch<16>(logits, tokens, experts, k, normalize, shared_expert, chosen, weights, stream);
   else
-    launch<32>(logits, tokens, experts, k, normalize, chosen, weights, stream);
+    launch<32>(logits, tokens, experts, k, normalize, shared_expert, chosen, weights, stream);
 }
 
 }  // namespace troupe::cuda

@@ -95,7 +95,7 @@ struct gpu_step_runner::buffers {
     const model_config& c = w.config;
     const size_t t = size_t(o.max_num_batched_tokens), s = size_t(o.max_num_seqs), h = size_t(c.hidden_size);
     const size_t q_dim = size_t(c.num_heads) * size_t(c.head_dim), kv_dim = size_t(c.num_kv_heads) * size_t(c.head_dim);
-    const size_t k = size_t(c.num_experts_per_tok);
+    const size_t k = size_t(c.num_experts_per_tok) + (shared_expert_in_slot(c) ? 1 : 0);  // a shared expert's pick
     const auto [first, last] = layer_range_of(o, c);
     const auto any_layer = [&, first = first, last = last](auto is) {
       return std::any_of(w.layers.begin() + first, w.layers.begin() + last, is);
@@ -115,7 +115,7 @@ struct gpu_step_runner::buffers {
     q = a.take<bf16>(t * q_dim);
     attn = a.take<bf16>(t * std::max(q_dim, linear ? value_width : 0));
     block_out = a.take<bf16>(t * h);
-    router_logits = a.take<float>(t * size_t(std::max(c.num_experts, 1)));
+    router_logits = a.take<float>(t * (size_t(std::max(c.num_experts, 1)) + (shared_expert_in_slot(c) ? 1 : 0)));
     chosen = a.take<int>(t * std::max<size_t>(k, 1));
     route_weights = a.take<float>(t * std::max<size_t>(k, 1));
     moe_workspace = a.take<char>(c.num_experts > 0 ? experts.workspace_bytes(int(t)) : 0);
@@ -270,9 +270,13 @@ status gpu_step_runner::forward(const shape& s) {
       full_attention(s, l, i);
     }
     if (l.moe) {
-      norm_matmul(b.block_out, l.post_attention_norm, l.router, c.num_experts, dtype::f32, b.router_logits, true);
-      cuda::route_top_k(b.router_logits, n, c.num_experts, c.num_experts_per_tok, c.norm_topk_prob, b.chosen,
-                        b.route_weights, stream_);
+      // A shared expert in its slot is one more expert a token picks, unless the experts are
+      // spread over GPUs (whose ranges hold the routed experts only).
+      const bool shared_picked = shared_expert_in_slot(c) && !remote_;
+      norm_matmul(b.block_out, l.post_attention_norm, l.router, c.num_experts + int(shared_picked), dtype::f32,
+                  b.router_logits, true);
+      cuda::route_top_k(b.router_logits, n, c.num_experts, c.num_experts_per_tok, c.norm_topk_prob, shared_picked,
+                        b.chosen, b.route_weights, stream_);
       // A decode step is being captured: no handle, so fused_moe never waits for the stream.
       cublasHandle_t moe_cublas = s.decode ? nullptr : cublas_;
       if (auto r = remote_ ? moe_across_gpus(i, n)
@@ -280,7 +284,7 @@ status gpu_step_runner::forward(const shape& s) {
                                            stream_, moe_cublas);
           !r)
         return r;
-      if (l.shared_expert_gate != nullptr) shared_expert(l, n);
+      if (l.shared_expert_gate != nullptr && !shared_picked) shared_expert(l, n);
     } else {
       norm_matmul(b.block_out, l.post_attention_norm, l.mlp.gate, c.intermediate_size, dtype::bf16, b.gate, true);
       cuda::matmul(cublas_, b.normed, n, h, l.mlp.up, c.intermediate_size, dtype::bf16, b.up);

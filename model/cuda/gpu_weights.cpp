@@ -54,10 +54,14 @@ void carve(const model_config& c, device_arena& arena, gpu_weights& w) {
     l.post_attention_norm = arena.take<float>(h);
     l.moe = c.is_moe_layer(i);
     if (l.moe) {
-      l.router = arena.take<bf16>(e * h);
-      l.w13 = arena.take<bf16>(e * 2 * inter * h);
-      l.w2 = arena.take<bf16>(e * h * inter);
-      if (shared > 0) {
+      const size_t slots = e + (shared_expert_in_slot(c) ? 1 : 0);
+      l.router = arena.take<bf16>(slots * h);
+      l.w13 = arena.take<bf16>(slots * 2 * inter * h);
+      l.w2 = arena.take<bf16>(slots * h * inter);
+      if (shared_expert_in_slot(c)) {
+        l.shared_expert = {l.w13 + e * 2 * inter * h, l.w13 + (e * 2 + 1) * inter * h, l.w2 + e * h * inter};
+        l.shared_expert_gate = l.router + e * h;
+      } else if (shared > 0) {
         l.shared_expert = mlp(shared);
         l.shared_expert_gate = arena.take<bf16>(h);
       }
@@ -290,9 +294,9 @@ void fill_dummy(const gpu_weights& w) {
 // The CUDA kernels' limits: attention is built for head_dim 64, 128 and 256 (as
 // FlashAttention's common builds are), decode attention for at most 16 query heads a KV
 // head, RoPE for rotated pairs, the MoE GEMMs for 16-element tiles, the router for at most
-// 32 experts a token of at most 1024 (a lane each, and 32 a lane), the Gated DeltaNet's
-// conv for windows of at most 8 and its delta rule for key heads of at most 256 dims that
-// value heads share evenly.
+// 32 experts a token (a shared expert in a slot counts) of at most 1024 (a lane each, and
+// 32 a lane), the Gated DeltaNet's conv for windows of at most 8 and its delta rule for key
+// heads of at most 256 dims that value heads share evenly.
 status check_gpu_shape(const model_config& c, const std::filesystem::path& dir) {
   std::string why;
   if (c.head_dim != 64 && c.head_dim != 128 && c.head_dim != 256)
@@ -305,8 +309,9 @@ status check_gpu_shape(const model_config& c, const std::filesystem::path& dir) 
   else if (c.hidden_size % 16 != 0) why = "hidden_size " + std::to_string(c.hidden_size) + " (a multiple of 16 is needed)";
   else if (c.num_experts > 0 && c.moe_intermediate_size % 16 != 0)
     why = "moe_intermediate_size " + std::to_string(c.moe_intermediate_size) + " (a multiple of 16 is needed)";
-  else if (c.num_experts > 0 && c.num_experts_per_tok > 32)
-    why = "num_experts_per_tok " + std::to_string(c.num_experts_per_tok) + " (at most 32 are built)";
+  else if (c.num_experts > 0 && c.num_experts_per_tok + int(shared_expert_in_slot(c)) > 32)
+    why = "num_experts_per_tok " + std::to_string(c.num_experts_per_tok) +
+          (shared_expert_in_slot(c) ? " beside a shared expert (at most 31 are built)" : " (at most 32 are built)");
   else if (c.num_experts > 1024)
     why = "num_experts " + std::to_string(c.num_experts) + " (at most 1024 are built)";
   else if (c.has_linear_layers() && (c.linear_conv_kernel_dim < 1 || c.linear_conv_kernel_dim > cuda::conv_max_kernel))
@@ -321,6 +326,10 @@ status check_gpu_shape(const model_config& c, const std::filesystem::path& dir) 
 }
 
 }  // namespace
+
+bool shared_expert_in_slot(const model_config& c) {
+  return c.shared_expert_intermediate_size > 0 && c.shared_expert_intermediate_size == c.moe_intermediate_size;
+}
 
 int qkv_width(const model_config& c) {
   const int q_dim = c.num_heads * c.head_dim, kv_dim = c.num_kv_heads * c.head_dim;

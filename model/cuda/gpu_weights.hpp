@@ -5,7 +5,8 @@
 // after them: [q | k | v | gate], so output_gate reads its gate from the same row), a
 // Gated DeltaNet layer's four in-projections stacked [qkv | z | b | a], and each MoE
 // layer's experts as w13 [experts, 2 * inter, hidden] (gate rows, then up rows) and w2
-// [experts, hidden, inter].
+// [experts, hidden, inter]. A shared expert as wide as the routed ones is one more expert
+// there (see shared_expert_in_slot).
 #include <filesystem>
 #include <memory>
 #include <vector>
@@ -47,6 +48,13 @@ struct gpu_layer_weights {
   gpu_mlp shared_expert;                              // qwen3_5_moe's MoE layers, with
   const __nv_bfloat16* shared_expert_gate = nullptr;  // [1, hidden]
 };
+
+// Whether each MoE layer's shared expert is expert slot num_experts of w13 and w2 (its
+// gate, up and down pointers point there) and its gate row num_experts of the router:
+// so when its width is the routed experts', as in qwen3_5_moe's sizes. The step then runs
+// it in the routed experts' kernels as a pick of every token (route_top_k's shared
+// expert), six launches fewer a layer.
+bool shared_expert_in_slot(const model_config& c);
 
 // Columns of a full-attention layer's fused qkv row, the output gate's included.
 int qkv_width(const model_config& c);

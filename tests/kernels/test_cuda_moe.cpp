@@ -248,9 +248,13 @@ BOOST_AUTO_TEST_CASE(fused_moe_matches_cpu) {
   // and the real shape at batch 24. 64-row tiles, or with a handle moe_grouped (32 pairs per
   // expert and up: batched GEMMs over pieces of the mean count), on local ranges, with an
   // expert of no pair and one of a single pair, and with the real hidden and inter; an
-  // expert chosen by 200 of 300 tokens is cut into several pieces.
+  // expert chosen by 200 of 300 tokens is cut into several pieces. Qwen3.5-35B-A3B's shape
+  // with its shared expert as a ninth pick (one more than moe_gemv's down kernel has warps),
+  // at batch 1 and 7, and an expert every token picks.
   for (auto [tokens, experts, k, hidden, inter, first, last, hot, thin] :
        {shape{1, 128, 8, 2048, 768, 0, 128}, shape{8, 16, 8, 2048, 768, 0, 16},
+        shape{1, 257, 9, 2048, 512, 0, 257}, shape{7, 257, 9, 2048, 512, 0, 257},
+        shape{300, 17, 9, 256, 128, 0, 17, 299},
         shape{5, 16, 4, 80, 48, 0, 16}, shape{20, 8, 2, 80, 48, 0, 8, 18}, shape{6, 16, 4, 80, 48, 3, 11},
         shape{60, 16, 4, 80, 48, 0, 16}, shape{24, 128, 8, 2048, 768, 0, 128}, shape{40, 16, 2, 128, 64, 3, 11},
         shape{300, 8, 2, 256, 128, 0, 8}, shape{300, 8, 2, 256, 128, 0, 8, 200}, shape{200, 16, 4, 96, 80, 3, 11},

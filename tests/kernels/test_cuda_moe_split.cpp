@@ -187,9 +187,10 @@ BOOST_AUTO_TEST_CASE(fused_moe_split_over_ranks_gives_fused_moes_bits) {
   // moe_gemv (at most 64 pairs): batch 1 of the real shape, batch 8 of its hidden and inter
   // sizes, a small one; 16-row tiles (under 16 pairs per expert of the whole model, where
   // one rank alone would have more): batch 24 at the real sizes, small ones split two and
-  // three ways; 64-row tiles.
+  // three ways; 64-row tiles. Ten picks a token, more than moe_gemv's down kernel has warps.
   const std::vector<shape> shapes{
       {1, 128, 8, 2048, 768, {0, 64, 128}},  {8, 16, 8, 2048, 768, {0, 8, 16}},
+      {3, 64, 10, 512, 256, {0, 32, 64}},
       {5, 16, 4, 80, 48, {0, 5, 16}},        {24, 32, 8, 2048, 768, {0, 16, 32}},
       {40, 16, 4, 96, 80, {0, 8, 16}},       {40, 16, 4, 96, 80, {0, 3, 11, 16}},
       {100, 16, 4, 128, 64, {0, 8, 16}},     {300, 8, 2, 256, 128, {0, 4, 8}},

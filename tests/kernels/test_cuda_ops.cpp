@@ -533,26 +533,35 @@ BOOST_AUTO_TEST_CASE(gemv_normed_is_rms_norm_then_gemv_to_the_bit) {
 BOOST_AUTO_TEST_CASE(route_top_k_matches_cpu) {
   struct shape {
     int tokens, experts, k;
-    bool normalize;
+    bool normalize, shared_expert;
   };
   uint32_t seed = 400;
-  for (auto [tokens, experts, k, normalize] :
-       {shape{1, 8, 2, true}, shape{33, 128, 8, true}, shape{5, 60, 4, false},
-        shape{17, 512, 10, true}, shape{3, 7, 7, false}, shape{4, 64, 32, true}}) {
-    // Router logits come from an fp32 matmul; random floats are never tied.
-    auto logits = test::random_floats(size_t(tokens) * experts, seed++, 2.0f);
-    std::vector<int> ref_chosen(size_t(tokens) * k);
+  for (auto [tokens, experts, k, normalize, shared] :
+       {shape{1, 8, 2, true, false}, shape{33, 128, 8, true, false}, shape{5, 60, 4, false, false},
+        shape{17, 512, 10, true, false}, shape{3, 7, 7, false, false}, shape{4, 64, 32, true, false},
+        shape{1, 256, 8, true, true}, shape{9, 60, 5, false, true}, shape{4, 64, 31, true, true}}) {
+    // Router logits come from an fp32 matmul; random floats are never tied. With a shared
+    // expert each row has its gate's logit last.
+    const int columns = experts + int(shared), picks = k + int(shared);
+    auto logits = test::random_floats(size_t(tokens) * columns, seed++, 2.0f);
+    std::vector<int> ref_chosen(size_t(tokens) * picks);
     std::vector<float> ref_weights(ref_chosen.size());
-    for (int t = 0; t < tokens; ++t)
-      cpu::route_top_k(logits.data() + size_t(t) * experts, experts, k, normalize,
-                       ref_chosen.data() + size_t(t) * k, ref_weights.data() + size_t(t) * k);
+    for (int t = 0; t < tokens; ++t) {
+      const float* row = logits.data() + size_t(t) * columns;
+      cpu::route_top_k(row, experts, k, normalize, ref_chosen.data() + size_t(t) * picks,
+                       ref_weights.data() + size_t(t) * picks);
+      if (shared) {
+        ref_chosen[size_t(t) * picks + k] = experts;
+        ref_weights[size_t(t) * picks + k] = 1.0f / (1.0f + std::exp(-row[experts]));
+      }
+    }
     device_buffer<float> d_logits(logits), d_weights(ref_weights.size(), NAN);
     device_buffer<int> d_chosen(ref_chosen.size(), -1);
-    cuda::route_top_k(d_logits.get(), tokens, experts, k, normalize, d_chosen.get(),
-                      d_weights.get(), nullptr);
+    cuda::route_top_k(d_logits.get(), tokens, experts, k, normalize, shared, d_chosen.get(), d_weights.get(),
+                      nullptr);
     std::ostringstream name;
     name << "route_top_k tokens " << tokens << " experts " << experts << " k " << k
-         << (normalize ? " normalized" : "");
+         << (normalize ? " normalized" : "") << (shared ? " shared expert" : "");
     const auto chosen = d_chosen.to_host();
     BOOST_TEST(chosen == ref_chosen, boost::test_tools::per_element());
     expect_close(name.str(), d_weights.to_host(), ref_weights, f32_tolerance);

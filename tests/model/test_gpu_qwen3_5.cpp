@@ -4,6 +4,8 @@
 // full-attention layers, partial rotary, GQA, a shared expert. A layer's experts are all
 // the same expert, so a bf16 router that breaks a near-tie the other way computes the same
 // function; the parity tests check routing. Decode steps are fed the CPU's greedy tokens.
+// A shared expert as wide as the routed ones (as in Qwen3.5-35B-A3B) runs as their ninth
+// pick, one of another width by its own matmuls: both are checked.
 #define BOOST_TEST_MODULE gpu_qwen3_5
 #include <boost/test/data/test_case.hpp>
 #include <boost/test/unit_test.hpp>
@@ -30,15 +32,18 @@ using json = nlohmann::json;
 
 namespace {
 
-// As test_gpu_parity for Qwen3.5: bf16 weights and activations against fp32 move a
-// log-prob by up to 0.15 here on the H200 (at head_dim 64 and 256 alike, the first prompt
-// piece as much as the last decode step), on a model whose logits are large on purpose.
-constexpr double logprob_tolerance = 0.2;
+// As test_gpu_parity for Qwen3.5: bf16 weights and activations against fp32 move this
+// model's log-probs (its logits large on purpose) by 0.030 to 0.040 on average in a case on
+// the H200, at head_dim 64 and 256 and either shared-expert path alike, and a few by much
+// more: a case's worst of its 95 to 210 was 0.15 to 0.30, anywhere from the first prompt
+// piece to the last decode step. A wrong state, slot or row moves them all, so a case's
+// mean is held to twice that, and each one to the tail with room.
+constexpr double mean_logprob_tolerance = 0.08, logprob_tolerance = 0.4;
 // The CPU's top-1 over top-2 log-prob below which bf16 may pick the other token.
 constexpr double margin_threshold = 0.25;
 constexpr int block_size = 16, piece = 16, decode_steps = 16;
 
-json config_json(int64_t head_dim) {
+json config_json(int64_t head_dim, int64_t shared) {
   return {{"architectures", {"Qwen3_5MoeForCausalLM"}},
           {"model_type", "qwen3_5_moe_text"},
           {"vocab_size", 320},
@@ -56,7 +61,7 @@ json config_json(int64_t head_dim) {
           {"num_experts", 4},
           {"num_experts_per_tok", 2},
           {"moe_intermediate_size", 32},
-          {"shared_expert_intermediate_size", 48},
+          {"shared_expert_intermediate_size", shared},
           {"partial_rotary_factor", 0.25},
           {"rope_parameters", {{"rope_type", "default"}, {"rope_theta", 1000000.0}, {"partial_rotary_factor", 0.25}}},
           {"rms_norm_eps", 1e-6},
@@ -94,12 +99,12 @@ class tensor_maker {
 
 // The checkpoint as transformers' Qwen3_5MoeForCausalLM saves it (weights under model.*,
 // experts per expert), its values in the ranges make_golden_qwen3_5.py draws.
-void write_checkpoint_to(const fs::path& dir, int64_t hd) {
-  const json config = config_json(hd);
+void write_checkpoint_to(const fs::path& dir, int64_t hd, int64_t shared) {
+  const json config = config_json(hd, shared);
   std::ofstream(dir / "config.json") << config.dump(1);
   std::ofstream(dir / "generation_config.json") << json{{"bos_token_id", 318}, {"eos_token_id", 319}}.dump();
   const int64_t h = 128, vocab = 320, heads = 4, kv_heads = 2, key_heads = 2, value_heads = 4,
-                key_dim = 32, value_dim = 48, kernel = 4, experts = 4, inter = 32, shared = 48;
+                key_dim = 32, value_dim = 48, kernel = 4, experts = 4, inter = 32;
   const int64_t conv = 2 * key_heads * key_dim + value_heads * value_dim, value_width = value_heads * value_dim;
   tensor_maker make;
   std::vector<tensor_to_write> t;
@@ -152,13 +157,29 @@ std::vector<float> log_probs(const float* logits, int vocab) {
   return lp;
 }
 
+// How far a case's GPU log-probs are from the CPU's.
+struct logprob_errors {
+  void add(double error) { sum += error, ++count; }
+  // At the end of a case.
+  void check() const {
+    BOOST_REQUIRE_GT(count, 0);
+    BOOST_TEST_MESSAGE("mean log-prob error " << sum / count << " over " << count);
+    BOOST_TEST(sum / count < mean_logprob_tolerance);
+  }
+  double sum = 0.0;
+  int count = 0;
+};
+
 // The GPU's top 5 against the CPU's log-probs: each of ours where the CPU has it, and the
 // CPU's top 5 each among ours or below our fifth (within tolerance).
-void check_top5(const sampled_token& t, const std::vector<float>& cpu, const std::string& where) {
+void check_top5(const sampled_token& t, const std::vector<float>& cpu, const std::string& where,
+                logprob_errors& errors) {
   BOOST_REQUIRE_EQUAL(t.top.size(), 5u);
-  for (const top_logprob& p : t.top)
-    BOOST_TEST_CONTEXT(where << " token " << p.token)
-    BOOST_TEST(std::abs(p.logprob - cpu[size_t(p.token)]) < logprob_tolerance);
+  for (const top_logprob& p : t.top) {
+    const double error = std::abs(p.logprob - cpu[size_t(p.token)]);
+    errors.add(error);
+    BOOST_TEST_CONTEXT(where << " token " << p.token) BOOST_TEST(error < logprob_tolerance);
+  }
   std::vector<int> order(cpu.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = int(i);
   std::partial_sort(order.begin(), order.begin() + 5, order.end(),
@@ -181,11 +202,11 @@ double margin(const std::vector<float>& lp) {
   return double(first) - double(second);
 }
 
-// Both engines over one checkpoint of attention heads of head_dim dims: the CPU model and
-// the GPU's weights and experts.
+// Both engines over one checkpoint of attention heads of head_dim dims and a shared expert
+// `shared` wide: the CPU model and the GPU's weights and experts.
 struct engines {
-  explicit engines(int64_t head_dim = 64) {
-    write_checkpoint_to(dir.path(), head_dim);
+  engines(int64_t head_dim, int64_t shared) {
+    write_checkpoint_to(dir.path(), head_dim, shared);
     auto model = load_model(dir.path());
     BOOST_REQUIRE_MESSAGE(model, (model ? std::string() : model.err().message));
     cpu = *model;
@@ -231,7 +252,7 @@ struct sequence {
 // its sequence's CPU forward over the same tokens: the top 5, and the greedy token where
 // the CPU's margin calls it. Returns the CPU's greedy tokens.
 std::vector<int> step_both(step_runner& runner, const std::vector<std::pair<sequence*, std::vector<int>>>& parts,
-                           const std::string& where) {
+                           const std::string& where, logprob_errors& errors) {
   forward_batch batch;
   std::vector<sample_request> samples;
   sampling_params greedy;
@@ -253,7 +274,7 @@ std::vector<int> step_both(step_runner& runner, const std::vector<std::pair<sequ
     const auto logits = s->cpu.forward(tokens);
     const auto lp = log_probs(logits.data(), int(logits.size()));
     const std::string at = where + ", sequence in slot " + std::to_string(s->slot);
-    check_top5(out->tokens[i], lp, at);
+    check_top5(out->tokens[i], lp, at, errors);
     next.push_back(int(std::max_element(lp.begin(), lp.end()) - lp.begin()));
     if (margin(lp) > margin_threshold) BOOST_TEST_CONTEXT(at) BOOST_TEST(out->tokens[i].token == next.back());
   }
@@ -264,23 +285,27 @@ std::vector<int> step_both(step_runner& runner, const std::vector<std::pair<sequ
 
 // One sequence: the prompt in pieces of 16 (its conv and delta-rule state carried from
 // step to step), then decode steps; with decode graphs and eagerly. Heads of 64 dims, and
-// of 256 as Qwen3.5-35B-A3B's.
-BOOST_DATA_TEST_CASE(the_gpu_step_computes_what_the_cpu_model_does, boost::unit_test::data::make({64, 256}),
-                     head_dim) {
-  const engines e(head_dim);
+// of 256 as Qwen3.5-35B-A3B's; a shared expert of another width than the routed ones
+// (48), and of theirs (32).
+BOOST_DATA_TEST_CASE(the_gpu_step_computes_what_the_cpu_model_does,
+                     boost::unit_test::data::make({64, 64, 256}) ^ boost::unit_test::data::make({48, 32, 32}),
+                     head_dim, shared) {
+  const engines e(head_dim, shared);
   const auto prompt = e.random_prompt(45, 77);
   for (bool graphs : {true, false}) {
     const std::string mode = graphs ? "graphs" : "eager";
     auto runner = e.runner(graphs);
     sequence seq(*e.cpu, 0, 3);
+    logprob_errors errors;
     int next = 0;
     for (size_t from = 0; from < prompt.size(); from += piece) {
       const size_t count = std::min(prompt.size() - from, size_t(piece));
       next = step_both(*runner, {{&seq, {prompt.begin() + long(from), prompt.begin() + long(from + count)}}},
-                       mode + " prompt piece at " + std::to_string(from))[0];
+                       mode + " prompt piece at " + std::to_string(from), errors)[0];
     }
     for (int s = 0; s < decode_steps; ++s)
-      next = step_both(*runner, {{&seq, {next}}}, mode + " decode step " + std::to_string(s))[0];
+      next = step_both(*runner, {{&seq, {next}}}, mode + " decode step " + std::to_string(s), errors)[0];
+    BOOST_TEST_CONTEXT(mode) errors.check();
   }
 }
 
@@ -288,20 +313,24 @@ BOOST_DATA_TEST_CASE(the_gpu_step_computes_what_the_cpu_model_does, boost::unit_
 // then decode steps of all three (a graph of batch 4: one padding sequence, which must
 // touch no slot), then a fourth prompt in the first one's slot beside a decode step of the
 // others: it begins afresh over the state left there. Each sequence's log-probs are the
-// ones it has alone on the CPU.
-BOOST_AUTO_TEST_CASE(sequences_side_by_side_in_their_slots_compute_what_each_does_alone) {
-  const engines e;
+// ones it has alone on the CPU. A shared expert of its own width, and of the routed ones'.
+BOOST_DATA_TEST_CASE(sequences_side_by_side_in_their_slots_compute_what_each_does_alone,
+                     boost::unit_test::data::make({48, 32}), shared) {
+  const engines e(64, shared);
   auto runner = e.runner(true);
   sequence a(*e.cpu, 0, 5), b(*e.cpu, 8, 0), c(*e.cpu, 16, 2), d(*e.cpu, 24, 5);
+  logprob_errors errors;
   auto next = step_both(*runner,
                         {{&a, e.random_prompt(45, 1)}, {&b, e.random_prompt(20, 2)}, {&c, e.random_prompt(33, 3)}},
-                        "prefill");
+                        "prefill", errors);
   for (int s = 0; s < 8; ++s)
-    next = step_both(*runner, {{&a, {next[0]}}, {&b, {next[1]}}, {&c, {next[2]}}}, "decode step " + std::to_string(s));
+    next = step_both(*runner, {{&a, {next[0]}}, {&b, {next[1]}}, {&c, {next[2]}}}, "decode step " + std::to_string(s),
+                     errors);
   const std::vector<int> last = next;
   next = step_both(*runner, {{&b, {last[1]}}, {&c, {last[2]}}, {&d, e.random_prompt(25, 4)}},
-                   "a prompt in a used slot beside decode steps");
+                   "a prompt in a used slot beside decode steps", errors);
   for (int s = 0; s < 4; ++s)
     next = step_both(*runner, {{&b, {next[0]}}, {&c, {next[1]}}, {&d, {next[2]}}},
-                     "after it, decode step " + std::to_string(s));
+                     "after it, decode step " + std::to_string(s), errors);
+  errors.check();
 }
