@@ -63,10 +63,12 @@ int main() {
   __nv_bfloat16* core = device_random(size_t(max_tokens) * value_width, 4, 1.0f);
   __nv_bfloat16* normed;
   TROUPE_CUDA_CHECK(cudaMalloc(&normed, size_t(max_tokens) * value_width * sizeof(__nv_bfloat16)));
-  std::vector<float> g(size_t(max_tokens) * heads.value_heads, -0.05f), beta(g.size(), 0.5f);
+  // The gates' inputs, b then a, a token's row.
+  __nv_bfloat16* gates = device_random(size_t(max_tokens) * 2 * heads.value_heads, 5, 1.0f);
+  std::vector<float> neg_decay_rate(size_t(heads.value_heads), -0.05f), dt_bias(neg_decay_rate.size(), 0.0f);
   std::vector<float> conv_w(size_t(conv_dim) * conv_kernel, 0.25f), norm_w(size_t(heads.value_dim), 1.0f);
-  float* d_g = device_copy(g);
-  float* d_beta = device_copy(beta);
+  float* d_neg_decay_rate = device_copy(neg_decay_rate);
+  float* d_dt_bias = device_copy(dt_bias);
   float* d_conv_w = device_copy(conv_w);
   float* d_norm_w = device_copy(norm_w);
   float *delta_states, *conv_states;
@@ -75,7 +77,8 @@ int main() {
   TROUPE_CUDA_CHECK(cudaMalloc(&conv_states, size_t(max_seqs) * (conv_kernel - 1) * conv_dim * sizeof(float)));
   TROUPE_CUDA_CHECK(cudaMemset(conv_states, 0, size_t(max_seqs) * (conv_kernel - 1) * conv_dim * sizeof(float)));
   const l2_flush flush(size_t(4) * prop.l2CacheSize);
-  const cuda::delta_rule_inputs in{qkv, qkv + key_width, qkv + 2 * key_width, conv_dim, d_g, d_beta};
+  const cuda::delta_rule_inputs in{qkv,   qkv + key_width, qkv + 2 * key_width, conv_dim, gates + heads.value_heads,
+                                   gates, 2 * heads.value_heads, d_neg_decay_rate, d_dt_bias};
 
   // Microseconds a call of each op for `seqs` sequences of `len` tokens.
   struct timings {
@@ -119,7 +122,8 @@ int main() {
                 max_tokens / seqs, t.conv, t.delta, t.norm);
   }
   for (void* p : {static_cast<void*>(mixed), static_cast<void*>(qkv), static_cast<void*>(z), static_cast<void*>(core),
-                  static_cast<void*>(normed), static_cast<void*>(d_g), static_cast<void*>(d_beta),
+                  static_cast<void*>(normed), static_cast<void*>(gates), static_cast<void*>(d_neg_decay_rate),
+                  static_cast<void*>(d_dt_bias),
                   static_cast<void*>(d_conv_w), static_cast<void*>(d_norm_w), static_cast<void*>(delta_states),
                   static_cast<void*>(conv_states)})
     TROUPE_CUDA_CHECK(cudaFree(p));

@@ -9,7 +9,6 @@
 #include "kernels/cuda/add_bias.cuh"
 #include "kernels/cuda/causal_conv1d.cuh"
 #include "kernels/cuda/check.cuh"
-#include "kernels/cuda/delta_rule_gates.cuh"
 #include "kernels/cuda/embedding.cuh"
 #include "kernels/cuda/flash_attention.cuh"
 #include "kernels/cuda/gated_delta_rule.cuh"
@@ -72,7 +71,6 @@ struct gpu_step_runner::buffers {
   bf16* shared_out;   // a shared expert's rows
   float* shared_gate;  // and its gate's logit, per token
   bf16* conv_out;      // Gated DeltaNet: the conv's rows [tokens, conv_dim]
-  float *decay, *beta;  // and the delta rule's gates [tokens, value_heads]
   float* attn_workspace;
   bf16* rows;
   float* logits;
@@ -124,8 +122,6 @@ struct gpu_step_runner::buffers {
     shared_out = a.take<bf16>(shared ? t * h : 0);
     shared_gate = a.take<float>(shared ? t : 0);
     conv_out = a.take<bf16>(linear ? t * size_t(c.linear_conv_dim()) : 0);
-    decay = a.take<float>(linear ? t * size_t(c.linear_num_value_heads) : 0);
-    beta = a.take<float>(linear ? t * size_t(c.linear_num_value_heads) : 0);
     attn_workspace = a.take<float>(cuda::paged_attention_workspace_floats(int(s), c.num_heads, c.num_kv_heads, c.head_dim, o.max_model_len));
     rows = a.take<bf16>(sampled * h);
     logits = a.take<float>(sampled * size_t(c.vocab_size));
@@ -387,9 +383,8 @@ void gpu_step_runner::linear_attention(const shape& s, const gpu_linear_attentio
                                    in.positions_start.device, in.state_slots.device};
   cuda::causal_conv1d_silu(b.qkv, width, conv_dim, l.conv, c.linear_conv_kernel_dim, seqs, b.conv_states[at],
                            b.conv_out, stream_);
-  cuda::delta_rule_gates(decay_in, width, beta_in, width, l.neg_decay_rate, l.dt_bias, n, heads, b.decay, b.beta,
-                         stream_);
-  cuda::gated_delta_rule({b.conv_out, b.conv_out + key_width, b.conv_out + 2 * key_width, conv_dim, b.decay, b.beta},
+  cuda::gated_delta_rule({b.conv_out, b.conv_out + key_width, b.conv_out + 2 * key_width, conv_dim, decay_in, beta_in,
+                          width, l.neg_decay_rate, l.dt_bias},
                          {c.linear_num_key_heads, heads, c.linear_key_head_dim, c.linear_value_head_dim}, seqs,
                          b.delta_states[at], b.attn, stream_);
   cuda::gated_rms_norm(b.attn, z, width, l.norm, float(c.rms_norm_eps), n, heads, c.linear_value_head_dim, b.attn,
@@ -447,7 +442,7 @@ status gpu_step_runner::run_decode_graph(int seqs) {
   }
   auto& exec = graphs_[{s.seqs, s.attn_len}];
   if (exec == nullptr) {
-    cudaGraph_t graph = nullptr;
+      cudaGraph_t graph = nullptr;
     TROUPE_CUDA_CHECK(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal));
     const status captured = forward(s);
     TROUPE_CUDA_CHECK(cudaStreamEndCapture(stream_, &graph));

@@ -3,9 +3,10 @@
 // each on its recurrent-state slot of a pool (slots out of order, some sequences starting
 // afresh over a slot full of garbage, others continuing from a non-zero state), then decode
 // steps after that prefill with a padding sequence among them, and a prompt in two pieces
-// against one piece; delta_rule_gates and gated_rms_norm on their rows. Inputs are bf16 on the device; the CPU op
-// gets the same bf16-rounded values in fp32. Outputs are poisoned with NaN first, and NaN
-// never passes. Each check logs its worst error (--log_level=test_suite shows it).
+// against one piece (the delta rule making its gates as linear_attention_block does);
+// gated_rms_norm on its rows. Inputs are bf16 on the device; the CPU op gets the same
+// bf16-rounded values in fp32. Outputs are poisoned with NaN first, and NaN never passes.
+// Each check logs its worst error (--log_level=test_suite shows it).
 #define BOOST_TEST_MODULE cuda_linear_attention
 #include <boost/test/unit_test.hpp>
 
@@ -20,7 +21,6 @@
 #include "kernels/cpu/gated_delta_rule.hpp"
 #include "kernels/cpu/gated_rms_norm.hpp"
 #include "kernels/cuda/causal_conv1d.cuh"
-#include "kernels/cuda/delta_rule_gates.cuh"
 #include "kernels/cuda/gated_delta_rule.cuh"
 #include "kernels/cuda/gated_rms_norm.cuh"
 #include "tests/kernels/cuda_test_support.hpp"
@@ -155,22 +155,32 @@ std::vector<float> conv_on_gpu(const bf16_values& x, const conv_shape& c, device
 
 // ---- gated_delta_rule ----
 
-// A step's delta-rule inputs: q, k and v in one row a token (as the conv leaves them), with
-// a few elements of padding at the end of each row; decays and betas as
-// test_cpu_ops draws them (log decays from about -3 to -0.001, beta in (0, 1)).
+// A step's delta-rule inputs: q, k and v in one row a token (as the conv leaves them), then
+// the gates' inputs b and a (value_heads each) and a few elements of padding; the heads'
+// decay rates and dt biases (head 0's deep in softplus's linear part); and the gates
+// linear_attention_block's formula makes of them for the CPU op (log decays from about -5
+// to -0.001, and far lower in head 0; beta in (0, 1)).
 struct delta_inputs {
-  int stride;
+  int stride, gates_at;
   bf16_values qkv;
+  std::vector<float> neg_decay_rate, dt_bias;
   std::vector<float> g, beta;
 };
 
 delta_inputs random_delta_inputs(const cuda::delta_rule_heads& d, int tokens, uint32_t seed) {
-  const int stride = 2 * d.key_heads * d.key_dim + d.value_heads * d.value_dim + 8;
-  delta_inputs in{stride, random_bf16(size_t(tokens) * stride, seed),
-                  random_floats(size_t(tokens) * d.value_heads, seed + 1),
-                  random_floats(size_t(tokens) * d.value_heads, seed + 2, 2.0f)};
-  for (float& x : in.g) x = -std::exp(1.5f * x - 1.0f);
-  for (float& x : in.beta) x = 1.0f / (1.0f + std::exp(-x));
+  const int heads = d.value_heads, gates_at = 2 * d.key_heads * d.key_dim + heads * d.value_dim;
+  const int stride = gates_at + 2 * heads + 8;
+  delta_inputs in{stride, gates_at, random_bf16(size_t(tokens) * stride, seed), random_floats(size_t(heads), seed + 1),
+                  random_floats(size_t(heads), seed + 2, 2.0f), {}, {}};
+  for (float& x : in.neg_decay_rate) x = -std::exp(0.75f * x - 1.0f);  // -exp(A_log), as the loader keeps it
+  in.dt_bias[0] = 25.0f;
+  for (int t = 0; t < tokens; ++t)
+    for (int h = 0; h < heads; ++h) {
+      const float* gates = in.qkv.values.data() + size_t(t) * stride + gates_at;
+      const float x = gates[heads + h] + in.dt_bias[size_t(h)];
+      in.g.push_back(in.neg_decay_rate[size_t(h)] * (x > 20.0f ? x : std::log1p(std::exp(x))));
+      in.beta.push_back(1.0f / (1.0f + std::exp(-gates[h])));
+    }
   return in;
 }
 
@@ -208,10 +218,12 @@ std::vector<float> delta_rule_on_gpu(const delta_inputs& in, const cuda::delta_r
                                      device_buffer<float>& pool) {
   const int key_width = d.key_heads * d.key_dim;
   device_buffer<uint16_t> d_qkv(in.qkv.bits), d_out(size_t(b.tokens()) * d.value_heads * d.value_dim, bf16_nan);
-  device_buffer<float> d_g(in.g), d_beta(in.beta);
+  device_buffer<float> d_rate(in.neg_decay_rate), d_bias(in.dt_bias);
   device_batch seqs(b);
+  const __nv_bfloat16* gates = d_qkv.bf16() + in.gates_at;
   const cuda::delta_rule_inputs inputs{d_qkv.bf16(), d_qkv.bf16() + key_width, d_qkv.bf16() + 2 * key_width,
-                                       in.stride,    d_g.get(),                  d_beta.get()};
+                                       in.stride,    gates + d.value_heads,      gates,
+                                       in.stride,    d_rate.get(),               d_bias.get()};
   cuda::gated_delta_rule(inputs, d, seqs.view, pool.get(), d_out.bf16(), nullptr);
   return to_f32(d_out.to_host());
 }
@@ -314,15 +326,10 @@ BOOST_AUTO_TEST_CASE(gated_delta_rule_prompt_in_two_pieces_is_one_piece) {
   const size_t slot_size = delta_slot_size(d), value_width = size_t(d.value_heads) * d.value_dim;
   device_buffer<float> d_pool(random_floats(4 * slot_size, 400, 0.5f));
   const auto prompt = random_delta_inputs(d, 300, 401);
-  const size_t stride = size_t(prompt.stride), heads = size_t(d.value_heads);
-  delta_inputs both = prompt;  // the whole prompt, then its first 130 tokens
+  const size_t stride = size_t(prompt.stride);
+  delta_inputs both = prompt, rest = prompt;  // the whole prompt, then its first 130 tokens; the other 170
   both.qkv.bits.insert(both.qkv.bits.end(), prompt.qkv.bits.begin(), prompt.qkv.bits.begin() + 130 * stride);
-  both.g.insert(both.g.end(), prompt.g.begin(), prompt.g.begin() + 130 * heads);
-  both.beta.insert(both.beta.end(), prompt.beta.begin(), prompt.beta.begin() + 130 * heads);
-  delta_inputs rest{prompt.stride, {}, {}, {}};
   rest.qkv.bits.assign(prompt.qkv.bits.begin() + 130 * stride, prompt.qkv.bits.end());
-  rest.g.assign(prompt.g.begin() + 130 * heads, prompt.g.end());
-  rest.beta.assign(prompt.beta.begin() + 130 * heads, prompt.beta.end());
   const auto whole = delta_rule_on_gpu(both, d, {{300, 130}, {1, 3}, {0, 0}}, d_pool);
   auto pieces = row_range(whole, value_width, 300, 130);
   const auto second = delta_rule_on_gpu(rest, d, {{170}, {3}, {130}}, d_pool);
@@ -362,34 +369,3 @@ BOOST_AUTO_TEST_CASE(gated_rms_norm_matches_cpu) {
     }
 }
 
-// The gates from a and b side by side in one row a token (as a fused projection leaves
-// them), against linear_attention_block's formula: decays that reach softplus's linear
-// part (a + dt_bias above 20) and ones deep in its curve. fp32 outputs of fp32 math: only
-// expf and log1pf may differ, by an ulp or so.
-BOOST_AUTO_TEST_CASE(delta_rule_gates_match_the_cpu_formula) {
-  uint32_t seed = 600;
-  for (auto [tokens, heads] : {std::pair{1, 32}, std::pair{300, 32}, std::pair{37, 3}}) {
-    const int stride = 2 * heads + 5;
-    const auto ab = random_bf16(size_t(tokens) * stride, seed++, 8.0f);
-    const auto neg_rate = random_floats(size_t(heads), seed++);
-    auto dt_bias = random_floats(size_t(heads), seed++, 4.0f);
-    dt_bias[0] = 25.0f;  // head 0 in softplus's linear part
-    std::vector<float> ref_g(size_t(tokens) * heads), ref_beta(ref_g.size());
-    for (int t = 0; t < tokens; ++t)
-      for (int h = 0; h < heads; ++h) {
-        const float x = ab.values[size_t(t) * stride + h] + dt_bias[size_t(h)];
-        ref_g[size_t(t) * heads + h] = -std::exp(neg_rate[size_t(h)]) * (x > 20.0f ? x : std::log1p(std::exp(x)));
-        ref_beta[size_t(t) * heads + h] = 1.0f / (1.0f + std::exp(-ab.values[size_t(t) * stride + heads + h]));
-      }
-    std::vector<float> rate(neg_rate.size());
-    for (size_t h = 0; h < rate.size(); ++h) rate[h] = -std::exp(neg_rate[h]);  // as the loader keeps A_log
-    device_buffer<uint16_t> d_ab(ab.bits);
-    device_buffer<float> d_rate(rate), d_bias(dt_bias), d_g(ref_g.size(), NAN), d_beta(ref_g.size(), NAN);
-    cuda::delta_rule_gates(d_ab.bf16(), stride, d_ab.bf16() + heads, stride, d_rate.get(), d_bias.get(), tokens,
-                           heads, d_g.get(), d_beta.get(), nullptr);
-    std::ostringstream name;
-    name << "delta_rule_gates tokens " << tokens << " heads " << heads;
-    expect_within(name.str() + " g", d_g.to_host(), ref_g, 1e-5);
-    expect_within(name.str() + " beta", d_beta.to_host(), ref_beta, 1e-5);
-  }
-}
