@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <mutex>
 #include <string>
 #include <tuple>
 
@@ -48,6 +49,15 @@ int context_bucket(int longest, int max_model_len) {
   int len = 256;
   while (len < longest) len *= 2;
   return std::min(len, max_model_len);
+}
+
+// A decode graph's capture, and a runner's making and unmaking, take turns in a process: its
+// cudaFreeHost, cudaMallocHost and cuBLAS set-up reach beyond its own stream, and with
+// pipeline stages on one GPU each in a thread of its own, a stage restarting beside another
+// stage's capture invalidated that capture (test_gpu_engine on the H200, a crash).
+std::mutex& capture_turns() {
+  static std::mutex turns;
+  return turns;
 }
 
 // The options' layer range, last_layer -1 resolved to the model's end.
@@ -182,6 +192,7 @@ result<std::unique_ptr<step_runner>> gpu_step_runner::create(std::shared_ptr<con
                                                              std::shared_ptr<gpu_remote_experts> remote) {
   const auto [first, last] = layer_range_of(options, weights->config);
   if (auto inside = check_layer_range(first, last, weights->config.num_layers); !inside) return inside.err();
+  const std::lock_guard turn(capture_turns());
   TROUPE_CUDA_CHECK(cudaSetDevice(options.device));
   std::unique_ptr<gpu_step_runner> r(new gpu_step_runner(std::move(weights), std::move(experts), options));
   r->remote_ = std::move(remote);
@@ -220,6 +231,7 @@ result<std::unique_ptr<step_runner>> gpu_step_runner::create(std::shared_ptr<con
 }
 
 gpu_step_runner::~gpu_step_runner() {
+  const std::lock_guard turn(capture_turns());
   cudaSetDevice(options_.device);
   if (stream_ != nullptr) cudaStreamSynchronize(stream_);
   for (auto& [key, exec] : graphs_) cudaGraphExecDestroy(exec);
@@ -442,7 +454,8 @@ status gpu_step_runner::run_decode_graph(int seqs) {
   }
   auto& exec = graphs_[{s.seqs, s.attn_len}];
   if (exec == nullptr) {
-      cudaGraph_t graph = nullptr;
+    const std::lock_guard turn(capture_turns());
+    cudaGraph_t graph = nullptr;
     TROUPE_CUDA_CHECK(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal));
     const status captured = forward(s);
     TROUPE_CUDA_CHECK(cudaStreamEndCapture(stream_, &graph));
