@@ -50,6 +50,9 @@ double ttft_p99(const std::vector<bench::request_outcome>& outcomes) {
   return bench::percentile(ttft, 99);
 }
 
+// A fault to a node's link (in its network namespace), which ends after its duration.
+bool is_network_fault(fault f) { return f == fault::partition || f == fault::congest || f == fault::lossy; }
+
 // The drill's fault to the node, whose process is `pid`.
 status hit(const drill_spec& drill, int pid, partition_network* network) {
   switch (drill.action) {
@@ -58,6 +61,7 @@ status hit(const drill_spec& drill, int pid, partition_network* network) {
     case fault::hang: return send_hang_drill(pid, int(drill.hang.count()));
     case fault::partition: return network->cut(drill.node);
     case fault::congest: return network->throttle(drill.node, drill.rate_kbit, int(drill.queue.count()));
+    case fault::lossy: return network->drop_at_random(drill.node, drill.loss_percent);
     case fault::slow_client: break;
   }
   TROUPE_CHECK(false, "a fault that hits no node");
@@ -69,7 +73,7 @@ status hit(const drill_spec& drill, int pid, partition_network* network) {
 // the gateway's node hits the head, whose stages are replaced in its process: back once
 // /health, seen failing, answers 200 again. Recovery counts from the detection (/health
 // seen failing), so a stop or a hang does not count the timeout that declares it failed
-// twice. A partition (or congestion) is healed (lifted) after its duration and is over once
+// twice. A partition (congestion, loss) is healed (lifted) after its duration and is over once
 // /health answers 200 after that (the node may or may not have been lost and started again
 // meanwhile); its recovery counts from the heal.
 void do_faults(cluster_under_test& cluster, const drill_spec& drill, bool at_head, partition_network* network,
@@ -89,9 +93,11 @@ void do_faults(cluster_under_test& cluster, const drill_spec& drill, bool at_hea
       return;
     }
     ++out.faults;
-    const bool timed = drill.action == fault::partition || drill.action == fault::congest;
+    const bool timed = is_network_fault(drill.action);
     auto heal = [&] {
-      return drill.action == fault::partition ? network->heal(drill.node) : network->unthrottle(drill.node);
+      return drill.action == fault::partition ? network->heal(drill.node)
+             : drill.action == fault::congest ? network->unthrottle(drill.node)
+                                              : network->stop_dropping(drill.node);
     };
     bool seen_down = false, healed = false;
     auto ended_at = hit_at;     // of the fault: a timed one ends when it heals
@@ -169,10 +175,12 @@ status check_drill(const chaos_spec& spec, const cluster_spec& cluster, const dr
   const std::string where = spec.file.string() + ":" + std::to_string(d.line) + ": [drill." + d.name + "] ";
   const node_spec* n = cluster.node(d.node);
   if (d.action == fault::slow_client) return ok();
-  if (d.action == fault::partition || d.action == fault::congest) {
+  if (is_network_fault(d.action)) {
     if (n == nullptr || n->netns.empty())
-      return error{where + (d.action == fault::partition ? "cuts node `" : "throttles node `") + d.node +
-                   "`'s link, which must be a node of " + spec.cluster.string() +
+      return error{where + (d.action == fault::partition ? "cuts node `"
+                            : d.action == fault::congest ? "throttles node `"
+                                                         : "drops packets of node `") +
+                   d.node + "`'s link, which must be a node of " + spec.cluster.string() +
                    " in a network namespace of its own (`netns`)"};
     return ok();
   }

@@ -6,6 +6,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <tuple>
 
 #include "base/network_namespace.hpp"
 
@@ -15,8 +16,10 @@ namespace troupe::chaos {
 namespace {
 
 constexpr const char* bridge = "chaos0";
+constexpr const char* loss_table = "troupe_chaos_loss";  // in a node's namespace, while packets drop
 
-// `PROGRAM ARGS` (ip or tc), its errors on stderr; an error naming the command when it fails.
+// `PROGRAM ARGS` (ip, tc or nft), its errors on stderr; an error naming the command when it
+// fails.
 status run(const char* program, std::vector<std::string> args) {
   args.insert(args.begin(), program);
   std::vector<char*> argv;
@@ -26,7 +29,8 @@ status run(const char* program, std::vector<std::string> args) {
   for (const auto& a : args) shown += (shown.empty() ? "" : " ") + a;
   pid_t pid = 0;
   if (int e = posix_spawnp(&pid, program, nullptr, nullptr, argv.data(), environ); e != 0)
-    return error{shown + ": " + std::strerror(e) + " (network drills need ip(8) and tc(8), from iproute2)"};
+    return error{shown + ": " + std::strerror(e) +
+                 " (network drills need ip(8) and tc(8), from iproute2, and nft(8), from nftables)"};
   int status = 0;
   waitpid(pid, &status, 0);
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) return error{shown + " failed (its error is above)"};
@@ -123,6 +127,34 @@ status partition_network::unthrottle(const std::string& node) {
   auto toward_node = run("tc", {"qdisc", "del", "dev", link->bridge_end, "root"});
   auto from_node = run("tc", {"-n", link->netns, "qdisc", "del", "dev", "eth0", "root"});
   return toward_node ? from_node : toward_node;
+}
+
+status partition_network::drop_at_random(const std::string& node, int percent) {
+  auto link = link_of(node);
+  if (!link) return link.err();
+  auto nft = [&](std::vector<std::string> args) {
+    args.insert(args.begin(), {"netns", "exec", link->netns, "nft"});
+    return ip(std::move(args));
+  };
+  if (auto done = nft({"add", "table", "inet", loss_table}); !done) return done;
+  // A chain each way on the node's end of the link (its loopback keeps every packet).
+  for (const auto& [chain, hook, device] : {std::tuple{"in", "input", "iifname"}, std::tuple{"out", "output", "oifname"}}) {
+    if (auto done = nft({"add", "chain", "inet", loss_table, chain, "{", "type", "filter", "hook", hook, "priority", "0",
+                         ";", "}"});
+        !done)
+      return done;
+    if (auto done = nft({"add", "rule", "inet", loss_table, chain, device, "eth0", "numgen", "random", "mod", "100", "<",
+                         std::to_string(percent), "drop"});
+        !done)
+      return done;
+  }
+  return ok();
+}
+
+status partition_network::stop_dropping(const std::string& node) {
+  auto link = link_of(node);
+  if (!link) return link.err();
+  return ip({"netns", "exec", link->netns, "nft", "delete", "table", "inet", loss_table});
 }
 
 }  // namespace troupe::chaos

@@ -9,9 +9,12 @@
 // still starts); heal(node) puts it back. throttle(node) puts a token bucket (tc tbf) on
 // both ends of the pair: the link carries `rate_kbit`, a packet waits at most `queue_ms`
 // for it and is dropped beyond that (delay and loss as a congested link has them; this
-// kernel has no netem to add them at random); unthrottle(node) takes it off. The node
-// namespaces are deleted with the object; the run's own goes with its process. Needs root,
-// ip(8) and tc(8) (iproute2); touches nothing outside.
+// kernel has no netem to add them at random); unthrottle(node) takes it off.
+// drop_at_random(node) drops `percent` of the packets the node sends and receives on its
+// link, each at random (an nftables table in its namespace, numgen random), and
+// stop_dropping(node) deletes that table. The node namespaces are deleted with the object;
+// the run's own goes with its process. Needs root, ip(8) and tc(8) (iproute2) and nft(8)
+// (nftables); touches nothing outside.
 #include <map>
 #include <memory>
 #include <string>
@@ -34,6 +37,8 @@ class partition_network {
   status heal(const std::string& node);
   status throttle(const std::string& node, int rate_kbit, int queue_ms);
   status unthrottle(const std::string& node);
+  status drop_at_random(const std::string& node, int percent);
+  status stop_dropping(const std::string& node);
 
  private:
   struct node_link {
