@@ -56,8 +56,7 @@ static __device__ token_inputs load_token(const delta_rule_inputs& in, const del
 // thread makes the token's gates with its inputs. With prompts, they are made
 // block_size tokens at a time, a token a thread, beside the staging of the first of them;
 // each thread reads its token's before the sums' barrier, so the next batch cannot
-// overwrite one still to be read. (One kernel for both cost the decode step at batch 32 a
-// tenth of the delta rule's time on the H200.)
+// overwrite one still to be read.
 template <int most, bool prompts>
 static __global__ void __launch_bounds__(block_size)
     gated_delta_rule_kernel(delta_rule_inputs in, delta_rule_heads d, state_sequences seqs, float* states,
