@@ -9,8 +9,7 @@
 // while the first node is cut off from the others for 4 s twice (it runs in a network
 // namespace of its own, joined to the run's by a veth pair whose end the run takes down:
 // needs root and ip(8), as CI has); while its link is throttled to 256 kbit/s with a 200 ms
-// queue for 4 s (tc tbf: delay and loss as a congested link has them); while a tenth of its
-// packets each way are dropped at random for 4 s (nft, numgen random); and while a 65th client
+// queue for 4 s (tc tbf: delay and loss as a congested link has them); and while a 65th client
 // reads its stream a byte a second, which the gateway drops after its send timeout (3 s)
 // once that stream's bytes back up. The run must lose no stream, end none with an error,
 // give every stream the tokens of the run without faults, and recover from each fault
@@ -47,7 +46,7 @@ stages = head:0-1, second:2-3
 experts = second:0-7, third:8-15
 `;
 
-test('kills, stops, hangs, partitions, congestion and packet loss during 64 seeded streams: none lost or changed, recovery p99 under 5 s', () => {
+test('kills, stops, hangs, partitions and congestion during 64 seeded streams: none lost or changed, recovery p99 under 5 s', () => {
   const work = mkdtempSync(join(tmpdir(), 'troupe_chaos_'));
   // A node silent for 2 s (stopped) is lost, killed and started again: within the 5 s; a
   // stage 2 s in one step (waiting on a congested link) is stuck.
@@ -104,14 +103,6 @@ rate_kbit = 256
 queue_ms = 200
 interval_ms = 200
 
-[drill.lossy]
-action = lossy
-node = second
-count = 1
-duration_ms = 4000
-loss_percent = 10
-interval_ms = 200
-
 [drill.slow]
 action = slow_client
 `);
@@ -122,11 +113,11 @@ action = slow_client
   assert.equal(r.status, 0, r.stdout + r.stderr + log());
   const text = readFileSync(report, 'utf8');
   const rows = text.split('\n')
-    .filter((l) => /^\| (stage_and_experts|experts|stopped|hung|partitioned|congested|lossy|slow) \|/.test(l))
+    .filter((l) => /^\| (stage_and_experts|experts|stopped|hung|partitioned|congested|slow) \|/.test(l))
     .map((l) => l.split('|').slice(1, -1).map((c) => c.trim()));
-  assert.equal(rows.length, 8, text);
+  assert.equal(rows.length, 7, text);
   const planned = { stage_and_experts: '20 of 20', experts: '10 of 10', stopped: '3 of 3', hung: '3 of 3',
-                    partitioned: '2 of 2', congested: '1 of 1', lossy: '1 of 1', slow: '1 of 1' };
+                    partitioned: '2 of 2', congested: '1 of 1', slow: '1 of 1' };
   for (const [drill, node, faults, detect, recover, requests, identical] of rows) {
     assert.equal(faults, planned[drill], `${drill}: ${node}`);
     assert.equal(requests, '64 / 64 / 0 / 0', `${drill}: accepted / completed / errored / lost`);
