@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "cluster/node_weights.hpp"
+
 #ifdef TROUPE_WITH_CUDA
 #include "model/cuda/gpu_backend.hpp"
 #endif
@@ -134,6 +136,7 @@ result<node_backend> make_node_backend(const cluster_spec& spec, int node, backe
   options.device = share.gpu;
   options.pipeline_stages = share.stages;  // 0: it only serves experts, and holds no KV cache
   options.kv_layers = share.layers;
+  options.share = weights_of_node(spec, me, *config);
 #ifdef TROUPE_WITH_NCCL
   options.reserved_bytes = expert_parallel_bytes(experts, *config, options);
 #endif

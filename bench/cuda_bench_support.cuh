@@ -24,7 +24,7 @@ inline cudaDeviceProp describe_device() {
 inline __nv_bfloat16* device_random(size_t n, uint32_t seed, float scale) {
   __nv_bfloat16* p;
   TROUPE_CUDA_CHECK(cudaMalloc(&p, n * sizeof(__nv_bfloat16)));
-  cuda::fill_uniform(p, int64_t(n), scale, seed, nullptr);
+  cuda::fill_uniform(p, 0, int64_t(n), scale, seed, nullptr);
   return p;
 }
 

@@ -31,8 +31,8 @@ void gemm_rate() {
   TROUPE_CUDA_CHECK(cudaMalloc(&a, count * sizeof(__nv_bfloat16)));
   TROUPE_CUDA_CHECK(cudaMalloc(&b, count * sizeof(__nv_bfloat16)));
   TROUPE_CUDA_CHECK(cudaMalloc(&c, count * sizeof(__nv_bfloat16)));
-  troupe::cuda::fill_uniform(a, int64_t(count), 1.0f, 1, nullptr);
-  troupe::cuda::fill_uniform(b, int64_t(count), 1.0f, 2, nullptr);
+  troupe::cuda::fill_uniform(a, 0, int64_t(count), 1.0f, 1, nullptr);
+  troupe::cuda::fill_uniform(b, 0, int64_t(count), 1.0f, 2, nullptr);
   cublasHandle_t handle;
   TROUPE_CUDA_CHECK(cublasCreate(&handle));
   const float alpha = 1.0f, beta = 0.0f;

@@ -6,6 +6,7 @@
 #include "model/expert_executor.hpp"
 #include "model/model_config.hpp"
 #include "model/step_runner.hpp"
+#include "model/weight_share.hpp"
 
 namespace troupe {
 
@@ -27,6 +28,9 @@ struct backend_options {
   // GPU: how many of the model's layers those stages hold, for the KV cache's block count
   // (a cluster node holds only its stages' layers); 0: all of them.
   int kv_layers = 0;
+  // GPU: the weights this process loads (a cluster node's stages' and expert group's; the
+  // CPU maps a checkpoint and reads what it touches).
+  weight_share share;
   // GPU: device memory kept out of the KV cache's budget for what a cluster node allocates
   // beside its stages (expert parallelism's transfer buffers).
   size_t reserved_bytes = 0;

@@ -2,7 +2,10 @@
 # On a machine with two GPUs, after `scripts/device_bundle.sh build/troupe` here and a run
 # that carries .device: `troupe cluster up` with two GPU nodes on 127.0.0.1 (node head:
 # stage 0 on cuda:0 in the head's process, node second: stage 1 on cuda:1 in a `troupe
-# node` process), each stage serving its own layers' experts from its own GPU.
+# node` process), each stage serving its own layers' experts from its own GPU, and each
+# node loading only its own layers' weights. On a machine with one GPU both nodes compute
+# on cuda:0 (two processes sharing it): the same checks, and --bench shows each process
+# holding half of the full model.
 #
 #   scripts/device_gpu_cluster.sh          a small random-weight checkpoint: the same greedy
 #                                          completions (with top-5 log-probs) asked of the
@@ -24,10 +27,8 @@ mkdir -p "$out"
 export LD_LIBRARY_PATH=$PWD/.device/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 bin=.device/bin
 nvidia-smi --query-gpu=index,name,driver_version,memory.total --format=csv,noheader | tee "$out/gpu.txt"
-if [ "$(wc -l <"$out/gpu.txt")" -lt 2 ]; then
-  echo "this needs two GPUs"
-  exit 1
-fi
+second_gpu=1
+[ "$(wc -l <"$out/gpu.txt")" -lt 2 ] && second_gpu=0
 work=$(mktemp -d)
 
 server=""
@@ -91,7 +92,7 @@ devices = cuda:0
 [node.second]
 address = 127.0.0.1
 port = 0
-devices = cuda:1
+devices = cuda:$second_gpu
 
 [replica.main]
 stages = $stages
@@ -99,12 +100,14 @@ EOF
   echo "$work/$name.conf"
 }
 
-# Where each process computes while the cluster runs: its log lines and the GPUs' memory.
+# Where each process computes while the cluster runs, and the weights it holds: its log
+# lines and the GPUs' memory.
 show_devices() {
-  grep -h "computing on" "$out/$1.err" | tee -a "$out/$1_devices.txt"
+  grep -h "computing on\|weights on cuda" "$out/$1.err" | tee -a "$out/$1_devices.txt"
   nvidia-smi --query-gpu=index,memory.used --format=csv,noheader | tee -a "$out/$1_devices.txt"
+  nvidia-smi --query-compute-apps=pid,used_memory --format=csv,noheader | tee -a "$out/$1_devices.txt"
   grep -q "troupe node head: computing on cuda:0" "$out/$1.err" &&
-    grep -q "troupe node second: computing on cuda:1" "$out/$1.err"
+    grep -q "troupe node second: computing on cuda:$second_gpu" "$out/$1.err"
 }
 
 if [ "$part" = check ]; then
@@ -148,21 +151,24 @@ kv_cache_mb = 1024")
   else
     rc=1
   fi
-  echo "== troupe cluster up: stage 0 on cuda:0 (head), stage 1 on cuda:1 (node second)"
+  echo "== troupe cluster up: stage 0 on cuda:0 (head), stage 1 on cuda:$second_gpu (node second)"
   if start cluster 300 "$bin/troupe" cluster up "$conf" --port 0; then
-    show_devices cluster || { echo "the nodes do not compute on cuda:0 and cuda:1 as placed"; rc=1; }
+    show_devices cluster || { echo "the nodes do not compute on cuda:0 and cuda:$second_gpu as placed"; rc=1; }
+    grep -q "weights on cuda:0: layers 0-2 (" "$out/cluster.err" &&
+      grep -q "weights on cuda:$second_gpu: layers 3-5 (" "$out/cluster.err" ||
+      { echo "the nodes do not load their own layers alone"; rc=1; }
     ask_all cluster || rc=1
     echo "-- troupe cluster status"
     "$bin/troupe" cluster status "$conf" --url "$url" | tee "$out/cluster_status.txt" || rc=1
-    grep -q "main/stage_1 .*second .*cuda:1" "$out/cluster_status.txt" ||
-      { echo "cluster status does not show stage_1 on second's cuda:1"; rc=1; }
+    grep -q "main/stage_1 .*second .*cuda:$second_gpu" "$out/cluster_status.txt" ||
+      { echo "cluster status does not show stage_1 on second's cuda:$second_gpu"; rc=1; }
     stop
   else
     rc=1
   fi
   if [ -s "$out/serve.txt" ] && [ -s "$out/cluster.txt" ]; then
     if cmp -s "$out/serve.txt" "$out/cluster.txt"; then
-      echo "the cluster over two GPUs answers the same completions and log-probs as one GPU"
+      echo "the two-stage cluster answers the same completions and log-probs as one stage on one GPU"
     else
       echo "the cluster's answers DIFFER from one GPU's:"
       diff "$out/serve.txt" "$out/cluster.txt" | head -10
@@ -179,11 +185,16 @@ config=bench/configs/qwen3-30b-a3b
 model=$work/qwen3-30b-a3b
 mkdir -p "$model"
 cp "$config/config.json" .device/tokenizer/tokenizer.json .device/tokenizer/tokenizer_config.json "$model/"
+# Two processes on one GPU each take a fixed KV cache: the first to start would take what
+# 90% of the GPU leaves.
+kv_cache=""
+[ "$second_gpu" = 0 ] && kv_cache="kv_cache_mb = 16384"
 conf=$(write_conf bench "head:0-23, second:24-47" "path = $model
 served_model_name = qwen3-30b-a3b
 load_format = dummy" "max_num_seqs = 128
 max_num_batched_tokens = 8192
-max_model_len = 4096")
+max_model_len = 4096
+$kv_cache")
 cp "$conf" "$out/bench.conf"
 
 # `troupe bench` against $url at concurrency 1, 32 and 128, as bench/gpu_bench.sh runs it;
@@ -201,9 +212,9 @@ drive() {
 }
 
 rc=0
-echo "== troupe cluster up: PP2, layers 0-23 on cuda:0 (head), 24-47 on cuda:1 (node second)"
+echo "== troupe cluster up: PP2, layers 0-23 on cuda:0 (head), 24-47 on cuda:$second_gpu (node second)"
 if start pp2 400 "$bin/troupe" cluster up "$conf" --port 0; then
-  show_devices pp2 || { echo "the nodes do not compute on cuda:0 and cuda:1 as placed"; rc=1; }
+  show_devices pp2 || { echo "the nodes do not compute on cuda:0 and cuda:$second_gpu as placed"; rc=1; }
   "$bin/troupe" cluster status "$conf" --url "$url" | tee "$out/pp2_status.txt"
   drive pp2
   stop
@@ -227,7 +238,7 @@ cell() {
 }
 echo
 echo "output tok/s (mean TTFT ms, mean TPOT ms), 512 in / 256 out:"
-printf "%-12s %-28s %-28s\n" concurrency "PP2 cluster, 2 GPUs" "serve, 1 GPU"
+printf "%-12s %-28s %-28s\n" concurrency "PP2 cluster, $((second_gpu + 1)) GPU(s)" "serve, 1 GPU"
 for c in 1 32 128; do
   printf "%-12s %-28s %-28s\n" "$c" "$(cell pp2 "$c")" "$(cell serve1 "$c")"
 done

@@ -48,16 +48,18 @@ size_t gpu_experts::workspace_bytes(int max_tokens) const {
                                          c.hidden_size, c.moe_intermediate_size);
 }
 
-status gpu_experts::run(int layer, const __nv_bfloat16* x, int tokens, const int* chosen, const float* weights,
-                        void* workspace, __nv_bfloat16* out, cudaStream_t stream, cublasHandle_t cublas) {
+status gpu_experts::run(int layer, const __nv_bfloat16* x, int tokens, int picks, const int* chosen,
+                        const float* weights, void* workspace, __nv_bfloat16* out, cudaStream_t stream,
+                        cublasHandle_t cublas) {
   const model_config& c = weights_->config;
   std::lock_guard lock(mutex_);
   if (!covers_locked(0, c.num_experts))
     return error{"experts 0.." + std::to_string(c.num_experts - 1) + " have no expert group (restarting)"};
   const gpu_layer_weights& l = weights_->layers[size_t(layer)];
-  const int shared = int(shared_expert_in_slot(c));
-  cuda::fused_moe(x, tokens, c.hidden_size, chosen, weights, c.num_experts_per_tok + shared, l.w13, l.w2,
-                  c.moe_intermediate_size, 0, c.num_experts + shared, workspace, out, stream, cublas);
+  if (auto held = holds_experts(c, l, layer, 0, c.num_experts); !held) return held;
+  const int shared = picks - c.num_experts_per_tok;  // the shared expert's slot, when picked
+  cuda::fused_moe(x, tokens, c.hidden_size, chosen, weights, picks, l.w13, l.w2, c.moe_intermediate_size, 0,
+                  c.num_experts + shared, workspace, out, stream, cublas);
   return ok();
 }
 
@@ -69,9 +71,9 @@ status gpu_experts::run_rows(int layer, const __nv_bfloat16* x, int tokens, cons
     return error{"experts " + std::to_string(first_expert) + ".." + std::to_string(last_expert - 1) +
                  " have no expert group here (restarting)"};
   const gpu_layer_weights& l = weights_->layers[size_t(layer)];
-  const size_t inter = size_t(c.moe_intermediate_size), h = size_t(c.hidden_size), first = size_t(first_expert);
-  cuda::fused_moe_rows(x, tokens, c.hidden_size, chosen, weights, c.num_experts_per_tok, l.w13 + first * 2 * inter * h,
-                       l.w2 + first * h * inter, c.moe_intermediate_size, first_expert, last_expert, c.num_experts,
+  if (auto held = holds_experts(c, l, layer, first_expert, last_expert); !held) return held;
+  cuda::fused_moe_rows(x, tokens, c.hidden_size, chosen, weights, c.num_experts_per_tok, w13_of(c, l, first_expert),
+                       w2_of(c, l, first_expert), c.moe_intermediate_size, first_expert, last_expert, c.num_experts,
                        workspace, y, stream);
   return ok();
 }

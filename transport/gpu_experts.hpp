@@ -39,12 +39,12 @@ class gpu_experts {
   size_t workspace_bytes(int max_tokens) const;
 
   // out[t] = the routed experts' weighted sum for x[t] in MoE layer `layer` (all device
-  // pointers, [tokens, hidden] bf16; chosen and weights [tokens, k]), enqueued on `stream`.
-  // Where shared_expert_in_slot, chosen and weights are [tokens, k + 1], the shared
-  // expert's pick last (route_top_k's shared expert), and the sum holds its rows too.
+  // pointers, [tokens, hidden] bf16; chosen and weights [tokens, picks]), enqueued on
+  // `stream`. picks is k, or k + 1 with the shared expert's pick last where it is in its
+  // slot (route_top_k's shared expert): the sum holds its rows too.
   // A cuBLAS handle on `stream` lets a large batch take fused_moe's cuBLAS path, which
   // waits for the stream: pass null while capturing a graph.
-  status run(int layer, const __nv_bfloat16* x, int tokens, const int* chosen, const float* weights,
+  status run(int layer, const __nv_bfloat16* x, int tokens, int picks, const int* chosen, const float* weights,
              void* workspace, __nv_bfloat16* out, cudaStream_t stream, cublasHandle_t cublas);
 
   // Expert parallelism: the rows fused_moe would add for the pairs whose expert is in

@@ -113,14 +113,14 @@ status nccl_expert_server::enqueue(nccl_transport& comm, const expert_step& step
   const model_config& c = weights_->config;
   const parts& p = *parts_;
   const expert_layer_bytes b = expert_layer_transfers(step.tokens, c.hidden_size, c.num_experts_per_tok);
-  const size_t inter = size_t(c.moe_intermediate_size), h = size_t(c.hidden_size), first = size_t(o_.first_expert);
   for (int layer = step.first_layer; layer < step.last_layer; ++layer) {
     const gpu_layer_weights& l = weights_->layers[size_t(layer)];
     if (!l.moe) continue;
+    if (auto held = holds_experts(c, l, layer, o_.first_expert, o_.last_expert); !held) return held;
     if (auto in = comm.exchange({}, {{0, p.x, b.rows}, {0, p.chosen, b.chosen}, {0, p.weights, b.weights}}, stream_); !in)
       return in;
     cuda::fused_moe_rows(p.x, step.tokens, c.hidden_size, p.chosen, p.weights, c.num_experts_per_tok,
-                         l.w13 + first * 2 * inter * h, l.w2 + first * h * inter, c.moe_intermediate_size,
+                         w13_of(c, l, o_.first_expert), w2_of(c, l, o_.first_expert), c.moe_intermediate_size,
                          o_.first_expert, o_.last_expert, c.num_experts, p.workspace, p.rows, stream_);
     if (auto out = comm.exchange({{0, p.rows, b.pair_rows}}, {}, stream_); !out) return out;
   }

@@ -61,9 +61,11 @@ result<gpu_backend_parts> make_gpu_backend_parts(const backend_options& options)
   if (options.device < 0 || options.device >= devices)
     return error{"cuda:" + std::to_string(options.device) + ": " + cuda_devices_text(devices)};
   TROUPE_CUDA_CHECK(cudaSetDevice(options.device));
-  auto weights = load_gpu_weights(options.model_dir, options.dummy_weights);
+  auto weights = load_gpu_weights(options.model_dir, options.dummy_weights, options.share);
   if (!weights) return weights.err();
   const model_config& c = (*weights)->config;
+  std::fprintf(stderr, "troupe: weights on cuda:%d: %s (%zu MiB)\n", options.device, options.share.text().c_str(),
+               (*weights)->memory.used() >> 20);
   auto experts = std::make_shared<gpu_experts>(*weights);
   gpu_runner_options r{0, options.block_size,
                        options.max_model_len > 0 ? options.max_model_len : c.max_position_embeddings,

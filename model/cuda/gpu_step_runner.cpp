@@ -178,6 +178,18 @@ status gpu_step_runner::check_layer_range(int first, int last, int layers) {
                std::to_string(layers)};
 }
 
+status gpu_step_runner::check_held(const gpu_weights& weights, int first, int last, bool experts_elsewhere) {
+  const model_config& c = weights.config;
+  const std::string stage = "a GPU stage of layers [" + std::to_string(first) + ", " + std::to_string(last) + ")";
+  if (!weights.share.holds_layers(first, last))
+    return error{stage + ": its weights are not among this process's (" + weights.share.text() + ")"};
+  if (!experts_elsewhere)
+    for (int i = first; i < last; ++i)
+      if (c.is_moe_layer(i) && weights.share.experts_of(i, c) != std::pair{0, c.num_experts})
+        return error{stage + " computes every expert of its layers, and this process holds " + weights.share.text()};
+  return ok();
+}
+
 gpu_step_runner::gpu_step_runner(std::shared_ptr<const gpu_weights> weights, std::shared_ptr<gpu_experts> experts,
                                  const gpu_runner_options& options)
     : weights_(std::move(weights)), experts_(std::move(experts)), options_(options) {
@@ -192,6 +204,7 @@ result<std::unique_ptr<step_runner>> gpu_step_runner::create(std::shared_ptr<con
                                                              std::shared_ptr<gpu_remote_experts> remote) {
   const auto [first, last] = layer_range_of(options, weights->config);
   if (auto inside = check_layer_range(first, last, weights->config.num_layers); !inside) return inside.err();
+  if (auto held = check_held(*weights, first, last, remote != nullptr); !held) return held.err();
   const std::lock_guard turn(capture_turns());
   TROUPE_CUDA_CHECK(cudaSetDevice(options.device));
   std::unique_ptr<gpu_step_runner> r(new gpu_step_runner(std::move(weights), std::move(experts), options));
@@ -280,7 +293,7 @@ status gpu_step_runner::forward(const shape& s) {
     if (l.moe) {
       // A shared expert in its slot is one more expert a token picks, unless the experts are
       // spread over GPUs (whose ranges hold the routed experts only).
-      const bool shared_picked = shared_expert_in_slot(c) && !remote_;
+      const bool shared_picked = l.shared_in_slot && !remote_;
       norm_matmul(b.block_out, l.post_attention_norm, l.router, c.num_experts + int(shared_picked), dtype::f32,
                   b.router_logits, true);
       cuda::route_top_k(b.router_logits, n, c.num_experts, c.num_experts_per_tok, c.norm_topk_prob, shared_picked,
@@ -288,8 +301,8 @@ status gpu_step_runner::forward(const shape& s) {
       // A decode step is being captured: no handle, so fused_moe never waits for the stream.
       cublasHandle_t moe_cublas = s.decode ? nullptr : cublas_;
       if (auto r = remote_ ? moe_across_gpus(i, n)
-                           : experts_->run(i, b.normed, n, b.chosen, b.route_weights, b.moe_workspace, b.block_out,
-                                           stream_, moe_cublas);
+                           : experts_->run(i, b.normed, n, c.num_experts_per_tok + int(shared_picked), b.chosen,
+                                           b.route_weights, b.moe_workspace, b.block_out, stream_, moe_cublas);
           !r)
         return r;
       if (l.shared_expert_gate != nullptr && !shared_picked) shared_expert(l, n);
@@ -303,8 +316,9 @@ status gpu_step_runner::forward(const shape& s) {
   if (!last_stage_) {
     // The last block's output joins the stream as the next layer's norm would add it (the
     // same fp32 add, to the bit), so the next stage starts from the stream alone; the
-    // norm's output is not used.
-    cuda::rms_norm(b.block_out, b.residual[stream_at], w.final_norm, eps, n, h, b.normed, stream_);
+    // norm's output is not used, so any norm weight the stage holds will do.
+    cuda::rms_norm(b.block_out, b.residual[stream_at], w.layers[size_t(first_)].input_norm, eps, n, h, b.normed,
+                   stream_);
     if (stream_at != 0)
       TROUPE_CUDA_CHECK(cudaMemcpyAsync(b.residual[0], b.residual[stream_at], size_t(n) * size_t(h) * sizeof(float),
                                         cudaMemcpyDeviceToDevice, stream_));

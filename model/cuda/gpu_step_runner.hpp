@@ -57,6 +57,9 @@ class gpu_step_runner final : public step_runner {
                                                      std::shared_ptr<gpu_remote_experts> remote = nullptr);
   // An error for a stage of layers [first, last) that is not inside a model of `layers`.
   static status check_layer_range(int first, int last, int layers);
+  // An error for a stage of layers [first, last) whose weights the process lacks: its
+  // layers', and every expert of them unless its experts are computed elsewhere.
+  static status check_held(const gpu_weights& weights, int first, int last, bool experts_elsewhere);
   // The bytes of activations (the KV pool aside), and of everything create carves.
   static size_t activation_bytes(const gpu_weights& weights, const gpu_experts& experts,
                                  const gpu_runner_options& options);

@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <tuple>
 
 #include "base/progress.hpp"
 #include "kernels/cuda/causal_conv1d.cuh"
@@ -16,8 +17,15 @@ namespace {
 
 using bf16 = __nv_bfloat16;
 
-// Where every tensor goes: the same walk measures the arena and then hands out pointers.
-void carve(const model_config& c, device_arena& arena, gpu_weights& w) {
+// Whether MoE layer l's shared expert goes in its experts' slot (shared_expert_in_slot),
+// given whether the process holds the layer.
+bool in_slot(const model_config& c, const gpu_layer_weights& l, bool holds_layer) {
+  return shared_expert_in_slot(c) && holds_layer && l.first_expert == 0 && l.last_expert == c.num_experts;
+}
+
+// Where every tensor of the share goes: the same walk measures the arena and then hands
+// out pointers.
+void carve(const model_config& c, const weight_share& share, device_arena& arena, gpu_weights& w) {
   const size_t h = size_t(c.hidden_size), q_dim = size_t(c.num_heads) * size_t(c.head_dim),
                e = size_t(c.num_experts), inter = size_t(c.moe_intermediate_size), dense = size_t(c.intermediate_size),
                shared = size_t(c.shared_expert_intermediate_size), value_heads = size_t(c.linear_num_value_heads),
@@ -25,13 +33,26 @@ void carve(const model_config& c, device_arena& arena, gpu_weights& w) {
   auto mlp = [&](size_t width) {
     return gpu_mlp{arena.take<bf16>(width * h), arena.take<bf16>(width * h), arena.take<bf16>(h * width)};
   };
-  w.embed = arena.take<bf16>(size_t(c.vocab_size) * h);
-  w.lm_head = c.tie_word_embeddings ? w.embed : arena.take<bf16>(size_t(c.vocab_size) * h);
-  w.final_norm = arena.take<float>(h);
+  w.embed = w.lm_head = nullptr;
+  w.final_norm = nullptr;
+  if (share.holds_embedding(c)) w.embed = arena.take<bf16>(size_t(c.vocab_size) * h);
+  if (share.holds_lm_head(c)) {
+    w.lm_head = c.tie_word_embeddings ? w.embed : arena.take<bf16>(size_t(c.vocab_size) * h);
+    w.final_norm = arena.take<float>(h);
+  }
   w.layers.assign(size_t(c.num_layers), {});
   for (int i = 0; i < c.num_layers; ++i) {
     gpu_layer_weights& l = w.layers[size_t(i)];
     l.linear = c.is_linear_layer(i);
+    l.moe = c.is_moe_layer(i);
+    std::tie(l.first_expert, l.last_expert) = share.experts_of(i, c);
+    const size_t experts = size_t(l.last_expert - l.first_expert);
+    if (experts > 0) {
+      const size_t slots = experts + (in_slot(c, l, share.holds_layer(i)) ? 1 : 0);
+      l.w13 = arena.take<bf16>(slots * 2 * inter * h);
+      l.w2 = arena.take<bf16>(slots * h * inter);
+    }
+    if (!share.holds_layer(i)) continue;
     if (l.linear) {
       gpu_linear_attention& a = l.linear_attn;
       a.in_proj = arena.take<bf16>(size_t(linear_in_width(c)) * h);
@@ -52,21 +73,19 @@ void carve(const model_config& c, device_arena& arena, gpu_weights& w) {
     }
     l.input_norm = arena.take<float>(h);
     l.post_attention_norm = arena.take<float>(h);
-    l.moe = c.is_moe_layer(i);
-    if (l.moe) {
-      const size_t slots = e + (shared_expert_in_slot(c) ? 1 : 0);
-      l.router = arena.take<bf16>(slots * h);
-      l.w13 = arena.take<bf16>(slots * 2 * inter * h);
-      l.w2 = arena.take<bf16>(slots * h * inter);
-      if (shared_expert_in_slot(c)) {
-        l.shared_expert = {l.w13 + e * 2 * inter * h, l.w13 + (e * 2 + 1) * inter * h, l.w2 + e * h * inter};
-        l.shared_expert_gate = l.router + e * h;
-      } else if (shared > 0) {
+    if (!l.moe) {
+      l.mlp = mlp(dense);
+    } else if (in_slot(c, l, true)) {
+      l.shared_in_slot = true;
+      l.router = arena.take<bf16>((e + 1) * h);
+      l.shared_expert = {w13_of(c, l, c.num_experts), w13_of(c, l, c.num_experts) + inter * h, w2_of(c, l, c.num_experts)};
+      l.shared_expert_gate = l.router + e * h;
+    } else {
+      l.router = arena.take<bf16>(e * h);
+      if (shared > 0) {
         l.shared_expert = mlp(shared);
         l.shared_expert_gate = arena.take<bf16>(h);
       }
-    } else {
-      l.mlp = mlp(dense);
     }
   }
 }
@@ -190,19 +209,19 @@ void upload_mlp(const mlp_weights& from, const gpu_mlp& to, uploader& up) {
 }
 
 void upload_layer(const model_config& c, const layer_weights& from, const gpu_layer_weights& to, uploader& up) {
-  const int64_t h = c.hidden_size, inter = c.moe_intermediate_size;
+  for (int e = to.first_expert; e < to.last_expert; ++e) {
+    const mlp_weights& expert = from.experts[size_t(e)];
+    up.matrix(expert.gate, w13_of(c, to, e));
+    up.matrix(expert.up, w13_of(c, to, e) + int64_t(c.moe_intermediate_size) * c.hidden_size);
+    up.matrix(expert.down, w2_of(c, to, e));
+  }
+  if (to.input_norm == nullptr) return;  // the layer is not in the share
   if (to.linear) upload_linear_attention(c, from.linear, to.linear_attn, up);
   else upload_attention(c, from.attn, to, up);
   up.floats(from.input_norm, to.input_norm);
   up.floats(from.post_attention_norm, to.post_attention_norm);
   if (to.moe) {
     up.matrix(from.router, to.router);
-    for (size_t e = 0; e < from.experts.size(); ++e) {
-      const bf16* w13 = to.w13 + int64_t(e) * 2 * inter * h;
-      up.matrix(from.experts[e].gate, w13);
-      up.matrix(from.experts[e].up, w13 + inter * h);
-      up.matrix(from.experts[e].down, to.w2 + int64_t(e) * h * inter);
-    }
     if (to.shared_expert_gate != nullptr) {
       upload_mlp(from.shared_expert, to.shared_expert, up);
       up.matrix(from.shared_expert_gate, to.shared_expert_gate);
@@ -218,9 +237,9 @@ status upload(const std::filesystem::path& dir, const gpu_weights& w) {
   auto host = load_weights(w.config, std::make_shared<checkpoint>(std::move(*ckpt)));
   if (!host) return host.err();
   uploader up;
-  up.matrix(host->embed, w.embed);
-  if (!w.config.tie_word_embeddings) up.matrix(host->lm_head, w.lm_head);
-  up.floats(host->final_norm, w.final_norm);
+  if (w.embed != nullptr) up.matrix(host->embed, w.embed);
+  if (w.lm_head != nullptr && !w.config.tie_word_embeddings) up.matrix(host->lm_head, w.lm_head);
+  if (w.final_norm != nullptr) up.floats(host->final_norm, w.final_norm);
   progress shown("troupe: weights to the GPU, layer", w.config.num_layers);
   for (int i = 0; i < w.config.num_layers; ++i) {
     upload_layer(w.config, host->layers[size_t(i)], w.layers[size_t(i)], up);
@@ -231,14 +250,21 @@ status upload(const std::filesystem::path& dir, const gpu_weights& w) {
 }
 
 // As make_dummy_weights: matrices uniform in +-1/sqrt(in_features), norms 1, biases 0, a
-// Gated DeltaNet layer's decay rate -1 and its conv the mean of its window.
+// Gated DeltaNet layer's decay rate -1 and its conv the mean of its window. Every matrix
+// has a seed of its own, counted in the same walk whatever the share, so a weight is the
+// same in every process that holds it.
 void fill_dummy(const gpu_weights& w) {
   const model_config& c = w.config;
   uint64_t seed = 1;
-  auto matrix = [&](const bf16* to, int64_t rows, int64_t cols) {
-    cuda::fill_uniform(const_cast<bf16*>(to), rows * cols, 1.0f / std::sqrt(float(cols)), seed++ * 0x2545f4914f6cdd1dull, nullptr);
+  // Rows [first_row, first_row + rows) of a matrix of `cols` columns (null: not held).
+  auto rows_of = [&](const bf16* to, int64_t first_row, int64_t rows, int64_t cols) {
+    const uint64_t mine = seed++ * 0x2545f4914f6cdd1dull;
+    if (to != nullptr)
+      cuda::fill_uniform(const_cast<bf16*>(to), first_row * cols, rows * cols, 1.0f / std::sqrt(float(cols)), mine, nullptr);
   };
+  auto matrix = [&](const bf16* to, int64_t rows, int64_t cols) { rows_of(to, 0, rows, cols); };
   auto constant = [&](const float* to, int64_t n, float value) {
+    if (to == nullptr) return;
     const std::vector<float> v(size_t(n), value);
     TROUPE_CUDA_CHECK(cudaMemcpy(const_cast<float*>(to), v.data(), v.size() * sizeof(float), cudaMemcpyHostToDevice));
   };
@@ -266,7 +292,7 @@ void fill_dummy(const gpu_weights& w) {
     } else {
       matrix(l.qkv, qkv_width(c), h);
       matrix(l.o, h, q_dim);
-      if (l.qkv_bias != nullptr) {
+      if (c.attention_bias) {
         constant(l.qkv_bias, qkv_width(c), 0.0f);
         constant(l.o_bias, h, 0.0f);
       }
@@ -276,10 +302,13 @@ void fill_dummy(const gpu_weights& w) {
     constant(l.input_norm, h, 1.0f);
     constant(l.post_attention_norm, h, 1.0f);
     if (l.moe) {
+      // The held experts' rows of the whole layer's [experts * 2 * inter, hidden] and
+      // [experts * hidden, inter] matrices.
+      const int64_t held = l.last_expert - l.first_expert;
       matrix(l.router, c.num_experts, h);
-      matrix(l.w13, int64_t(c.num_experts) * 2 * inter, h);
-      matrix(l.w2, int64_t(c.num_experts) * h, inter);
-      if (l.shared_expert_gate != nullptr) {
+      rows_of(l.w13, l.first_expert * 2 * inter, held * 2 * inter, h);
+      rows_of(l.w2, l.first_expert * h, held * h, inter);
+      if (c.shared_expert_intermediate_size > 0) {
         mlp(l.shared_expert, c.shared_expert_intermediate_size);
         matrix(l.shared_expert_gate, 1, h);
       }
@@ -340,18 +369,38 @@ int linear_in_width(const model_config& c) {
   return c.linear_conv_dim() + c.linear_num_value_heads * (c.linear_value_head_dim + 2);
 }
 
-result<std::shared_ptr<const gpu_weights>> load_gpu_weights(const std::filesystem::path& dir, bool dummy) {
+const bf16* w13_of(const model_config& c, const gpu_layer_weights& l, int e) {
+  return l.w13 + int64_t(e - l.first_expert) * 2 * c.moe_intermediate_size * c.hidden_size;
+}
+
+const bf16* w2_of(const model_config& c, const gpu_layer_weights& l, int e) {
+  return l.w2 + int64_t(e - l.first_expert) * c.hidden_size * c.moe_intermediate_size;
+}
+
+status holds_experts(const model_config& c, const gpu_layer_weights& l, int layer, int first, int last) {
+  if (l.first_expert <= first && last <= l.last_expert) return ok();
+  const std::string held = l.first_expert == l.last_expert
+                               ? "none"
+                               : std::to_string(l.first_expert) + ".." + std::to_string(l.last_expert - 1);
+  return error{"layer " + std::to_string(layer) + "'s experts " + std::to_string(first) + ".." +
+               std::to_string(last - 1) + " are not among this process's weights (of its " +
+               std::to_string(c.num_experts) + ", it holds " + held + ")"};
+}
+
+result<std::shared_ptr<const gpu_weights>> load_gpu_weights(const std::filesystem::path& dir, bool dummy,
+                                                            const weight_share& share) {
   auto config = load_model_config(dir);
   if (!config) return config.err();
   if (auto s = check_gpu_shape(*config, dir); !s) return s.err();
   auto w = std::make_shared<gpu_weights>();
   w->config = std::move(*config);
+  w->share = share;
   device_arena sizing = device_arena::measure();
-  carve(w->config, sizing, *w);
-  auto memory = device_arena::allocate(sizing.used(), "the model's weights");
+  carve(w->config, share, sizing, *w);
+  auto memory = device_arena::allocate(sizing.used(), "the model's weights (" + share.text() + ")");
   if (!memory) return memory.err();
   w->memory = std::move(*memory);
-  carve(w->config, w->memory, *w);
+  carve(w->config, share, w->memory, *w);
   if (dummy) {
     fill_dummy(*w);
   } else if (auto s = upload(dir, *w); !s) {

@@ -6,7 +6,9 @@
 // Gated DeltaNet layer's four in-projections stacked [qkv | z | b | a], and each MoE
 // layer's experts as w13 [experts, 2 * inter, hidden] (gate rows, then up rows) and w2
 // [experts, hidden, inter]. A shared expert as wide as the routed ones is one more expert
-// there (see shared_expert_in_slot).
+// there (see shared_expert_in_slot). A process may hold only part of the model (its
+// weight_share): the pointers of what it lacks are null, and w13 and w2 start at its first
+// expert.
 #include <filesystem>
 #include <memory>
 #include <vector>
@@ -16,6 +18,7 @@
 #include "base/result.hpp"
 #include "model/cuda/device_arena.hpp"
 #include "model/model_config.hpp"
+#include "model/weight_share.hpp"
 
 namespace troupe {
 
@@ -43,17 +46,20 @@ struct gpu_layer_weights {
   const float *input_norm = nullptr, *post_attention_norm = nullptr;
   bool moe = false;
   const __nv_bfloat16* router = nullptr;              // MoE layers
-  const __nv_bfloat16 *w13 = nullptr, *w2 = nullptr;  // MoE layers
+  const __nv_bfloat16 *w13 = nullptr, *w2 = nullptr;  // MoE layers: experts [first_expert, last_expert)
+  int first_expert = 0, last_expert = 0;
   gpu_mlp mlp;                                        // dense layers
   gpu_mlp shared_expert;                              // qwen3_5_moe's MoE layers, with
   const __nv_bfloat16* shared_expert_gate = nullptr;  // [1, hidden]
+  bool shared_in_slot = false;                        // see shared_expert_in_slot
 };
 
 // Whether each MoE layer's shared expert is expert slot num_experts of w13 and w2 (its
 // gate, up and down pointers point there) and its gate row num_experts of the router:
-// so when its width is the routed experts', as in qwen3_5_moe's sizes. The step then runs
-// it in the routed experts' kernels as a pick of every token (route_top_k's shared
-// expert), six launches fewer a layer.
+// so when its width is the routed experts', as in qwen3_5_moe's sizes, and the process
+// holds every routed expert of the layer. The step then runs it in the routed experts'
+// kernels as a pick of every token (route_top_k's shared expert), six launches fewer a
+// layer.
 bool shared_expert_in_slot(const model_config& c);
 
 // Columns of a full-attention layer's fused qkv row, the output gate's included.
@@ -62,8 +68,17 @@ int qkv_width(const model_config& c);
 // then b and a (value_heads each).
 int linear_in_width(const model_config& c);
 
+// Expert `e`'s gate and up rows in l.w13 and its matrix in l.w2 (first_expert <= e <=
+// last_expert: the end, for a range's bound).
+const __nv_bfloat16* w13_of(const model_config& c, const gpu_layer_weights& l, int e);
+const __nv_bfloat16* w2_of(const model_config& c, const gpu_layer_weights& l, int e);
+
+// An error unless MoE layer l (number `layer`) holds the experts [first, last).
+status holds_experts(const model_config& c, const gpu_layer_weights& l, int layer, int first, int last);
+
 struct gpu_weights {
   model_config config;
+  weight_share share;
   const __nv_bfloat16* embed = nullptr;
   const __nv_bfloat16* lm_head = nullptr;
   const float* final_norm = nullptr;
@@ -72,8 +87,11 @@ struct gpu_weights {
 };
 
 // Reads DIR's config.json and safetensors straight into GPU memory (converting f32/f16 to
-// bf16 on the way), or with `dummy` fills random weights on the GPU from the config alone.
-// Shows progress per layer; errors name the tensor or say how much memory was missing.
-result<std::shared_ptr<const gpu_weights>> load_gpu_weights(const std::filesystem::path& dir, bool dummy);
+// bf16 on the way), or with `dummy` fills random weights on the GPU from the config alone
+// (each weight the same whichever share of them a process holds). Only `share`'s weights
+// are loaded. Shows progress per layer; errors name the tensor or say how much memory was
+// missing.
+result<std::shared_ptr<const gpu_weights>> load_gpu_weights(const std::filesystem::path& dir, bool dummy,
+                                                            const weight_share& share = {});
 
 }  // namespace troupe

@@ -638,15 +638,16 @@ BOOST_AUTO_TEST_CASE(gather_rows_copies_the_named_rows) {
 }
 
 BOOST_AUTO_TEST_CASE(fill_uniform_matches_its_host_formula) {
-  for (int64_t n : {int64_t(1), int64_t(1000), int64_t(3) << 22}) {
+  // A part of a tensor from its element `first` holds the whole tensor's values there.
+  for (auto [first, n] : {std::pair<int64_t, int64_t>{0, 1}, {0, 1000}, {0, int64_t(3) << 22}, {12345, 1000}}) {
     const float bound = 0.02f;
     device_buffer<uint16_t> d(size_t(n), bf16_nan);
-    cuda::fill_uniform(d.bf16(), n, bound, 42, nullptr);
+    cuda::fill_uniform(d.bf16(), first, n, bound, 42, nullptr);
     const auto out = d.to_host();
     size_t mismatches = 0;
     double sum = 0;
     for (int64_t i = 0; i < n; ++i) {
-      mismatches += out[size_t(i)] != f32_to_bf16(cuda::uniform_value(i, bound, 42));
+      mismatches += out[size_t(i)] != f32_to_bf16(cuda::uniform_value(first + i, bound, 42));
       sum += bf16_to_f32(out[size_t(i)]);
     }
     BOOST_TEST(mismatches == 0u);

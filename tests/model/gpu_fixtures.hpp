@@ -46,11 +46,14 @@ struct engine_parts {
   std::shared_ptr<gpu_experts> experts;
 };
 
-inline engine_parts load_engine(const std::filesystem::path& dir) {
-  auto w = load_gpu_weights(dir, false);
+// DIR's weights (the checkpoint's, or dummy ones of its config), or a share of them, with
+// one group attached: the share's expert group, or every expert.
+inline engine_parts load_engine(const std::filesystem::path& dir, bool dummy = false, const weight_share& share = {}) {
+  auto w = load_gpu_weights(dir, dummy, share);
   BOOST_REQUIRE_MESSAGE(w, (w ? std::string() : w.err().message));
   auto experts = std::make_shared<gpu_experts>(*w);
-  experts->attach("experts", 0, (*w)->config.num_experts);
+  const auto [first, last] = share.group_experts.value_or(std::pair{0, (*w)->config.num_experts});
+  experts->attach("experts", first, last);
   return {*w, experts};
 }
 
