@@ -79,7 +79,7 @@ result<engine> start_local_engine(caf::actor_system& system, const engine_option
   for (size_t k = 0; k < layout->size(); ++k) {
     const layer_range layers = (*layout)[k];
     stage_options opts{stage_name(int(k)), int(k), layers.first, layers.last, layers.last == c.num_layers,
-                       c.hidden_size, {rows, *self_peer}, options.vocabulary, grammars, {}, {}};
+                       c.hidden_size, {rows, *self_peer}, ready_vocabulary(options.vocabulary), grammars, {}, {}};
     children.push_back(stage_child(opts, backend->make_runner, e.health));
   }
   restart_policy restarts = options.restarts;

@@ -30,8 +30,8 @@ struct node_agent_options {
   backend_options backend;
   restart_policy restarts;
   std::shared_ptr<transport> link;  // this process's transport to the other nodes
-  // The tokenizer's, for constrained decoding at the last stage; null: none.
-  std::shared_ptr<const token_vocabulary> vocabulary;
+  // The tokenizer's, for constrained decoding at a last stage; null or not valid(): none.
+  pending_vocabulary vocabulary;
 };
 
 struct node_agent_state {

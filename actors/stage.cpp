@@ -21,11 +21,11 @@ uint64_t rows_tag(const stage_options& options, int index, uint64_t step) {
 void restart_constraint(stage_state& st, const step_sequence& s) {
   st.constraints.erase(s.id);
   if (!s.constraint.constrains()) return;
-  TROUPE_CHECK(st.options.vocabulary && st.options.grammars, "a constrained sequence at a stage without a vocabulary");
+  const auto vocabulary = st.options.vocabulary.valid() ? st.options.vocabulary.get() : nullptr;
+  TROUPE_CHECK(vocabulary && st.options.grammars, "a constrained sequence at a stage without a vocabulary");
   auto compiled = st.options.grammars->get(s.constraint.language);
   TROUPE_CHECK(compiled.ok(), "the gateway's grammar does not compile");
-  auto& c = st.constraints
-                .try_emplace(s.id, std::move(compiled).value(), s.constraint.end_token_ids, st.options.vocabulary)
+  auto& c = st.constraints.try_emplace(s.id, std::move(compiled).value(), s.constraint.end_token_ids, vocabulary)
                 .first->second;
   for (size_t i = size_t(std::max(0, s.prompt_length)); i < s.prefix.size(); ++i)
     TROUPE_CHECK(c.advance(s.prefix[i]), "a generated token outside its grammar");

@@ -43,9 +43,9 @@ struct stage_options {
   bool last_stage = true;  // holds the model's last layer: computes logits and samples
   int hidden_size = 0;
   stage_link link;  // unused by a pipeline of one stage
-  // Constrained decoding, at the stage that samples: the tokenizer's vocabulary (needed
-  // once a constrained sequence comes) and the engine's compiled grammars.
-  std::shared_ptr<const token_vocabulary> vocabulary;
+  // Constrained decoding, at the stage that samples: the tokenizer's vocabulary (waited
+  // for once a constrained sequence comes) and the engine's compiled grammars.
+  pending_vocabulary vocabulary;
   std::shared_ptr<grammar_cache> grammars;
   // A GPU stage with expert groups on other GPUs: where its runner reaches them (the
   // stage keeps it up to date); null otherwise.

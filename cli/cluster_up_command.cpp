@@ -142,7 +142,8 @@ int cluster_up_command(int argc, char** argv) {
       restart_policy restarts;
       restarts.replace_stuck = n.gpus.empty();
       node_agent_options options{spec, int(i), backend_options_of(spec), restarts,
-                                 std::shared_ptr<transport>(std::move(*link)), vocabulary_of(*codec->tok)};
+                                 std::shared_ptr<transport>(std::move(*link)),
+                                 ready_vocabulary(vocabulary_of(*codec->tok))};
       agents.push_back(system.spawn(node_agent, std::move(options)));
       continue;
     }

@@ -5,10 +5,12 @@
 // drill's signal (base/hang_drill_signal.hpp) goes to its stages.
 #include <unistd.h>
 
+#include <algorithm>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
+#include <future>
 
 #include <caf/io/middleman.hpp>
 
@@ -19,12 +21,33 @@
 #include "cli/commands.hpp"
 #include "cli/serve_gateway.hpp"
 #include "cluster/gpu_placements.hpp"
+#include "model/grammar/token_vocabulary.hpp"
+#include "model/tokenizer.hpp"
 #include "transport/ucx_transport.hpp"
 
 namespace troupe::cli {
 
 // How long a stop signal waits for the agent to stop its actors (a step in flight finishes).
 constexpr auto stop_grace = std::chrono::seconds(10);
+
+namespace {
+
+// The tokenizer's vocabulary when one of the node's stages samples (a replica's last), read
+// on a thread of its own: a restarted node is back without waiting for it. None otherwise.
+pending_vocabulary vocabulary_for(const cluster_spec& spec, const std::string& node) {
+  const bool samples = std::any_of(spec.replicas.begin(), spec.replicas.end(), [&](const replica_spec& r) {
+    return !r.stages.empty() && r.stages.back().node == node;
+  });
+  if (!samples) return {};
+  return std::async(std::launch::async,
+                    [path = spec.model.path / "tokenizer.json"]() -> std::shared_ptr<const token_vocabulary> {
+                      auto tok = tokenizer::load(path);
+                      return tok ? vocabulary_of(*tok) : nullptr;
+                    })
+      .share();
+}
+
+}  // namespace
 
 int node_command(int argc, char** argv) {
   auto a = args::parse(argc, argv, {});
@@ -69,7 +92,7 @@ int node_command(int argc, char** argv) {
   options.node = index;
   options.backend = backend_options_of(*spec);
   options.link = std::shared_ptr<transport>(std::move(*link));
-  if (auto tok = tokenizer::load(spec->model.path / "tokenizer.json")) options.vocabulary = vocabulary_of(*tok);
+  options.vocabulary = vocabulary_for(*spec, me.name);
 
   caf::actor_system_config config;
   configure_cluster_system(config, *spec);

@@ -12,4 +12,10 @@ std::shared_ptr<const token_vocabulary> vocabulary_of(const tokenizer& tok) {
   return std::make_shared<const token_vocabulary>(std::move(bytes));
 }
 
+pending_vocabulary ready_vocabulary(std::shared_ptr<const token_vocabulary> vocabulary) {
+  std::promise<std::shared_ptr<const token_vocabulary>> ready;
+  ready.set_value(std::move(vocabulary));
+  return ready.get_future().share();
+}
+
 }  // namespace troupe
