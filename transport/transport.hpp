@@ -45,7 +45,8 @@ class transport {
   virtual result<message> receive(uint64_t tag, uint64_t mask, std::chrono::milliseconds timeout) = 0;
 
   // The same for a message only `peer` sends (a reply): an error as soon as the link to it
-  // is known to be down (its process died), instead of at the timeout.
+  // is known to be down (its process died) or the peer is repointed (the process asked
+  // is gone), instead of at the timeout.
   virtual result<message> receive_from(int peer, uint64_t tag, uint64_t mask, std::chrono::milliseconds timeout) = 0;
 };
 

@@ -148,6 +148,7 @@ status ucx_transport::repoint(int peer_id, const std::vector<uint8_t>& address) 
   peer_ids_.erase(std::string(p.address.begin(), p.address.end()));
   peer_ids_[key] = peer_id;
   p.address = address;
+  ++p.repoints;
   close_link(p);
   return open_link(p);
 }
@@ -237,10 +238,13 @@ result<transport::message> ucx_transport::receive_locked(std::unique_lock<std::m
                                                          uint64_t mask, std::chrono::milliseconds timeout, int from) {
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   // A link closed under a stalled send (timed out) is not a dead peer: its reply may come.
+  // A peer pointed at a new process is: the old one was asked.
+  const uint64_t repoints = from < 0 ? 0 : peers_[size_t(from)]->repoints;
+  auto repointed = [&] { return from >= 0 && peers_[size_t(from)]->repoints != repoints; };
   auto lost = [&] {
     if (from < 0) return false;
     const peer& p = *peers_[size_t(from)];
-    return p.failure != UCS_OK && p.failure != UCS_ERR_TIMED_OUT;
+    return repointed() || (p.failure != UCS_OK && p.failure != UCS_ERR_TIMED_OUT);
   };
   // A message an earlier receive left arriving is taken once it is in, before UCX's queue
   // (it came first); one still arriving holds up nothing.
@@ -259,6 +263,8 @@ result<transport::message> ucx_transport::receive_locked(std::unique_lock<std::m
     arriving_.erase(arrived);
     return await_arrival(lock, std::move(op), deadline);
   }
+  if (!found && repointed())
+    return error{"UCX peer " + std::to_string(from) + "'s process was started again while its reply was awaited"};
   if (!found) return link_down(from, peers_[size_t(from)]->failure);
 
   auto op = std::make_unique<operation>();

@@ -57,6 +57,7 @@ class ucx_transport final : public transport {
     ucp_ep_h endpoint = nullptr;
     ucs_status_t failure;  // set by UCX's error handler; UCS_OK while the link is up
     std::chrono::steady_clock::time_point opened_at;  // when endpoint was opened
+    uint64_t repoints = 0;  // each a new process at this id: a reply its old one owed never comes
   };
   struct operation;
   using context_ptr = std::unique_ptr<ucp_context, void (*)(ucp_context_h)>;

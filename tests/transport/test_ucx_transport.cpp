@@ -299,6 +299,42 @@ BOOST_AUTO_TEST_CASE(receive_from_a_peer_killed_meanwhile_fails_at_once) {
                                          << " ms: " << test::error_text(reply));
 }
 
+// A reply awaited from a peer whose process was started again and repointed meanwhile
+// (the head does so before the old one's death shows on the link): the new process owes
+// nothing, so receive_from fails at the repoint rather than at its timeout. The chaos
+// drills' packet loss saw a stage wait out a 30 s step so.
+BOOST_AUTO_TEST_CASE(receive_from_a_peer_repointed_meanwhile_fails_at_once) {
+  auto a = make_endpoint();
+  auto old_b = make_endpoint();
+  auto id = a->connect(old_b->address());
+  BOOST_REQUIRE_MESSAGE(id, test::error_text(id));
+  auto new_b = make_endpoint();
+  std::chrono::steady_clock::time_point ended;
+  result<transport::message> reply = error{"not yet"};
+  std::thread waiter([&] {
+    reply = a->receive_from(*id, make_tag(channel::moe_combine, 0, 7), exact, 60s);
+    ended = std::chrono::steady_clock::now();
+  });
+  std::this_thread::sleep_for(200ms);
+  const auto moved_at = std::chrono::steady_clock::now();
+  const status moved = a->repoint(*id, new_b->address());
+  BOOST_REQUIRE_MESSAGE(moved, test::error_text(moved));
+  waiter.join();
+  BOOST_REQUIRE(!reply);
+  BOOST_TEST(reply.err().message == "UCX peer " + std::to_string(*id) +
+                                        "'s process was started again while its reply was awaited");
+  BOOST_TEST((ended - moved_at < 5s));
+  // A reply the new process sends is taken as ever.
+  const auto bytes = test::byte_pattern(64, 9);
+  auto back = new_b->connect(a->address());
+  BOOST_REQUIRE_MESSAGE(back, test::error_text(back));
+  const status sent = new_b->send(*back, make_tag(channel::moe_combine, 0, 8), bytes.data(), bytes.size(), patience);
+  BOOST_REQUIRE_MESSAGE(sent, test::error_text(sent));
+  auto next = a->receive_from(*id, make_tag(channel::moe_combine, 0, 8), exact, patience);
+  BOOST_REQUIRE_MESSAGE(next, test::error_text(next));
+  BOOST_TEST((next->bytes == bytes));
+}
+
 // The chaos drills' cluster: the test process is the head (node 0), node 1 is restarted
 // again and again (killed, or stopped as a hung one and then killed, as the head does),
 // node 2 stays. All exchange with all, as stages and expert groups do. The link between the
