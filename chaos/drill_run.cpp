@@ -68,6 +68,18 @@ status hit(const drill_spec& drill, int pid, partition_network* network) {
   return ok();
 }
 
+// Ends the network fault `hit` put on the drill's node.
+status lift(const drill_spec& drill, partition_network& network) {
+  switch (drill.action) {
+    case fault::partition: return network.heal(drill.node);
+    case fault::congest: return network.unthrottle(drill.node);
+    case fault::lossy: return network.stop_dropping(drill.node);
+    default: break;
+  }
+  TROUPE_CHECK(false, "a fault that is not the network's");
+  return ok();
+}
+
 // Hits `drill.node` until the load ends or `count` faults are done, each time waiting until
 // it is back: /health at 200 again and, for a node's process, a new one running. A hang of
 // the gateway's node hits the head, whose stages are replaced in its process: back once
@@ -94,17 +106,12 @@ void do_faults(cluster_under_test& cluster, const drill_spec& drill, bool at_hea
     }
     ++out.faults;
     const bool timed = is_network_fault(drill.action);
-    auto heal = [&] {
-      return drill.action == fault::partition ? network->heal(drill.node)
-             : drill.action == fault::congest ? network->unthrottle(drill.node)
-                                              : network->stop_dropping(drill.node);
-    };
     bool seen_down = false, healed = false;
     auto ended_at = hit_at;     // of the fault: a timed one ends when it heals
     auto detected_at = hit_at;  // when /health was first seen failing
     for (;;) {
       if (timed && !healed && clock_type::now() - hit_at >= drill.duration) {
-        if (auto done = heal(); !done) {
+        if (auto done = lift(drill, *network); !done) {
           out.failures.push_back("node " + drill.node + ": " + done.err().message);
           return;
         }
@@ -122,7 +129,7 @@ void do_faults(cluster_under_test& cluster, const drill_spec& drill, bool at_hea
       if (healthy && now != 0 && back) break;
       if (clock_type::now() - hit_at > patience) {
         out.failures.push_back("node " + drill.node + " was not back within " + std::to_string(patience.count()) + " s");
-        if (timed && !healed) (void)heal();  // the drills after it need the link
+        if (timed && !healed) (void)lift(drill, *network);  // the drills after it need the link
         return;
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
