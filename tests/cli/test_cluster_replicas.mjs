@@ -1,26 +1,44 @@
 // Two replicas behind one gateway (`troupe cluster up`): blue in the head process, green
 // in a node process. Routing follows the weights, /admin/traffic moves them at runtime
 // (green takes over; blue drains), a session (the `user` field) keeps its replica, and both
-// replicas give the same greedy tokens, transformers' (the golden fixture).
+// replicas give the same greedy tokens, transformers' (the golden fixture). Node second's
+// process is the test's own (the head reaches it at its port), so that the head does not
+// start it again when the test kills it: a dead replica stays dead.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { clientOf, fixtureModel, golden, greedy, nodesOf, startCluster, writeConf } from './cluster_process.mjs';
+import { binary } from '../gateway/server_process.mjs';
+import { clientOf, fixtureModel, golden, greedy, startCluster, writeConf } from './cluster_process.mjs';
 
-let cluster, client, conf;
+let cluster, client, node;
+
+// `troupe node` for node second of `conf`, on a port it picks; resolves to the port.
+function startNode(conf) {
+  node = spawn(binary, ['node', '--config', conf, '--name', 'second', '--port', '0'], { stdio: ['ignore', 'pipe', 'pipe'] });
+  return new Promise((resolve, reject) => {
+    let out = '';
+    node.stdout.on('data', (d) => {
+      out += d;
+      const m = out.match(/control on 127\.0\.0\.1:(\d+)/);
+      if (m) resolve(Number(m[1]));
+    });
+    node.on('exit', (code) => reject(new Error(`node second exited with ${code}`)));
+  });
+}
 
 before(async () => {
   const work = mkdtempSync(join(tmpdir(), 'troupe_replicas_'));
-  conf = join(work, 'replicas.conf');
-  cluster = await startCluster(writeConf(conf, fixtureModel(), `[node.head]
+  const model = fixtureModel();
+  const body = (port) => `[node.head]
 address = 127.0.0.1
 port = 0
 
 [node.second]
 address = 127.0.0.1
-port = 0
+port = ${port}
 
 [replica.blue]
 stages = head:0-3
@@ -31,11 +49,15 @@ weight = 1
 stages = second:0-1, second:2-3
 experts = second:0-15
 weight = 0
-`, { gateway: 'routing = least_load' }));
+`;
+  const port = await startNode(writeConf(join(work, 'node.conf'), model, body(0), { gateway: 'routing = least_load' }));
+  cluster = await startCluster(writeConf(join(work, 'replicas.conf'), model, body(port),
+                                         { gateway: 'routing = least_load' }));
   client = clientOf(cluster);
 });
 
 after(async () => {
+  node?.kill('SIGKILL');
   const { code } = await cluster.stop();
   assert.equal(code, 0, cluster.stderr());
 });
@@ -123,9 +145,7 @@ test('calls in flight finish on the replica drained under them', async () => {
 
 test("a replica whose node process dies is seen as down and skipped", async () => {
   assert.equal((await traffic({ weights: { blue: 1, green: 1 } })).status, 200);
-  const pids = nodesOf(conf, 'second');
-  assert.equal(pids.length, 1);
-  process.kill(pids[0], 'SIGKILL');
+  node.kill('SIGKILL');
   const deadline = Date.now() + 15000;
   let green;
   do {
