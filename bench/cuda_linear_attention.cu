@@ -16,6 +16,7 @@
 #include "kernels/cuda/causal_conv1d.cuh"
 #include "kernels/cuda/check.cuh"
 #include "kernels/cuda/gated_delta_rule.cuh"
+#include "kernels/cuda/gated_delta_rule_chunked.cuh"
 #include "kernels/cuda/gated_rms_norm.cuh"
 
 using namespace troupe;
@@ -82,7 +83,7 @@ int main() {
 
   // Microseconds a call of each op for `seqs` sequences of `len` tokens.
   struct timings {
-    double conv, delta, norm;
+    double conv, delta, norm, chunked;
   };
   auto time_step = [&](int seqs, int len) {
     const step st = make_step(seqs, len);
@@ -97,7 +98,8 @@ int main() {
         us([&] {
           cuda::gated_rms_norm(core, z, value_width, d_norm_w, 1e-6f, tokens, heads.value_heads, heads.value_dim,
                                normed, nullptr);
-        })};
+        }),
+        len > 1 ? us([&] { cuda::gated_delta_rule_chunked(in, heads, st.view, delta_states, core, nullptr); }) : 0.0};
     TROUPE_CUDA_CHECK(cudaDeviceSynchronize());
     free_step(st);
     return t;
@@ -118,8 +120,9 @@ int main() {
   std::printf("prefill of %d tokens, us a call:\n", max_tokens);
   for (int seqs : {1, 16}) {
     const timings t = time_step(seqs, max_tokens / seqs);
-    std::printf("  %2d x %4d tokens: causal_conv1d %8.1f, gated_delta_rule %9.1f, gated_rms_norm %7.1f\n", seqs,
-                max_tokens / seqs, t.conv, t.delta, t.norm);
+    std::printf("  %2d x %4d tokens: causal_conv1d %8.1f, gated_delta_rule %9.1f (chunked %8.1f), gated_rms_norm "
+                "%7.1f\n",
+                seqs, max_tokens / seqs, t.conv, t.delta, t.chunked, t.norm);
   }
   for (void* p : {static_cast<void*>(mixed), static_cast<void*>(qkv), static_cast<void*>(z), static_cast<void*>(core),
                   static_cast<void*>(normed), static_cast<void*>(gates), static_cast<void*>(d_neg_decay_rate),

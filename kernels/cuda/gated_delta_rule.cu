@@ -2,6 +2,7 @@
 
 #include "base/check.hpp"
 #include "kernels/cuda/check.cuh"
+#include "kernels/cuda/delta_rule_gates.cuh"
 #include "kernels/cuda/dependent_launch.cuh"
 
 namespace troupe::cuda {
@@ -9,15 +10,6 @@ namespace troupe::cuda {
 static constexpr int warps = 4, block_size = 32 * warps;
 static constexpr int slice = 32;  // value columns of one block: one a lane
 static constexpr int loads_per_thread = delta_rule_max_key_dim / block_size;
-
-// Head h's gates (g, beta) of token row `row`. Made here rather than by a kernel of their
-// own: the decode step saves a launch a layer.
-static __device__ float2 gates_of(const delta_rule_inputs& in, int row, int h) {
-  const size_t at = size_t(row) * in.gate_stride + h;
-  const float a = __bfloat162float(in.a[at]) + in.dt_bias[h];
-  return {in.neg_decay_rate[h] * (a > 20.0f ? a : log1pf(expf(a))),  // softplus, with torch's threshold
-          1.0f / (1.0f + expf(-__bfloat162float(in.b[at])))};
-}
 
 // One token's inputs for one block: elements threadIdx.x + block_size e of q and k (zero
 // past key_dim), the lane's column of v, and in a decode step its gates.
@@ -39,7 +31,7 @@ static __device__ token_inputs load_token(const delta_rule_inputs& in, const del
     x.k[e] = inside ? __bfloat162float(in.k[at + size_t(key_head) * d.key_dim + i]) : 0.0f;
   }
   x.v = j < d.value_dim ? __bfloat162float(in.v[at + size_t(h) * d.value_dim + j]) : 0.0f;
-  if constexpr (!prompts) x.gates = gates_of(in, row, h);
+  if constexpr (!prompts) x.gates = delta_rule_gates_of(in, row, h);
   return x;
 }
 
@@ -60,7 +52,7 @@ static __device__ token_inputs load_token(const delta_rule_inputs& in, const del
 template <int most, bool prompts>
 static __global__ void __launch_bounds__(block_size)
     gated_delta_rule_kernel(delta_rule_inputs in, delta_rule_heads d, state_sequences seqs, float* states,
-                            __nv_bfloat16* out) {
+                            __nv_bfloat16* out, int below) {
   __shared__ float qs[2][delta_rule_max_key_dim], ks[2][delta_rule_max_key_dim];
   __shared__ float2 parts[warps][slice];  // a warp's share of (S^T k, S^T q) for each column
   __shared__ float2 gates[prompts ? block_size : 1];  // (g, beta) of tokens t - t % block_size on
@@ -71,6 +63,7 @@ static __global__ void __launch_bounds__(block_size)
   const bool column = j < dv;
   const int first = seqs.query_starts != nullptr ? seqs.query_starts[s] : s;
   const int len = seqs.query_starts != nullptr ? seqs.query_starts[s + 1] - first : 1;
+  if (len >= below) return;  // the chunked kernel's
   auto out_at = [&](int t) { return out + (size_t(first + t) * d.value_heads + h) * dv + j; };
   const int slot = seqs.slots[s];
   if (slot < 0) {  // the whole block leaves together
@@ -99,7 +92,7 @@ static __global__ void __launch_bounds__(block_size)
       if (i < dk) qs[t & 1][i] = x.q[e], ks[t & 1][i] = x.k[e];
     }
     if (prompts && t % block_size == 0 && t + int(threadIdx.x) < len)
-      gates[threadIdx.x] = gates_of(in, first + t + int(threadIdx.x), h);
+      gates[threadIdx.x] = delta_rule_gates_of(in, first + t + int(threadIdx.x), h);
     if (t + 1 < len) next = load_token<prompts>(in, d, first + t + 1, h, key_head, j);
     __syncthreads();  // q, k (and gates) staged; every warp is past the previous token's sums
     const float2 gate = prompts ? gates[t % block_size] : x.gates;
@@ -139,7 +132,7 @@ static __global__ void __launch_bounds__(block_size)
 }
 
 void gated_delta_rule(const delta_rule_inputs& in, const delta_rule_heads& d, const state_sequences& seqs,
-                      float* states, __nv_bfloat16* out, cudaStream_t stream) {
+                      float* states, __nv_bfloat16* out, cudaStream_t stream, int below) {
   TROUPE_CHECK(d.key_heads > 0 && d.value_heads > 0 && d.value_heads % d.key_heads == 0,
                "value heads must be a multiple of key heads");
   TROUPE_CHECK(d.key_dim > 0 && d.key_dim <= delta_rule_max_key_dim && d.value_dim > 0,
@@ -156,7 +149,7 @@ void gated_delta_rule(const delta_rule_inputs& in, const delta_rule_heads& d, co
   const bool narrow = d.key_dim <= warps * 32, prompts = seqs.query_starts != nullptr;
   auto kernel = narrow ? (prompts ? gated_delta_rule_kernel<32, true> : gated_delta_rule_kernel<32, false>)
                        : (prompts ? gated_delta_rule_kernel<64, true> : gated_delta_rule_kernel<64, false>);
-  launch_dependent(kernel, grid, block_size, 0, stream, in, d, seqs, states, out);
+  launch_dependent(kernel, grid, block_size, 0, stream, in, d, seqs, states, out, below);
 }
 
 }  // namespace troupe::cuda

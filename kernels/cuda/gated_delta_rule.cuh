@@ -38,8 +38,9 @@ struct delta_rule_inputs {
 // token by token), a prompt's tokens (prefill) or one token each (decode) alike. states: the layer's fp32
 // pool [slots, value_heads, key_dim, value_dim], each read once and written once a step;
 // out: bf16 [tokens, value_heads, value_dim]. Device pointers; key_dim at most 256,
-// value_heads a multiple of key_heads.
+// value_heads a multiple of key_heads. Only the sequences of fewer than `below` tokens:
+// the others' rows and slots are left to gated_delta_rule_chunked.
 void gated_delta_rule(const delta_rule_inputs& in, const delta_rule_heads& heads, const state_sequences& seqs,
-                      float* states, __nv_bfloat16* out, cudaStream_t stream);
+                      float* states, __nv_bfloat16* out, cudaStream_t stream, int below = 1 << 30);
 
 }  // namespace troupe::cuda

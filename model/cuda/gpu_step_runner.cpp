@@ -13,6 +13,7 @@
 #include "kernels/cuda/embedding.cuh"
 #include "kernels/cuda/flash_attention.cuh"
 #include "kernels/cuda/gated_delta_rule.cuh"
+#include "kernels/cuda/gated_delta_rule_chunked.cuh"
 #include "kernels/cuda/gated_rms_norm.cuh"
 #include "kernels/cuda/gather_rows.cuh"
 #include "kernels/cuda/gemv.cuh"
@@ -409,10 +410,17 @@ void gpu_step_runner::linear_attention(const shape& s, const gpu_linear_attentio
                                    in.positions_start.device, in.state_slots.device};
   cuda::causal_conv1d_silu(b.qkv, width, conv_dim, l.conv, c.linear_conv_kernel_dim, seqs, b.conv_states[at],
                            b.conv_out, stream_);
-  cuda::gated_delta_rule({b.conv_out, b.conv_out + key_width, b.conv_out + 2 * key_width, conv_dim, decay_in, beta_in,
-                          width, l.neg_decay_rate, l.dt_bias},
-                         {c.linear_num_key_heads, heads, c.linear_key_head_dim, c.linear_value_head_dim}, seqs,
-                         b.delta_states[at], b.attn, stream_);
+  // Prompts of a chunk or more walk their tokens a chunk at a time (the CPU path's form),
+  // the other sequences token by token.
+  const cuda::delta_rule_inputs delta_in{b.conv_out, b.conv_out + key_width, b.conv_out + 2 * key_width, conv_dim,
+                                         decay_in,   beta_in,                  width,    l.neg_decay_rate,
+                                         l.dt_bias};
+  const cuda::delta_rule_heads delta_heads{c.linear_num_key_heads, heads, c.linear_key_head_dim,
+                                           c.linear_value_head_dim};
+  const bool chunked = !s.decode && s.max_query_len >= cuda::delta_rule_chunked_from;
+  cuda::gated_delta_rule(delta_in, delta_heads, seqs, b.delta_states[at], b.attn, stream_,
+                         chunked ? cuda::delta_rule_chunked_from : 1 << 30);
+  if (chunked) cuda::gated_delta_rule_chunked(delta_in, delta_heads, seqs, b.delta_states[at], b.attn, stream_);
   cuda::gated_rms_norm(b.attn, z, width, l.norm, float(c.rms_norm_eps), n, heads, c.linear_value_head_dim, b.attn,
                        stream_);
   cuda::matmul(cublas_, b.attn, n, value_width, l.out, c.hidden_size, dtype::bf16, b.block_out);

@@ -3,11 +3,13 @@
 // each on its recurrent-state slot of a pool (slots out of order, some sequences starting
 // afresh over a slot full of garbage, others continuing from a non-zero state), then decode
 // steps after that prefill with a padding sequence among them, and a prompt in two pieces
-// against one piece (the delta rule making its gates as linear_attention_block does);
+// against one piece (the delta rule making its gates as linear_attention_block does); the
+// delta rule's chunked kernel for prompts likewise;
 // gated_rms_norm on its rows. Inputs are bf16 on the device; the CPU op gets the same
 // bf16-rounded values in fp32. Outputs are poisoned with NaN first, and NaN never passes.
 // Each check logs its worst error (--log_level=test_suite shows it).
 #define BOOST_TEST_MODULE cuda_linear_attention
+#include <boost/test/data/test_case.hpp>
 #include <boost/test/unit_test.hpp>
 
 #include <algorithm>
@@ -22,6 +24,7 @@
 #include "kernels/cpu/gated_rms_norm.hpp"
 #include "kernels/cuda/causal_conv1d.cuh"
 #include "kernels/cuda/gated_delta_rule.cuh"
+#include "kernels/cuda/gated_delta_rule_chunked.cuh"
 #include "kernels/cuda/gated_rms_norm.cuh"
 #include "tests/kernels/cuda_test_support.hpp"
 
@@ -214,8 +217,10 @@ std::vector<float> delta_rule_on_cpu(const delta_inputs& in, const cuda::delta_r
   return out;
 }
 
+// The GPU op over the batch: the recurrent kernel, or as a prompt step runs it, the chunked
+// kernel for the sequences of a chunk or more and the recurrent one for the others.
 std::vector<float> delta_rule_on_gpu(const delta_inputs& in, const cuda::delta_rule_heads& d, const sequence_batch& b,
-                                     device_buffer<float>& pool) {
+                                     device_buffer<float>& pool, bool chunked = false) {
   const int key_width = d.key_heads * d.key_dim;
   device_buffer<uint16_t> d_qkv(in.qkv.bits), d_out(size_t(b.tokens()) * d.value_heads * d.value_dim, bf16_nan);
   device_buffer<float> d_rate(in.neg_decay_rate), d_bias(in.dt_bias);
@@ -224,7 +229,9 @@ std::vector<float> delta_rule_on_gpu(const delta_inputs& in, const cuda::delta_r
   const cuda::delta_rule_inputs inputs{d_qkv.bf16(), d_qkv.bf16() + key_width, d_qkv.bf16() + 2 * key_width,
                                        in.stride,    gates + d.value_heads,      gates,
                                        in.stride,    d_rate.get(),               d_bias.get()};
-  cuda::gated_delta_rule(inputs, d, seqs.view, pool.get(), d_out.bf16(), nullptr);
+  cuda::gated_delta_rule(inputs, d, seqs.view, pool.get(), d_out.bf16(), nullptr,
+                         chunked ? cuda::delta_rule_chunked_from : 1 << 30);
+  if (chunked) cuda::gated_delta_rule_chunked(inputs, d, seqs.view, pool.get(), d_out.bf16(), nullptr);
   return to_f32(d_out.to_host());
 }
 
@@ -285,22 +292,25 @@ BOOST_AUTO_TEST_CASE(causal_conv1d_prompt_in_two_pieces_is_one_piece) {
 }
 
 // The 35B-A3B's heads (16 key heads, 32 value heads, dims 128) and small ones: key_dim 160
-// (more rows than 128 threads cover once) with value_dim 40 (a partial slice of columns),
-// and key and value dims that differ under a group of 3. The prefill's outputs against both
+// (more rows than 128 threads cover once, and chunks of 32 in the chunked kernel) with
+// value_dim 40 (a partial slice of columns), and key and value dims that differ under a
+// group of 3. The prefill's outputs, by the recurrent kernel and by the chunked one (1 to
+// 300 tokens: less than a chunk, one, one and a token, several and a part), against both
 // CPU forms, then three decode steps against the recurrent form.
-BOOST_AUTO_TEST_CASE(gated_delta_rule_matches_cpu_over_packed_sequences_then_decode) {
+BOOST_DATA_TEST_CASE(gated_delta_rule_matches_cpu_over_packed_sequences_then_decode, boost::unit_test::data::make({false, true}),
+                     chunked) {
   uint32_t seed = 300;
   for (cuda::delta_rule_heads d : {cuda::delta_rule_heads{16, 32, 128, 128}, cuda::delta_rule_heads{1, 2, 160, 40},
                                    cuda::delta_rule_heads{2, 6, 48, 72}}) {
     std::ostringstream name;
-    name << "delta rule heads " << d.key_heads << "/" << d.value_heads << " dims " << d.key_dim << "/"
-         << d.value_dim;
+    name << (chunked ? "chunked " : "") << "delta rule heads " << d.key_heads << "/" << d.value_heads << " dims "
+         << d.key_dim << "/" << d.value_dim;
     auto pool = random_floats(pool_slots * delta_slot_size(d), seed++, 0.5f);
     device_buffer<float> d_pool(pool);
     auto chunked_pool = pool;
 
     auto in = random_delta_inputs(d, prefill.tokens(), seed += 3);
-    const auto out = delta_rule_on_gpu(in, d, prefill, d_pool);
+    const auto out = delta_rule_on_gpu(in, d, prefill, d_pool, chunked);
     const auto ref = delta_rule_on_cpu(in, d, prefill, pool, false);
     expect_within(name.str() + " prefill out", out, ref, bf16_rel);
     expect_within(name.str() + " prefill out (chunked cpu)", out,
@@ -337,6 +347,35 @@ BOOST_AUTO_TEST_CASE(gated_delta_rule_prompt_in_two_pieces_is_one_piece) {
   expect_equal("delta rule out", pieces, row_range(whole, value_width, 0, 300));
   const auto states = d_pool.to_host();
   expect_equal("delta rule state", row_range(states, slot_size, 3, 1), row_range(states, slot_size, 1, 1));
+}
+
+// The chunked kernel over a prompt in two pieces (chunks from each piece's first token)
+// and in one: the same within rounding, the state carried in fp32 between the pieces; and
+// a padding sequence beside it gets zero rows and leaves its neighbours' slots alone.
+BOOST_AUTO_TEST_CASE(gated_delta_rule_chunked_prompt_in_two_pieces_is_one_piece_within_rounding) {
+  const cuda::delta_rule_heads d{16, 32, 128, 128};
+  const size_t slot_size = delta_slot_size(d), value_width = size_t(d.value_heads) * d.value_dim;
+  const auto start = random_floats(4 * slot_size, 410, 0.5f);
+  device_buffer<float> d_pool(start);
+  const auto prompt = random_delta_inputs(d, 300, 411);
+  const size_t stride = size_t(prompt.stride);
+  delta_inputs both = prompt, rest = prompt;  // the whole prompt, then a padding sequence of 90; the other 170
+  both.qkv.bits.insert(both.qkv.bits.end(), prompt.qkv.bits.begin(), prompt.qkv.bits.begin() + 90 * stride);
+  rest.qkv.bits.assign(prompt.qkv.bits.begin() + 130 * stride, prompt.qkv.bits.end());
+  delta_inputs head = prompt;
+  head.qkv.bits.resize(130 * stride);
+  const auto whole = delta_rule_on_gpu(both, d, {{300, 90}, {1, -1}, {0, 0}}, d_pool, true);
+  const auto padding = row_range(whole, value_width, 300, 90);
+  BOOST_TEST(std::all_of(padding.begin(), padding.end(), [](float x) { return x == 0.0f; }));
+  auto pieces = delta_rule_on_gpu(head, d, {{130}, {3}, {0}}, d_pool, true);
+  const auto second = delta_rule_on_gpu(rest, d, {{170}, {3}, {130}}, d_pool, true);
+  pieces.insert(pieces.end(), second.begin(), second.end());
+  expect_within("chunked delta rule out", pieces, row_range(whole, value_width, 0, 300), bf16_rel);
+  const auto states = d_pool.to_host();
+  expect_within("chunked delta rule state", row_range(states, slot_size, 3, 1), row_range(states, slot_size, 1, 1),
+                f32_rel);
+  expect_equal("untouched slots", row_range(states, slot_size, 0, 1), row_range(start, slot_size, 0, 1));
+  expect_equal("untouched slots", row_range(states, slot_size, 2, 1), row_range(start, slot_size, 2, 1));
 }
 
 // Rows of the 35B-A3B's heads (32 of 128) and odd ones; z in a wider row (a fused
