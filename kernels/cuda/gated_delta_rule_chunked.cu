@@ -8,7 +8,7 @@
 
 namespace troupe::cuda {
 
-static constexpr int warps = 4, block_size = 32 * warps;
+static constexpr int warps = 8, block_size = 32 * warps;
 static constexpr int slice = 32;  // value columns of one block
 
 // Shared memory of one block, in floats: the chunk's normalised keys and queries (rows of
@@ -149,13 +149,18 @@ static __global__ void __launch_bounds__(block_size)
       for (int t = 1; t < n; ++t) G[t] += G[t - 1];
     __syncthreads();
     // A[t][i] = beta_t e^(G_t - G_i) k_t . k_i for i < t, P[t][i] = e^(G_t - G_i) q_t . k_i
-    // for i <= t: this thread's row t and `pairs` of its i.
-    if (t_own < n) {
+    // for i <= t (what lies above the diagonal is never read): a lane a row t, a warp one
+    // part of `pairs` i, so the reads of k_i are broadcasts and a warp whose i all lie
+    // above its rows skips them.
+    constexpr int warps_a_part = warps / per_row;
+    static_assert(chunk == 32 * warps_a_part, "a chunk's rows are the lanes of a part's warps");
+    const int t_pair = (warp % warps_a_part) * 32 + lane, part_pair = warp / warps_a_part;
+    if (t_pair < n && part_pair * pairs <= t_pair) {
       float kk[pairs], qk[pairs];
 #pragma unroll
       for (int r = 0; r < pairs; ++r) kk[r] = qk[r] = 0.0f;
-      const float *kt = K + t_own * at.key_stride, *qt = Q + t_own * at.key_stride;
-      const float* ki = K + part * pairs * at.key_stride;
+      const float *kt = K + t_pair * at.key_stride, *qt = Q + t_pair * at.key_stride;
+      const float* ki = K + part_pair * pairs * at.key_stride;
       for (int e = 0; e < dk; ++e) {
         const float k_e = kt[e], q_e = qt[e];
 #pragma unroll
@@ -166,10 +171,10 @@ static __global__ void __launch_bounds__(block_size)
       }
 #pragma unroll
       for (int r = 0; r < pairs; ++r) {
-        const int i = part * pairs + r;
-        const float decay = i <= t_own ? expf(G[t_own] - G[i]) : 0.0f;
-        A[t_own * (chunk + 1) + i] = i < t_own ? B[t_own] * decay * kk[r] : 0.0f;
-        P[t_own * (chunk + 1) + i] = decay * qk[r];
+        const int i = part_pair * pairs + r;
+        const float decay = i <= t_pair ? expf(G[t_pair] - G[i]) : 0.0f;
+        A[t_pair * (chunk + 1) + i] = i < t_pair ? B[t_pair] * decay * kk[r] : 0.0f;
+        P[t_pair * (chunk + 1) + i] = decay * qk[r];
       }
     }
     // K S0 and Q S0 for this thread's row and columns; u starts as beta (v - e^G K S0).
@@ -196,15 +201,17 @@ static __global__ void __launch_bounds__(block_size)
       }
     }
     __syncthreads();
-    // Forward substitution, u_t -= sum_(i<t) A[t][i] u_i: warp w owns columns [8w, 8w + 8),
-    // four lanes a column, each summing every fourth i; no other warp reads them meanwhile.
+    // Forward substitution, u_t -= sum_(i<t) A[t][i] u_i: each warp owns slice / warps
+    // columns, `lanes` lanes a column, each summing every lanes-th i; no other warp reads
+    // them meanwhile.
     {
-      const int jj = warp * (slice / warps) + lane / 4, sub = lane % 4;
+      constexpr int lanes = 32 * warps / slice;
+      const int jj = warp * (slice / warps) + lane / lanes, sub = lane % lanes;
       for (int t = 1; t < n; ++t) {
         float sum = 0.0f;
-        for (int i = sub; i < t; i += 4) sum += A[t * (chunk + 1) + i] * U[i * slice + jj];
-        sum += __shfl_xor_sync(0xffffffffu, sum, 1);
-        sum += __shfl_xor_sync(0xffffffffu, sum, 2);
+        for (int i = sub; i < t; i += lanes) sum += A[t * (chunk + 1) + i] * U[i * slice + jj];
+#pragma unroll
+        for (int offset = 1; offset < lanes; offset *= 2) sum += __shfl_xor_sync(0xffffffffu, sum, offset);
         if (sub == 0) U[t * slice + jj] -= sum;
         __syncwarp();
       }
@@ -229,19 +236,21 @@ static __global__ void __launch_bounds__(block_size)
     const float last = G[n - 1];
     for (int x = tid; x < n * slice; x += block_size) QS[x] = expf(last - G[x / slice]) * U[x];
     __syncthreads();
-    // S = e^G_last S + K^T (e^(G_last - G) u): a thread a key row (or two), every column.
+    // S = e^G_last S + K^T (e^(G_last - G) u): a thread half of a key row's columns.
     const float carry = expf(last);
-    for (int i = tid; i < dk; i += block_size) {
-      float acc[slice];
+    constexpr int half = slice / 2;
+    for (int x = tid; x < 2 * dk; x += block_size) {
+      const int i = x / 2, c0 = (x % 2) * half;
+      float acc[half];
 #pragma unroll
-      for (int c = 0; c < slice; ++c) acc[c] = carry * S[i * slice + c];
+      for (int c = 0; c < half; ++c) acc[c] = carry * S[i * slice + c0 + c];
       for (int t = 0; t < n; ++t) {
         const float k = K[t * at.key_stride + i];
 #pragma unroll
-        for (int c = 0; c < slice; ++c) acc[c] += k * QS[t * slice + c];
+        for (int c = 0; c < half; ++c) acc[c] += k * QS[t * slice + c0 + c];
       }
 #pragma unroll
-      for (int c = 0; c < slice; ++c) S[i * slice + c] = acc[c];
+      for (int c = 0; c < half; ++c) S[i * slice + c0 + c] = acc[c];
     }
     __syncthreads();  // the next chunk overwrites K, Q and u
   }
