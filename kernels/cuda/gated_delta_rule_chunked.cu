@@ -201,20 +201,25 @@ static __global__ void __launch_bounds__(block_size)
       }
     }
     __syncthreads();
-    // Forward substitution, u_t -= sum_(i<t) A[t][i] u_i: each warp owns slice / warps
-    // columns, `lanes` lanes a column, each summing every lanes-th i; no other warp reads
-    // them meanwhile.
-    {
-      constexpr int lanes = 32 * warps / slice;
-      const int jj = warp * (slice / warps) + lane / lanes, sub = lane % lanes;
-      for (int t = 1; t < n; ++t) {
-        float sum = 0.0f;
-        for (int i = sub; i < t; i += lanes) sum += A[t * (chunk + 1) + i] * U[i * slice + jj];
+    // Forward substitution, u_t -= sum_(i<t) A[t][i] u_i, by one warp, a lane a column
+    // with its u in registers (the loops unrolled to the chunk), the reads of A broadcasts:
+    // one dependent chain of registers, where a column shared among lanes waited on
+    // shuffles and shared memory at each of the chunk's steps. Rows from n on are garbage
+    // and unused: a row depends on the rows before it only.
+    static_assert(slice == 32, "a lane a column");
+    if (warp == 0) {
+      float u[chunk];
 #pragma unroll
-        for (int offset = 1; offset < lanes; offset *= 2) sum += __shfl_xor_sync(0xffffffffu, sum, offset);
-        if (sub == 0) U[t * slice + jj] -= sum;
-        __syncwarp();
+      for (int t = 0; t < chunk; ++t) u[t] = U[t * slice + lane];
+#pragma unroll
+      for (int t = 1; t < chunk; ++t) {
+        float sum[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+#pragma unroll
+        for (int i = 0; i < t; ++i) sum[i % 4] += A[t * (chunk + 1) + i] * u[i];
+        u[t] -= (sum[0] + sum[1]) + (sum[2] + sum[3]);
       }
+#pragma unroll
+      for (int t = 0; t < chunk; ++t) U[t * slice + lane] = u[t];
     }
     __syncthreads();
     // o_t = e^G_t q_t S0 + sum_(i<=t) P[t][i] u_i.
