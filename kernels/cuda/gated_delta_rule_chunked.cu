@@ -37,7 +37,7 @@ struct chunk_layout {
 
 // Block: `slice` value columns of one value head of one sequence, grid (slices, value
 // heads, sequences), as the recurrent kernel; it walks the sequence a chunk at a time with
-// its state's columns in shared memory. Each phase gives a thread the rows t of the chunk
+// its state's columns in shared memory. Most phases give a thread the rows t of the chunk
 // it owns (row t = tid / per_row, its part tid % per_row of the other dimension), so the
 // shared reads of the other operand are broadcasts. Staged (where rows and dims allow
 // 4-byte copies), the next chunk's inputs are copied in (cp.async) while a chunk is
@@ -67,7 +67,6 @@ static __global__ void __launch_bounds__(block_size)
         out[(size_t(first + x / slice) * d.value_heads + h) * dv + j0 + x % slice] = __float2bfloat16(0.0f);
     return;
   }
-  if (len <= 0) return;
   float* state = states + (size_t(slot) * d.value_heads + h) * dk * dv + j0;
   const bool fresh = seqs.positions_start[s] == 0;
   for (int x = tid; x < dk * slice; x += block_size) {

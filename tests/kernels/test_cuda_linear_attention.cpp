@@ -293,15 +293,15 @@ BOOST_AUTO_TEST_CASE(causal_conv1d_prompt_in_two_pieces_is_one_piece) {
 
 // The 35B-A3B's heads (16 key heads, 32 value heads, dims 128) and small ones: key_dim 160
 // (more rows than 128 threads cover once, and chunks of 32 in the chunked kernel) with
-// value_dim 40 (a partial slice of columns), and key and value dims that differ under a
-// group of 3. The prefill's outputs, by the recurrent kernel and by the chunked one (1 to
+// value_dim 40 (a partial slice of columns), key and value dims that differ under a group
+// of 3, and an odd value_dim (odd rows: the chunked kernel loads without staging). The prefill's outputs, by the recurrent kernel and by the chunked one (1 to
 // 300 tokens: less than a chunk, one, one and a token, several and a part), against both
 // CPU forms, then three decode steps against the recurrent form.
 BOOST_DATA_TEST_CASE(gated_delta_rule_matches_cpu_over_packed_sequences_then_decode, boost::unit_test::data::make({false, true}),
                      chunked) {
   uint32_t seed = 300;
   for (cuda::delta_rule_heads d : {cuda::delta_rule_heads{16, 32, 128, 128}, cuda::delta_rule_heads{1, 2, 160, 40},
-                                   cuda::delta_rule_heads{2, 6, 48, 72}}) {
+                                   cuda::delta_rule_heads{2, 6, 48, 72}, cuda::delta_rule_heads{1, 3, 64, 41}}) {
     std::ostringstream name;
     name << (chunked ? "chunked " : "") << "delta rule heads " << d.key_heads << "/" << d.value_heads << " dims "
          << d.key_dim << "/" << d.value_dim;
