@@ -238,8 +238,9 @@ struct engines {
 // A sequence on both engines: its CPU twin, and on the GPU its 8 blocks (128 positions)
 // from first_block on and its recurrent-state slot.
 struct sequence {
-  sequence(const moe_model& model, int first_block, int slot) : cpu(model, 8 * block_size), slot(slot) {
-    for (int b = 0; b < 8; ++b) table.push_back(first_block + b);
+  sequence(const moe_model& model, int first_block, int slot, int blocks = 8)
+      : cpu(model, blocks * block_size), slot(slot) {
+    for (int b = 0; b < blocks; ++b) table.push_back(first_block + b);
   }
   single_sequence cpu;
   std::vector<int> table;
@@ -332,5 +333,23 @@ BOOST_DATA_TEST_CASE(sequences_side_by_side_in_their_slots_compute_what_each_doe
   for (int s = 0; s < 4; ++s)
     next = step_both(*runner, {{&b, {next[0]}}, {&c, {next[1]}}, {&d, {next[2]}}},
                      "after it, decode step " + std::to_string(s), errors);
+  errors.check();
+}
+
+// Prompts of a delta-rule chunk (64 tokens) or more take the chunked kernel, and the step's
+// shorter one the recurrent kernel beside them: 150 tokens (two chunks and a part) and 70,
+// with 10, in one step, then decode steps; each sequence against the CPU (whose prefill is
+// chunked too, from the step's first token). Heads of 64 dims, and of 256.
+BOOST_DATA_TEST_CASE(long_prompts_take_the_chunked_delta_rule, boost::unit_test::data::make({64, 256}), head_dim) {
+  const engines e(head_dim, 32);
+  auto runner = e.runner(true);
+  sequence a(*e.cpu, 0, 5, 12), b(*e.cpu, 16, 0), c(*e.cpu, 24, 2);
+  logprob_errors errors;
+  auto next = step_both(*runner,
+                        {{&a, e.random_prompt(150, 11)}, {&b, e.random_prompt(70, 12)}, {&c, e.random_prompt(10, 13)}},
+                        "long prompts", errors);
+  for (int s = 0; s < 8; ++s)
+    next = step_both(*runner, {{&a, {next[0]}}, {&b, {next[1]}}, {&c, {next[2]}}}, "decode step " + std::to_string(s),
+                     errors);
   errors.check();
 }
