@@ -18,6 +18,7 @@
 
 #include "kernels/cuda/check.cuh"
 #include "model/cuda/gpu_step_runner.hpp"
+#include "tests/model/pipeline_decode.hpp"
 #include "tests/support/temp_dir.hpp"
 #include "tests/transport/child_process.hpp"
 #include "tests/transport/echo_peer_protocol.hpp"
@@ -116,7 +117,8 @@ class peer_control final : public expert_peers {
   bool kill_at_next_step_ = false;
 };
 
-using transcript = std::vector<std::vector<sampled_token>>;
+using test::check_identical;
+using test::transcript;
 using pipeline = std::vector<std::unique_ptr<step_runner>>;
 
 // One step through the runners in order; an error from the first that fails.
@@ -167,26 +169,6 @@ result<transcript> decode(pipeline& p, const std::vector<std::vector<int>>& prom
     t.push_back(std::move(*next));
   }
   return t;
-}
-
-void check_identical(const transcript& got, const transcript& want, const std::string& what) {
-  BOOST_REQUIRE_EQUAL(got.size(), want.size());
-  for (size_t step = 0; step < want.size(); ++step) {
-    BOOST_REQUIRE_EQUAL(got[step].size(), want[step].size());
-    for (size_t s = 0; s < want[step].size(); ++s) {
-      const sampled_token &a = got[step][s], &b = want[step][s];
-      BOOST_TEST_CONTEXT(what << " step " << step << " sequence " << s) {
-        BOOST_TEST(a.token == b.token);
-        BOOST_TEST(a.logprob == b.logprob);
-        BOOST_REQUIRE_EQUAL(a.top.size(), 5u);
-        BOOST_REQUIRE_EQUAL(b.top.size(), 5u);
-        for (size_t j = 0; j < 5; ++j) {
-          BOOST_TEST(a.top[j].token == b.top[j].token);
-          BOOST_TEST(a.top[j].logprob == b.top[j].logprob);
-        }
-      }
-    }
-  }
 }
 
 std::vector<std::vector<int>> random_prompts(const std::vector<int>& lengths, uint32_t seed) {
