@@ -4,32 +4,17 @@
 #define BOOST_TEST_MODULE expert_ranks
 #include <boost/test/unit_test.hpp>
 
-#include <unistd.h>
-
-#include <filesystem>
-#include <fstream>
-
 #include "cluster/expert_ranks.hpp"
+#include "tests/cluster/three_gpu_nodes.hpp"
 
 using namespace troupe;
-namespace fs = std::filesystem;
 
 namespace {
 
 constexpr int experts = 16;
 
-// Three GPU nodes g, h and e, and `replica`.
-replica_spec replica_of(const std::string& replica) {
-  const fs::path file = fs::temp_directory_path() / ("troupe_expert_ranks_" + std::to_string(::getpid()) + ".conf");
-  std::ofstream(file) << "[cluster]\nsecret = s\n[model]\npath = m\n"
-                      << "[node.g]\naddress = 10.0.0.1\ndevices = cuda:0\n[node.h]\naddress = 10.0.0.2\ndevices = cuda:0\n"
-                      << "[node.e]\naddress = 10.0.0.3\ndevices = cuda:1\n"
-                      << replica;
-  auto spec = read_cluster_spec(file);
-  fs::remove(file);
-  BOOST_REQUIRE_MESSAGE(spec, (spec ? "" : spec.err().message));
-  return spec->replicas.front();
-}
+// `replica` in the three GPU nodes.
+replica_spec replica_of(const std::string& replica) { return test::three_gpu_nodes(replica).replicas.front(); }
 
 std::string text(const stage_expert_ranks& r) {
   std::string t = "local " + std::to_string(r.local_first) + "-" + std::to_string(r.local_last) + ", peers";

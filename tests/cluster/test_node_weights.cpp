@@ -5,15 +5,10 @@
 #define BOOST_TEST_MODULE node_weights
 #include <boost/test/unit_test.hpp>
 
-#include <unistd.h>
-
-#include <filesystem>
-#include <fstream>
-
 #include "cluster/node_weights.hpp"
+#include "tests/cluster/three_gpu_nodes.hpp"
 
 using namespace troupe;
-namespace fs = std::filesystem;
 
 namespace {
 
@@ -26,17 +21,10 @@ model_config model() {
   return c;
 }
 
-// Three GPU nodes g, h and e, and `replica`; the share of `node`.
+// The share of `node` in the three GPU nodes with `replica`.
 weight_share share_of(const std::string& replica, const std::string& node) {
-  const fs::path file = fs::temp_directory_path() / ("troupe_node_weights_" + std::to_string(::getpid()) + ".conf");
-  std::ofstream(file) << "[cluster]\nsecret = s\n[model]\npath = m\n"
-                      << "[node.g]\naddress = 10.0.0.1\ndevices = cuda:0\n[node.h]\naddress = 10.0.0.2\ndevices = cuda:0\n"
-                      << "[node.e]\naddress = 10.0.0.3\ndevices = cuda:1\n"
-                      << replica;
-  auto spec = read_cluster_spec(file);
-  fs::remove(file);
-  BOOST_REQUIRE_MESSAGE(spec, (spec ? "" : spec.err().message));
-  return weights_of_node(*spec, *spec->node(node), model());
+  const cluster_spec spec = test::three_gpu_nodes(replica);
+  return weights_of_node(spec, *spec.node(node), model());
 }
 
 using range = std::pair<int, int>;
