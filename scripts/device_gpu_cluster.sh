@@ -31,36 +31,7 @@ second_gpu=1
 [ "$(wc -l <"$out/gpu.txt")" -lt 2 ] && second_gpu=0
 work=$(mktemp -d)
 
-server=""
-url=""
-# Runs "$@" (a command that prints "serving ... on http://...") in the background with its
-# logs at $out/$name.{out,err}, and waits up to $wait_s seconds for its URL (in $url).
-start() {
-  local name=$1 wait_s=$2
-  shift 2
-  "$@" >"$out/$name.out" 2>"$out/$name.err" &
-  server=$!
-  for _ in $(seq $((wait_s * 2))); do
-    grep -q "serving" "$out/$name.out" 2>/dev/null && break
-    kill -0 "$server" 2>/dev/null || break
-    sleep 0.5
-  done
-  url=$(grep -o 'http://[0-9.:]*' "$out/$name.out" | head -1)
-  if [ -z "$url" ]; then
-    echo "$name did not start:"
-    tail -8 "$out/$name.err"
-    stop
-    return 1
-  fi
-}
-
-stop() {
-  [ -n "$server" ] || return 0
-  kill -TERM "$server" 2>/dev/null
-  wait "$server" 2>/dev/null
-  server=""
-}
-trap stop EXIT
+source scripts/device_server.sh
 
 # A cluster.conf of two GPU nodes on this host, one pipeline stage each, at $work/$1.conf;
 # $2: the stages, then lines for [model] and [engine].

@@ -64,17 +64,8 @@ stages = second:0-3
 EOF
 cp "$conf" "$out/replicas.conf"
 
-"$bin/troupe" cluster up "$conf" --port 0 >"$out/cluster.out" 2>"$out/cluster.err" &
-cluster=$!
-trap 'kill -TERM $cluster 2>/dev/null; wait $cluster 2>/dev/null' EXIT
-url=""
-for _ in $(seq 600); do
-  url=$(grep -o 'http://[0-9.:]*' "$out/cluster.out" 2>/dev/null | head -1)
-  [ -n "$url" ] && break
-  kill -0 $cluster 2>/dev/null || break
-  sleep 0.5
-done
-[ -n "$url" ] || { echo "the cluster did not start:"; tail -8 "$out/cluster.err"; exit 1; }
+source scripts/device_server.sh
+start cluster 300 "$bin/troupe" cluster up "$conf" --port 0 || exit 1
 rc=0
 # Calls routed to green so far (a removed replica's series leaves /metrics: 0).
 green_calls() {
@@ -101,7 +92,7 @@ for _ in $(seq 100); do [ "$(green_in_flight)" -gt 0 ] 2>/dev/null && break; sle
 echo "green runs $(green_in_flight) of the streams when it is removed"
 [ "$(green_in_flight)" -gt 0 ] 2>/dev/null || { echo "no stream runs on green"; rc=1; }
 "$bin/troupe" cluster remove "$conf" green --url "$url" >"$out/remove.log" 2>&1 || { echo "remove failed:"; cat "$out/remove.log"; rc=1; }
-wait_streams() { for j in $(jobs -p); do [ "$j" = "$cluster" ] || wait "$j"; done; }
+wait_streams() { for j in $(jobs -p); do [ "$j" = "$server" ] || wait "$j"; done; }
 wait_streams
 whole=0
 for i in $(seq 16); do
