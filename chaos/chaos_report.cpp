@@ -32,7 +32,8 @@ std::string report_markdown(const chaos_spec& spec, const run_result& run) {
   std::string out = head;
   out += "| drill | action, node | faults during the load | detect p50 / p99 (ms) | recover p50 / p99 / max (ms) | "
          "requests accepted / completed / errored / lost | outputs as without faults | TTFT p99 without / with "
-         "faults (ms) |\n| --- | --- | --- | --- | --- | --- | --- | --- |\n";
+         "faults (ms) | longest wait for a token without / with faults (ms) |\n"
+         "| --- | --- | --- | --- | --- | --- | --- | --- | --- |\n";
   for (const drill_result& d : run.drills) {
     const std::string action = fault_name(d.drill.action) + (d.drill.node.empty() ? "" : " " + d.drill.node);
     out += "| " + d.drill.name + " | " + action + " | " + std::to_string(d.faults) + " of " +
@@ -41,7 +42,8 @@ std::string report_markdown(const chaos_spec& spec, const run_result& run) {
            " / " + std::to_string(d.lost) + " | " +
            (d.different == 0 && d.completed == d.accepted ? std::string("yes")
                                                           : "no (" + std::to_string(d.different) + " differ)") +
-           " | " + ms(d.ttft_p99_clean_s) + " / " + ms(d.ttft_p99_fault_s) + " |\n";
+           " | " + ms(d.ttft_p99_clean_s) + " / " + ms(d.ttft_p99_fault_s) + " | " + ms(d.longest_gap_clean_s) + " / " +
+           ms(d.longest_gap_fault_s) + " |\n";
   }
   for (const drill_result& d : run.drills)
     for (const std::string& note : d.notes) out += "\n" + d.drill.name + ": " + note + ".\n";

@@ -43,6 +43,14 @@ bool is_lost(const bench::request_outcome& r) {
   return r.error.find("sent nothing for") != std::string::npos || r.error.find("without \"data: [DONE]\"") != std::string::npos;
 }
 
+// The longest a stream waited between two tokens: a fault's stall as a client sees it.
+double longest_token_gap(const std::vector<bench::request_outcome>& outcomes) {
+  double longest = 0;
+  for (const auto& r : outcomes)
+    for (double gap : r.itl_s) longest = std::max(longest, gap);
+  return longest;
+}
+
 double ttft_p99(const std::vector<bench::request_outcome>& outcomes) {
   std::vector<double> ttft;
   for (const auto& r : outcomes)
@@ -51,7 +59,9 @@ double ttft_p99(const std::vector<bench::request_outcome>& outcomes) {
 }
 
 // A fault to a node's link (in its network namespace), which ends after its duration.
-bool is_network_fault(fault f) { return f == fault::partition || f == fault::congest || f == fault::lossy; }
+bool is_network_fault(fault f) {
+  return f == fault::partition || f == fault::congest || f == fault::lossy || f == fault::delay;
+}
 
 // The drill's fault to the node, whose process is `pid`.
 status hit(const drill_spec& drill, int pid, partition_network* network) {
@@ -62,6 +72,7 @@ status hit(const drill_spec& drill, int pid, partition_network* network) {
     case fault::partition: return network->cut(drill.node);
     case fault::congest: return network->throttle(drill.node, drill.rate_kbit, int(drill.queue.count()));
     case fault::lossy: return network->drop_at_random(drill.node, drill.loss_percent);
+    case fault::delay: return network->delay(drill.node, drill.delay, drill.jitter, uint32_t(drill.line));
     case fault::slow_client: break;
   }
   TROUPE_CHECK(false, "a fault that hits no node");
@@ -74,6 +85,7 @@ status lift(const drill_spec& drill, partition_network& network) {
     case fault::partition: return network.heal(drill.node);
     case fault::congest: return network.unthrottle(drill.node);
     case fault::lossy: return network.stop_dropping(drill.node);
+    case fault::delay: return network.undelay(drill.node);
     default: break;
   }
   TROUPE_CHECK(false, "a fault that is not the network's");
@@ -85,7 +97,7 @@ status lift(const drill_spec& drill, partition_network& network) {
 // the gateway's node hits the head, whose stages are replaced in its process: back once
 // /health, seen failing, answers 200 again. Recovery counts from the detection (/health
 // seen failing), so a stop or a hang does not count the timeout that declares it failed
-// twice. A partition (congestion, loss) is healed (lifted) after its duration and is over once
+// twice. A partition (congestion, loss, delay) is healed (lifted) after its duration and is over once
 // /health answers 200 after that (the node may or may not have been lost and started again
 // meanwhile); its recovery counts from the heal.
 void do_faults(cluster_under_test& cluster, const drill_spec& drill, bool at_head, partition_network* network,
@@ -186,6 +198,7 @@ status check_drill(const chaos_spec& spec, const cluster_spec& cluster, const dr
     if (n == nullptr || n->netns.empty())
       return error{where + (d.action == fault::partition ? "cuts node `"
                             : d.action == fault::congest ? "throttles node `"
+                            : d.action == fault::delay   ? "delays packets of node `"
                                                          : "drops packets of node `") +
                    d.node + "`'s link, which must be a node of " + spec.cluster.string() +
                    " in a network namespace of its own (`netns`)"};
@@ -276,6 +289,8 @@ result<run_result> run_chaos(const chaos_spec& spec, const std::filesystem::path
     }
     out.ttft_p99_clean_s = ttft_p99(clean.outcomes);
     out.ttft_p99_fault_s = ttft_p99(got.outcomes);
+    out.longest_gap_clean_s = longest_token_gap(clean.outcomes);
+    out.longest_gap_fault_s = longest_token_gap(got.outcomes);
     const std::string name = "drill " + d.name + ": ";
     if (out.faults < d.count)
       result.violations.push_back(name + std::to_string(out.faults) + " of " + std::to_string(d.count) +

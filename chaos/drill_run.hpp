@@ -23,6 +23,7 @@ struct drill_result {
   int accepted = 0, completed = 0, errored = 0, lost = 0;
   int different = 0;                // completed streams whose text is not the fault-free run's
   double ttft_p99_clean_s = 0, ttft_p99_fault_s = 0;
+  double longest_gap_clean_s = 0, longest_gap_fault_s = 0;  // between two tokens of a stream
   std::vector<std::string> failures;  // what went wrong (of the streams, the first 5), for the report
   std::vector<std::string> notes;     // what else the report says of it
 };

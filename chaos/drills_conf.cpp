@@ -29,18 +29,19 @@ status read_drill(const ini_file& file, const ini_section& section, const std::s
   drill_spec d;
   d.name = name;
   d.line = section.line;
-  int hang_line = 0, duration_line = 0, congest_line = 0, loss_line = 0;
+  int hang_line = 0, duration_line = 0, congest_line = 0, loss_line = 0, delay_line = 0;
   auto s = read_entries(file, section, {
       {"action", [&](const ini_entry& e) -> status {
          for (fault f : {fault::kill, fault::stop, fault::hang, fault::partition, fault::congest, fault::lossy,
-                         fault::slow_client})
+                         fault::delay, fault::slow_client})
            if (e.value == fault_name(f)) {
              d.action = f;
              return ok();
            }
          return error{file.where(e.line) + "`action` is kill (SIGKILL of the node's process), stop (SIGSTOP), hang "
                       "(its stages block a step), partition (its network cut off), congest (its network throttled), "
-                      "lossy (its packets dropped at random) or slow_client (a client reading a byte a second), not `" +
+                      "lossy (its packets dropped at random), delay (its packets held for a random time) or slow_client "
+                      "(a client reading a byte a second), not `" +
                       e.value + "`"};
        }},
       {"node", text(d.node)},
@@ -66,6 +67,17 @@ status read_drill(const ini_file& file, const ini_section& section, const std::s
          loss_line = e.line;
          return integer(file, d.loss_percent, 1, 100)(e);
        }},
+      {"delay_ms", [&](const ini_entry& e) {
+         delay_line = e.line;
+         return positive_duration(file, d.delay)(e);
+       }},
+      {"jitter_ms", [&](const ini_entry& e) -> status {
+         delay_line = e.line;
+         auto v = integer_value(file, e, 0, any_int);  // no jitter: every packet held as long
+         if (!v) return v.err();
+         d.jitter = std::chrono::milliseconds(*v);
+         return ok();
+       }},
   });
   if (!s) return s;
   if (d.action == fault::slow_client && !d.node.empty())
@@ -74,11 +86,17 @@ status read_drill(const ini_file& file, const ini_section& section, const std::s
     return error{file.where(section.line) + "[" + section.name + "] needs `node`: whose process it hits"};
   if (hang_line && d.action != fault::hang)
     return error{file.where(hang_line) + "`hang_ms` is for action = hang"};
-  if (duration_line && d.action != fault::partition && d.action != fault::congest && d.action != fault::lossy)
-    return error{file.where(duration_line) + "`duration_ms` is for action = partition, congest or lossy"};
+  if (duration_line && d.action != fault::partition && d.action != fault::congest && d.action != fault::lossy &&
+      d.action != fault::delay)
+    return error{file.where(duration_line) + "`duration_ms` is for action = partition, congest, lossy or delay"};
   if (congest_line && d.action != fault::congest)
     return error{file.where(congest_line) + "`rate_kbit` and `queue_ms` are for action = congest"};
   if (loss_line && d.action != fault::lossy) return error{file.where(loss_line) + "`loss_percent` is for action = lossy"};
+  if (delay_line && d.action != fault::delay)
+    return error{file.where(delay_line) + "`delay_ms` and `jitter_ms` are for action = delay"};
+  if (d.jitter > d.delay)
+    return error{file.where(section.line) + "[" + section.name + "]'s jitter_ms (" + std::to_string(d.jitter.count()) +
+                 ") is more than its delay_ms (" + std::to_string(d.delay.count()) + "): a packet is never held less than no time"};
   spec.drills.push_back(std::move(d));
   return ok();
 }
@@ -93,6 +111,7 @@ const char* fault_name(fault f) {
     case fault::partition: return "partition";
     case fault::congest: return "congest";
     case fault::lossy: return "lossy";
+    case fault::delay: return "delay";
     case fault::slow_client: return "slow_client";
   }
   TROUPE_CHECK(false, "a fault without a name");

@@ -10,7 +10,9 @@
 // cut off from the rest for `duration_ms`, then reconnected), `congest` (the same node's
 // link throttled to `rate_kbit` with a queue of `queue_ms` for `duration_ms`: what it sends
 // and receives waits in the queue, and what overflows it is dropped), `lossy` (the same
-// node's packets dropped at random, `loss_percent` of them each way, for `duration_ms`); or,
+// node's packets dropped at random, `loss_percent` of them each way, for `duration_ms`),
+// `delay` (each of the same node's packets held `delay_ms` +- `jitter_ms`, drawn at random,
+// each way, for `duration_ms`); or,
 // with no node, `slow_client`: `count` extra clients read their streams a byte a second
 // while the load runs, until the gateway drops them. Every error names the file and line.
 #include <chrono>
@@ -22,7 +24,7 @@
 
 namespace troupe::chaos {
 
-enum class fault { kill, stop, hang, partition, congest, lossy, slow_client };
+enum class fault { kill, stop, hang, partition, congest, lossy, delay, slow_client };
 
 // The name a drills file gives the fault.
 const char* fault_name(fault f);
@@ -34,10 +36,12 @@ struct drill_spec {
   int count = 1;  // faults, one after the other; slow_client: clients, at once
   std::chrono::milliseconds interval{300};  // after a recovery, before the next fault
   std::chrono::milliseconds hang{30000};    // hang: how long the stages block
-  std::chrono::milliseconds duration{3000};  // partition, congest, lossy: how long the link is hit
+  std::chrono::milliseconds duration{3000};  // partition, congest, lossy, delay: how long the link is hit
   int rate_kbit = 512;                       // congest: the link's rate
   std::chrono::milliseconds queue{100};      // congest: the most a packet waits before it is dropped
   int loss_percent = 10;                     // lossy: the packets dropped at random, each way
+  std::chrono::milliseconds delay{100};      // delay: how long a packet is held, on average
+  std::chrono::milliseconds jitter{0};       // delay: the most it is held more or less than that
   int line = 0;
 };
 

@@ -3,12 +3,15 @@
 #include <arpa/inet.h>
 #include <spawn.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
 #include <tuple>
 
 #include "base/network_namespace.hpp"
+#include "chaos/delay_line.hpp"
+#include "chaos/frame_devices.hpp"
 
 extern char** environ;
 
@@ -85,7 +88,20 @@ result<std::unique_ptr<partition_network>> partition_network::create(const clust
   return net;
 }
 
+struct partition_network::delayed_link {
+  int tap = -1;
+  int socket = -1;
+  std::unique_ptr<delay_line> line;
+
+  ~delayed_link() {
+    line.reset();
+    if (socket >= 0) close(socket);
+    if (tap >= 0) close(tap);  // the tap leaves the bridge and is gone
+  }
+};
+
 partition_network::~partition_network() {
+  delayed_.clear();
   for (const std::string& ns : namespaces_) (void)ip({"netns", "del", ns});
 }
 
@@ -155,6 +171,40 @@ status partition_network::stop_dropping(const std::string& node) {
   auto link = link_of(node);
   if (!link) return link.err();
   return ip({"netns", "exec", link->netns, "nft", "delete", "table", "inet", loss_table});
+}
+
+status partition_network::delay(const std::string& node, std::chrono::microseconds delay,
+                                std::chrono::microseconds jitter, uint32_t seed) {
+  auto link = link_of(node);
+  if (!link) return link.err();
+  if (delayed_.count(node)) return error{"node " + node + "'s link is delayed already"};
+  auto delayed = std::make_unique<delayed_link>();
+  const std::string tap_name = link->bridge_end + "delay";
+  auto tap = open_tap(tap_name);
+  if (!tap) return tap.err();
+  delayed->tap = *tap;
+  // The tap joins the bridge before the pair leaves it, so that frames toward the node queue
+  // at the tap for the line. The pair's end answers no ARP once out of the bridge: the run's
+  // addresses are the bridge's.
+  for (const auto& step : std::vector<std::vector<std::string>>{{"link", "set", tap_name, "master", bridge},
+                                                                {"link", "set", tap_name, "up"},
+                                                                {"link", "set", link->bridge_end, "arp", "off"},
+                                                                {"link", "set", link->bridge_end, "nomaster"}})
+    if (auto done = ip(step); !done) return done;
+  delayed_[node] = std::move(delayed);  // undelay puts the pair back from here on
+  auto socket = open_packet_socket(link->bridge_end);
+  if (!socket) return socket.err();
+  delayed_[node]->socket = *socket;
+  delayed_[node]->line = std::make_unique<delay_line>(*socket, *tap, delay_line::shape{delay, jitter}, seed);
+  return ok();
+}
+
+status partition_network::undelay(const std::string& node) {
+  auto link = link_of(node);
+  if (!link) return link.err();
+  if (delayed_.erase(node) == 0) return error{"node " + node + "'s link is not delayed"};
+  if (auto done = ip({"link", "set", link->bridge_end, "master", bridge}); !done) return done;
+  return ip({"link", "set", link->bridge_end, "arp", "on"});
 }
 
 }  // namespace troupe::chaos

@@ -12,9 +12,14 @@
 // kernel has no netem to add them at random); unthrottle(node) takes it off.
 // drop_at_random(node) drops `percent` of the packets the node sends and receives on its
 // link, each at random (an nftables table in its namespace, numgen random), and
-// stop_dropping(node) deletes that table. The node namespaces are deleted with the object;
-// the run's own goes with its process. Needs root, ip(8) and tc(8) (iproute2) and nft(8)
-// (nftables); touches nothing outside.
+// stop_dropping(node) deletes that table. delay(node) holds each frame the node sends or
+// receives for a random time (delay +- jitter, tc netem's delay, which this kernel lacks):
+// the pair's bridge end leaves the bridge, and a delay_line carries its frames to and from a
+// tap device that joins the bridge in its place; undelay(node) puts the pair back. The node
+// namespaces are deleted with the object; the run's own goes with its process. Needs root,
+// ip(8) and tc(8) (iproute2), nft(8) (nftables) and the tun driver; touches nothing outside.
+#include <chrono>
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <string>
@@ -39,6 +44,9 @@ class partition_network {
   status unthrottle(const std::string& node);
   status drop_at_random(const std::string& node, int percent);
   status stop_dropping(const std::string& node);
+  status delay(const std::string& node, std::chrono::microseconds delay, std::chrono::microseconds jitter,
+               uint32_t seed);
+  status undelay(const std::string& node);
 
  private:
   struct node_link {
@@ -49,7 +57,10 @@ class partition_network {
   partition_network() = default;
   result<node_link> link_of(const std::string& node) const;
 
+  struct delayed_link;  // a tap, a packet socket and the delay line between them
+
   std::map<std::string, node_link> links_;
+  std::map<std::string, std::unique_ptr<delayed_link>> delayed_;  // by node
   std::vector<std::string> namespaces_;       // created here, deleted at the end
 };
 

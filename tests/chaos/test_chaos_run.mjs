@@ -9,7 +9,8 @@
 // while the first node is cut off from the others for 4 s twice (it runs in a network
 // namespace of its own, joined to the run's by a veth pair whose end the run takes down:
 // needs root and ip(8), as CI has); while its link is throttled to 256 kbit/s with a 200 ms
-// queue for 4 s (tc tbf: delay and loss as a congested link has them); and while a 65th client
+// queue for 4 s (tc tbf: delay and loss as a congested link has them); while each packet on
+// it is held 100 +- 50 ms, at random, for 4 s (a delay line in the run); and while a 65th client
 // reads its stream a byte a second, which the gateway drops after its send timeout (3 s)
 // once that stream's bytes back up. The run must lose no stream, end none with an error,
 // give every stream the tokens of the run without faults, and recover from each fault
@@ -46,7 +47,7 @@ stages = head:0-1, second:2-3
 experts = second:0-7, third:8-15
 `;
 
-test('kills, stops, hangs, partitions and congestion during 64 seeded streams: none lost or changed, recovery p99 under 5 s', () => {
+test('kills, stops, hangs, partitions, congestion and delay during 64 seeded streams: none lost or changed, recovery p99 under 5 s', () => {
   const work = mkdtempSync(join(tmpdir(), 'troupe_chaos_'));
   // A node silent for 2 s (stopped) is lost, killed and started again: within the 5 s; a
   // stage 2 s in one step (waiting on a congested link) is stuck.
@@ -103,6 +104,15 @@ rate_kbit = 256
 queue_ms = 200
 interval_ms = 200
 
+[drill.delayed]
+action = delay
+node = second
+count = 1
+duration_ms = 4000
+delay_ms = 100
+jitter_ms = 50
+interval_ms = 200
+
 [drill.slow]
 action = slow_client
 `);
@@ -113,12 +123,12 @@ action = slow_client
   assert.equal(r.status, 0, r.stdout + r.stderr + log());
   const text = readFileSync(report, 'utf8');
   const rows = text.split('\n')
-    .filter((l) => /^\| (stage_and_experts|experts|stopped|hung|partitioned|congested|slow) \|/.test(l))
+    .filter((l) => /^\| (stage_and_experts|experts|stopped|hung|partitioned|congested|delayed|slow) \|/.test(l))
     .map((l) => l.split('|').slice(1, -1).map((c) => c.trim()));
-  assert.equal(rows.length, 7, text);
+  assert.equal(rows.length, 8, text);
   const planned = { stage_and_experts: '20 of 20', experts: '10 of 10', stopped: '3 of 3', hung: '3 of 3',
-                    partitioned: '2 of 2', congested: '1 of 1', slow: '1 of 1' };
-  for (const [drill, node, faults, detect, recover, requests, identical] of rows) {
+                    partitioned: '2 of 2', congested: '1 of 1', delayed: '1 of 1', slow: '1 of 1' };
+  for (const [drill, node, faults, detect, recover, requests, identical, , gaps] of rows) {
     assert.equal(faults, planned[drill], `${drill}: ${node}`);
     assert.equal(requests, '64 / 64 / 0 / 0', `${drill}: accepted / completed / errored / lost`);
     assert.equal(identical, 'yes', drill);
@@ -128,6 +138,9 @@ action = slow_client
       assert.match(text, /slow: 1 of 1 slow clients dropped by the gateway/);
       continue;
     }
+    // Held 100 +- 50 ms each way, a step that crosses the delayed link and back waits 100 ms
+    // at the least.
+    if (drill === 'delayed') assert.ok(Number(gaps.split(' / ')[1]) >= 100, `${drill}: longest wait ${gaps} ms`);
     const p99 = Number(recover.split(' / ')[1]);
     assert.ok(p99 < 5000, `${drill}: recovery p99 ${p99} ms`);
     // A stopped node is declared failed within 5 s of its timeout.

@@ -38,7 +38,8 @@ BOOST_AUTO_TEST_CASE(a_file_reads_as_written_with_defaults_for_the_rest) {
                    "hang_ms = 4000\n\n[drill.fourth]\naction = slow_client\ncount = 2\n\n[drill.fifth]\naction = partition\n"
                    "node = second\nduration_ms = 2500\n\n[drill.sixth]\naction = congest\nnode = second\nrate_kbit = 256\n"
                    "queue_ms = 40\nduration_ms = 2000\n\n[drill.seventh]\naction = lossy\nnode = second\n"
-                   "loss_percent = 20\nduration_ms = 1500\n");
+                   "loss_percent = 20\nduration_ms = 1500\n\n[drill.eighth]\naction = delay\nnode = second\n"
+                   "delay_ms = 80\njitter_ms = 30\nduration_ms = 1000\n");
   BOOST_REQUIRE_MESSAGE(spec, (spec ? std::string() : spec.err().message));
   BOOST_TEST(spec->cluster == (dir.path() / "../c/cluster.conf").lexically_normal());
   BOOST_TEST(spec->streams == 8);
@@ -46,7 +47,7 @@ BOOST_AUTO_TEST_CASE(a_file_reads_as_written_with_defaults_for_the_rest) {
   BOOST_TEST(spec->max_tokens == 100);
   BOOST_TEST(spec->temperature == 0.0);
   BOOST_TEST((spec->recovery_limit == 2500ms));
-  BOOST_REQUIRE(spec->drills.size() == 7u);
+  BOOST_REQUIRE(spec->drills.size() == 8u);
   BOOST_TEST(spec->drills[0].name == "first");
   BOOST_TEST(spec->drills[0].node == "second");
   BOOST_TEST(spec->drills[0].count == 3);
@@ -75,6 +76,12 @@ BOOST_AUTO_TEST_CASE(a_file_reads_as_written_with_defaults_for_the_rest) {
   BOOST_TEST(spec->drills[6].loss_percent == 20);
   BOOST_TEST((spec->drills[6].duration == 1500ms));
   BOOST_TEST(spec->drills[5].loss_percent == 10);
+  BOOST_TEST((spec->drills[7].action == chaos::fault::delay));
+  BOOST_TEST((spec->drills[7].delay == 80ms));
+  BOOST_TEST((spec->drills[7].jitter == 30ms));
+  BOOST_TEST((spec->drills[7].duration == 1000ms));
+  BOOST_TEST((spec->drills[6].delay == 100ms));
+  BOOST_TEST((spec->drills[6].jitter == 0ms));
 }
 
 BOOST_AUTO_TEST_CASE(each_mistake_names_its_line) {
@@ -83,10 +90,15 @@ BOOST_AUTO_TEST_CASE(each_mistake_names_its_line) {
   };
   has(error_of(chaos_section + "[drill.one]\naction = pause\nnode = second\n"),
       "drills.conf:4: `action` is kill (SIGKILL of the node's process), stop (SIGSTOP), hang (its stages block a "
-      "step), partition (its network cut off), congest (its network throttled), lossy (its packets dropped at random) "
-      "or slow_client (a client reading a byte a second), not `pause`");
+      "step), partition (its network cut off), congest (its network throttled), lossy (its packets dropped at random), "
+      "delay (its packets held for a random time) or slow_client (a client reading a byte a second), not `pause`");
   has(error_of(chaos_section + drill + "duration_ms = 100\n"),
-      "drills.conf:5: `duration_ms` is for action = partition, congest or lossy");
+      "drills.conf:5: `duration_ms` is for action = partition, congest, lossy or delay");
+  has(error_of(chaos_section + drill + "jitter_ms = 5\n"), "drills.conf:5: `delay_ms` and `jitter_ms` are for action = delay");
+  has(error_of(chaos_section + "[drill.one]\naction = delay\nnode = second\ndelay_ms = 20\njitter_ms = 30\n"),
+      "drills.conf:3: [drill.one]'s jitter_ms (30) is more than its delay_ms (20)");
+  has(error_of(chaos_section + "[drill.one]\naction = delay\nnode = second\njitter_ms = -1\n"),
+      "drills.conf:6: `jitter_ms` must be an integer 0 or more");
   has(error_of(chaos_section + drill + "loss_percent = 5\n"), "drills.conf:5: `loss_percent` is for action = lossy");
   has(error_of(chaos_section + "[drill.one]\naction = lossy\nnode = second\nloss_percent = 101\n"),
       "drills.conf:6: `loss_percent` must be an integer from 1");
