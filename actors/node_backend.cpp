@@ -50,13 +50,9 @@ struct expert_parallel_share {
 expert_parallel_share expert_parallelism_of(const cluster_spec& spec, const node_spec& node, int num_experts) {
   expert_parallel_share share;
   for (const replica_spec& r : spec.replicas) {
-    for (size_t k = 0; k < r.stages.size(); ++k)
-      if (r.stages[k].node == node.name)
-        if (const size_t peers = expert_ranks_of_stage(r, k, num_experts).peers.size(); peers > 0)
-          share.stage_peers.push_back(peers);
-    for (size_t g = 0; g < r.experts.size(); ++g)
-      if (r.experts[g].node == node.name && !stages_reaching_group(r, g, num_experts).empty())
-        share.served_groups.push_back({r.experts[g].first, r.experts[g].last.value_or(num_experts - 1) + 1});
+    const node_expert_ranks e = expert_ranks_of_node(r, node.name, num_experts);
+    share.stage_peers.insert(share.stage_peers.end(), e.stage_peers.begin(), e.stage_peers.end());
+    if (e.group_reached) share.served_groups.push_back(*e.group);
   }
   return share;
 }

@@ -27,4 +27,18 @@ std::vector<int> stages_reaching_group(const replica_spec& r, size_t group, int 
   return stages;
 }
 
+node_expert_ranks expert_ranks_of_node(const replica_spec& r, const std::string& node, int num_experts) {
+  node_expert_ranks ranks;
+  for (size_t k = 0; k < r.stages.size(); ++k)
+    if (r.stages[k].node == node)
+      if (const size_t peers = expert_ranks_of_stage(r, k, num_experts).peers.size(); peers > 0)
+        ranks.stage_peers.push_back(peers);
+  for (size_t g = 0; g < r.experts.size(); ++g)
+    if (r.experts[g].node == node) {
+      ranks.group = {r.experts[g].first, r.experts[g].last.value_or(num_experts - 1) + 1};
+      ranks.group_reached = !stages_reaching_group(r, g, num_experts).empty();
+    }
+  return ranks;
+}
+
 }  // namespace troupe

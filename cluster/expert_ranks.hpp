@@ -5,7 +5,9 @@
 // communicator: rank 0 the stage, then those groups in the replica's `experts` order. A
 // stage whose node holds every expert (a replica that lists no `experts` has a group of all
 // on each stage's node) reaches none. (check_gpu_placements has seen to one group a node.)
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "cluster/cluster_spec.hpp"
@@ -28,5 +30,16 @@ stage_expert_ranks expert_ranks_of_stage(const replica_spec& r, size_t stage, in
 
 // The stages (their indices) that reach group `group` over NCCL.
 std::vector<int> stages_reaching_group(const replica_spec& r, size_t group, int num_experts);
+
+// What expert parallelism asks of one node of a replica: what its GPU serves and what it
+// reaches elsewhere.
+struct node_expert_ranks {
+  std::vector<size_t> stage_peers;           // of each of its stages that reaches groups elsewhere: their number
+  std::optional<std::pair<int, int>> group;  // its group's experts, [first, last)
+  bool group_reached = false;                // by stages of other nodes, over NCCL
+  bool spread() const { return !stage_peers.empty() || group_reached; }
+};
+
+node_expert_ranks expert_ranks_of_node(const replica_spec& r, const std::string& node, int num_experts);
 
 }  // namespace troupe

@@ -1,6 +1,7 @@
 // The rank map of expert parallelism across GPUs: for each stage of a GPU replica, the
 // experts its own process serves and the groups it reaches over NCCL (rank r + 1 the r-th
-// of them, in the file's order); for each group, the stages that reach it.
+// of them, in the file's order); for each group, the stages that reach it; for each node,
+// its stages' peers and its group.
 #define BOOST_TEST_MODULE expert_ranks
 #include <boost/test/unit_test.hpp>
 
@@ -51,4 +52,19 @@ BOOST_AUTO_TEST_CASE(stages_of_a_replica_without_listed_experts_reach_nothing) {
   const auto r = replica_of("[replica.r]\nstages = g:0-9, h:10-19\n");
   for (size_t k = 0; k < 2; ++k) BOOST_TEST(text(expert_ranks_of_stage(r, k, experts)) == "local 0-16, peers");
   for (size_t g = 0; g < r.experts.size(); ++g) BOOST_TEST(stages_reaching_group(r, g, experts).empty());
+}
+
+BOOST_AUTO_TEST_CASE(a_node_counts_its_stages_peers_and_whether_others_reach_its_group) {
+  const auto r = replica_of("[replica.r]\nstages = g:0-9, h:10-19\nexperts = g:0-3, e:10-15, h:4-9\n");
+  const node_expert_ranks g = expert_ranks_of_node(r, "g", experts);
+  BOOST_TEST((g.stage_peers == std::vector<size_t>{2}));
+  BOOST_TEST((g.group == std::pair{0, 4}));
+  BOOST_TEST(g.group_reached);  // by h's stage
+  const node_expert_ranks e = expert_ranks_of_node(r, "e", experts);
+  BOOST_TEST(e.stage_peers.empty());
+  BOOST_TEST((e.group == std::pair{10, 16}));
+  BOOST_TEST((e.group_reached && e.spread()));
+  const auto whole = replica_of("[replica.r]\nstages = g:0-9, h:10-19\n");
+  BOOST_TEST(!expert_ranks_of_node(whole, "g", experts).spread());
+  BOOST_TEST(!expert_ranks_of_node(whole, "e", experts).group);
 }
