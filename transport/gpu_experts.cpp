@@ -43,9 +43,8 @@ bool gpu_experts::covers(int first_expert, int last_expert) const {
 
 size_t gpu_experts::workspace_bytes(int max_tokens) const {
   const model_config& c = weights_->config;
-  const int shared = int(shared_expert_in_slot(c));  // run's one more pick and expert
-  return cuda::fused_moe_workspace_bytes(max_tokens, c.num_experts_per_tok + shared, c.num_experts + shared,
-                                         c.hidden_size, c.moe_intermediate_size);
+  return cuda::fused_moe_workspace_bytes(max_tokens, slot_picks(c), slot_experts(c), c.hidden_size,
+                                         c.moe_intermediate_size);
 }
 
 status gpu_experts::run(int layer, const __nv_bfloat16* x, int tokens, int picks, const int* chosen,

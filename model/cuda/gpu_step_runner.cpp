@@ -104,7 +104,7 @@ struct gpu_step_runner::buffers {
     const model_config& c = w.config;
     const size_t t = size_t(o.max_num_batched_tokens), s = size_t(o.max_num_seqs), h = size_t(c.hidden_size);
     const size_t q_dim = size_t(c.num_heads) * size_t(c.head_dim), kv_dim = size_t(c.num_kv_heads) * size_t(c.head_dim);
-    const size_t k = size_t(c.num_experts_per_tok) + (shared_expert_in_slot(c) ? 1 : 0);  // a shared expert's pick
+    const size_t k = size_t(slot_picks(c));
     const auto [first, last] = layer_range_of(o, c);
     const auto any_layer = [&, first = first, last = last](auto is) {
       return std::any_of(w.layers.begin() + first, w.layers.begin() + last, is);
@@ -124,7 +124,7 @@ struct gpu_step_runner::buffers {
     q = a.take<bf16>(t * q_dim);
     attn = a.take<bf16>(t * std::max(q_dim, linear ? value_width : 0));
     block_out = a.take<bf16>(t * h);
-    router_logits = a.take<float>(t * (size_t(std::max(c.num_experts, 1)) + (shared_expert_in_slot(c) ? 1 : 0)));
+    router_logits = a.take<float>(t * size_t(std::max(slot_experts(c), 1)));  // the shared expert's gate row too
     chosen = a.take<int>(t * std::max<size_t>(k, 1));
     route_weights = a.take<float>(t * std::max<size_t>(k, 1));
     moe_workspace = a.take<char>(c.num_experts > 0 ? experts.workspace_bytes(int(t)) : 0);

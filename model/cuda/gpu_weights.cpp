@@ -338,7 +338,7 @@ status check_gpu_shape(const model_config& c, const std::filesystem::path& dir) 
   else if (c.hidden_size % 16 != 0) why = "hidden_size " + std::to_string(c.hidden_size) + " (a multiple of 16 is needed)";
   else if (c.num_experts > 0 && c.moe_intermediate_size % 16 != 0)
     why = "moe_intermediate_size " + std::to_string(c.moe_intermediate_size) + " (a multiple of 16 is needed)";
-  else if (c.num_experts > 0 && c.num_experts_per_tok + int(shared_expert_in_slot(c)) > 32)
+  else if (c.num_experts > 0 && slot_picks(c) > 32)
     why = "num_experts_per_tok " + std::to_string(c.num_experts_per_tok) +
           (shared_expert_in_slot(c) ? " beside a shared expert (at most 31 are built)" : " (at most 32 are built)");
   else if (c.num_experts > 1024)
@@ -359,6 +359,10 @@ status check_gpu_shape(const model_config& c, const std::filesystem::path& dir) 
 bool shared_expert_in_slot(const model_config& c) {
   return c.shared_expert_intermediate_size > 0 && c.shared_expert_intermediate_size == c.moe_intermediate_size;
 }
+
+int slot_picks(const model_config& c) { return c.num_experts_per_tok + int(shared_expert_in_slot(c)); }
+
+int slot_experts(const model_config& c) { return c.num_experts + int(shared_expert_in_slot(c)); }
 
 int qkv_width(const model_config& c) {
   const int q_dim = c.num_heads * c.head_dim, kv_dim = c.num_kv_heads * c.head_dim;

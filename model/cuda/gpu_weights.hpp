@@ -61,6 +61,10 @@ struct gpu_layer_weights {
 // kernels as a pick of every token (route_top_k's shared expert), six launches fewer a
 // layer.
 bool shared_expert_in_slot(const model_config& c);
+// A token's most picks in a MoE layer's slot, and the slot's experts: the routed ones, and
+// the shared expert beside them where it is in the slot.
+int slot_picks(const model_config& c);
+int slot_experts(const model_config& c);
 
 // Columns of a full-attention layer's fused qkv row, the output gate's included.
 int qkv_width(const model_config& c);
