@@ -61,41 +61,7 @@ verdict() {
   echo "$word $2 ($(($(date +%s) - began)) s in)"
 }
 
-server=""
-url=""
-# Runs "$@" (a command that prints "serving ... on http://...") in the background with its
-# logs at $out/$name.{out,err}, and waits up to $wait_s seconds for its URL (in $url).
-start() {
-  local name=$1 wait_s=$2
-  shift 2
-  "$@" >"$out/$name.out" 2>"$out/$name.err" &
-  server=$!
-  for _ in $(seq $(($(left "$wait_s") * 2))); do
-    grep -q "serving" "$out/$name.out" 2>/dev/null && break
-    kill -0 "$server" 2>/dev/null || break
-    sleep 0.5
-  done
-  url=$(grep -o 'http://[0-9.:]*' "$out/$name.out" | head -1)
-  if [ -z "$url" ]; then
-    echo "$name did not start:"
-    tail -8 "$out/$name.err"
-    stop
-    return 1
-  fi
-}
-
-stop() {
-  [ -n "$server" ] || return 0
-  kill -TERM "$server" 2>/dev/null
-  for _ in $(seq 60); do
-    kill -0 "$server" 2>/dev/null || break
-    sleep 0.5
-  done
-  kill -KILL "$server" 2>/dev/null
-  wait "$server" 2>/dev/null
-  server=""
-}
-trap stop EXIT
+source scripts/device_server.sh
 
 # A cluster.conf of two GPU nodes on this host at $work/$1.conf: replica main with stages
 # $2 and experts $3, then lines for [model] ($4) and [engine] ($5).
@@ -239,7 +205,7 @@ kv_cache_mb = 1024"
 served=small
 tokens=48
 rc=1
-if start small_serve 120 "$bin/troupe" serve --device cuda --model "$small" --served-model-name small --port 0 \
+if start small_serve "$(left 120)" "$bin/troupe" serve --device cuda --model "$small" --served-model-name small --port 0 \
      --max-num-seqs 16 --max-num-batched-tokens 1024 --max-model-len 1024 --gpu-memory-percent 30; then
   ask_all small_serve && rc=0
   stop
@@ -247,7 +213,7 @@ fi
 verdict "$rc" "small model: troupe serve --device cuda answers"
 small_ep2=$(write_conf ep2 "head:0-5" "head:0-7, second:8-15" "$small_model" "$small_engine")
 rc=1
-if start ep2 120 "$bin/troupe" cluster up "$small_ep2" --port 0; then
+if start ep2 "$(left 120)" "$bin/troupe" cluster up "$small_ep2" --port 0; then
   show_devices ep2 || echo "the nodes do not compute on cuda:0 and cuda:1 as placed"
   "$bin/troupe" cluster status "$small_ep2" --url "$url" | tee "$out/ep2_status.txt"
   ask_all ep2 && same_answers small_serve ep2 && rc=0
@@ -276,7 +242,7 @@ drive() {
 }
 
 rc=1
-if time_for 60 && start big_serve 240 "$bin/troupe" serve --device cuda --load-format dummy --model "$big" \
+if time_for 60 && start big_serve "$(left 240)" "$bin/troupe" serve --device cuda --load-format dummy --model "$big" \
      --served-model-name "$served" --port 0 --max-num-seqs 128 --max-num-batched-tokens 8192 --max-model-len 4096; then
   ask_all big_serve && rc=0
   [ "$bench" = 1 ] && drive serve1
@@ -289,7 +255,7 @@ load_format = dummy" "max_num_seqs = 128
 max_num_batched_tokens = 8192
 max_model_len = 4096")
 rc=1
-if time_for 80 && start big_ep2 240 "$bin/troupe" cluster up "$conf" --port 0; then
+if time_for 80 && start big_ep2 "$(left 240)" "$bin/troupe" cluster up "$conf" --port 0; then
   show_devices big_ep2 || echo "the nodes do not compute on cuda:0 and cuda:1 as placed"
   "$bin/troupe" cluster status "$conf" --url "$url" | tee "$out/big_ep2_status.txt"
   ask_all big_ep2 && same_answers big_serve big_ep2 && rc=0
@@ -302,14 +268,14 @@ echo "== 4. the small checkpoint again: a node killed under EP2, and PP2+EP"
 served=small
 tokens=48
 drill=1
-if time_for 50 && start ep2 120 "$bin/troupe" cluster up "$small_ep2" --port 0; then
+if time_for 50 && start ep2 "$(left 120)" "$bin/troupe" cluster up "$small_ep2" --port 0; then
   kill_drill && drill=0
   stop
 fi
 verdict "$drill" "small model: EP2 cluster, node second killed mid-stream, the stream ends whole"
 conf=$(write_conf pp2ep "head:0-2, second:3-5" "head:0-7, second:8-15" "$small_model" "$small_engine")
 rc=1
-if time_for 30 && start pp2ep 120 "$bin/troupe" cluster up "$conf" --port 0; then
+if time_for 30 && start pp2ep "$(left 120)" "$bin/troupe" cluster up "$conf" --port 0; then
   ask_all pp2ep && same_answers small_serve pp2ep && rc=0
   stop
 fi

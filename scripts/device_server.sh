@@ -23,9 +23,15 @@ start() {
   fi
 }
 
+# SIGTERM, and SIGKILL after 30 s: a server that hangs in its drain ends all the same.
 stop() {
   [ -n "$server" ] || return 0
   kill -TERM "$server" 2>/dev/null
+  for _ in $(seq 60); do
+    kill -0 "$server" 2>/dev/null || break
+    sleep 0.5
+  done
+  kill -KILL "$server" 2>/dev/null
   wait "$server" 2>/dev/null
   server=""
 }
