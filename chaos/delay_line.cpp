@@ -86,9 +86,12 @@ void delay_line::carry(shape s, uint32_t seed) {
       }
       f = in_flight.erase(f);  // written, or refused (a full device queue, ENOBUFS): dropped
     }
-    pollfd fds[3] = {{ended[0] && !full[0] ? -1 : ends_[0], short((ended[0] ? 0 : POLLIN) | (full[0] ? POLLOUT : 0)), 0},
-                     {ended[1] && !full[1] ? -1 : ends_[1], short((ended[1] ? 0 : POLLIN) | (full[1] ? POLLOUT : 0)), 0},
-                     {stop_fd_, POLLIN, 0}};
+    // An end is read until its peer closes, and waited on while it is full.
+    auto watch = [&](int e) -> pollfd {
+      const short events = short((ended[e] ? 0 : POLLIN) | (full[e] ? POLLOUT : 0));
+      return {events == 0 ? -1 : ends_[e], events, 0};
+    };
+    pollfd fds[3] = {watch(0), watch(1), {stop_fd_, POLLIN, 0}};
     timespec wait{};
     if (next_due) wait = timespec_of(*next_due - now);
     if (ppoll(fds, 3, next_due ? &wait : nullptr, nullptr) < 0 && errno != EINTR) return;

@@ -4,8 +4,9 @@
 // read from one end is written to the other after a delay drawn at random, uniformly within
 // `delay` +- `jitter`, as tc netem's delay does (this kernel has no netem). Frames overtake
 // each other where the jitter exceeds their spacing, as under netem. Frames due at an end
-// that takes no more for now wait, in order, until it can. The frames are opaque bytes. A thread of its own moves them; the destructor stops it and drops what is still
-// in flight, as removing netem does. The descriptors stay the caller's.
+// that takes no more for now wait, in order, until it can. The frames are opaque bytes. A
+// thread of its own moves them; the destructor stops it and drops what is still in flight,
+// as removing netem does. The descriptors stay the caller's.
 #include <chrono>
 #include <cstdint>
 #include <thread>

@@ -97,9 +97,9 @@ status lift(const drill_spec& drill, partition_network& network) {
 // the gateway's node hits the head, whose stages are replaced in its process: back once
 // /health, seen failing, answers 200 again. Recovery counts from the detection (/health
 // seen failing), so a stop or a hang does not count the timeout that declares it failed
-// twice. A partition (congestion, loss, delay) is healed (lifted) after its duration and is over once
-// /health answers 200 after that (the node may or may not have been lost and started again
-// meanwhile); its recovery counts from the heal.
+// twice. A partition (congestion, loss, delay) is healed (lifted) after its duration and is
+// over once /health answers 200 after that (the node may or may not have been lost and
+// started again meanwhile); its recovery counts from the heal.
 void do_faults(cluster_under_test& cluster, const drill_spec& drill, bool at_head, partition_network* network,
                const std::future<bench::load_result>& load, const std::chrono::seconds patience, drill_result& out) {
   auto load_running = [&] { return load.wait_for(std::chrono::seconds(0)) != std::future_status::ready; };

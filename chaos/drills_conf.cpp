@@ -29,7 +29,7 @@ status read_drill(const ini_file& file, const ini_section& section, const std::s
   drill_spec d;
   d.name = name;
   d.line = section.line;
-  int hang_line = 0, duration_line = 0, congest_line = 0, loss_line = 0, delay_line = 0;
+  int hang_line = 0, duration_line = 0, congest_line = 0, loss_line = 0, delay_key_line = 0;
   auto s = read_entries(file, section, {
       {"action", [&](const ini_entry& e) -> status {
          for (fault f : {fault::kill, fault::stop, fault::hang, fault::partition, fault::congest, fault::lossy,
@@ -68,11 +68,11 @@ status read_drill(const ini_file& file, const ini_section& section, const std::s
          return integer(file, d.loss_percent, 1, 100)(e);
        }},
       {"delay_ms", [&](const ini_entry& e) {
-         delay_line = e.line;
+         delay_key_line = e.line;
          return positive_duration(file, d.delay)(e);
        }},
       {"jitter_ms", [&](const ini_entry& e) -> status {
-         delay_line = e.line;
+         delay_key_line = e.line;
          auto v = integer_value(file, e, 0, any_int);  // no jitter: every packet held as long
          if (!v) return v.err();
          d.jitter = std::chrono::milliseconds(*v);
@@ -92,11 +92,12 @@ status read_drill(const ini_file& file, const ini_section& section, const std::s
   if (congest_line && d.action != fault::congest)
     return error{file.where(congest_line) + "`rate_kbit` and `queue_ms` are for action = congest"};
   if (loss_line && d.action != fault::lossy) return error{file.where(loss_line) + "`loss_percent` is for action = lossy"};
-  if (delay_line && d.action != fault::delay)
-    return error{file.where(delay_line) + "`delay_ms` and `jitter_ms` are for action = delay"};
+  if (delay_key_line && d.action != fault::delay)
+    return error{file.where(delay_key_line) + "`delay_ms` and `jitter_ms` are for action = delay"};
   if (d.jitter > d.delay)
     return error{file.where(section.line) + "[" + section.name + "]'s jitter_ms (" + std::to_string(d.jitter.count()) +
-                 ") is more than its delay_ms (" + std::to_string(d.delay.count()) + "): a packet is never held less than no time"};
+                 ") is more than its delay_ms (" + std::to_string(d.delay.count()) +
+                 "): a packet is never held less than no time"};
   spec.drills.push_back(std::move(d));
   return ok();
 }

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <boost/test/unit_test.hpp>
 #include <chrono>
+#include <future>
 #include <map>
 #include <string>
 #include <thread>
@@ -43,17 +44,25 @@ std::string frame(int i, size_t size) {
   return f;
 }
 
-// Reads frames from `fd` until `count` came or `limit` passed; each with when it came.
-std::vector<std::pair<std::string, clock_type::time_point>> receive(int fd, size_t count, std::chrono::milliseconds limit) {
-  std::vector<std::pair<std::string, clock_type::time_point>> got;
+struct arrival {
+  std::string frame;
+  int end;  // 0: a's outer end, 1: b's
+  clock_type::time_point at;
+};
+
+// Reads frames from both outer ends as they come, until `count` came or `limit` passed.
+std::vector<arrival> receive(int end_a, int end_b, size_t count, std::chrono::milliseconds limit) {
+  std::vector<arrival> got;
   const auto end = clock_type::now() + limit;
   std::vector<char> buffer(1 << 17);
   while (got.size() < count && clock_type::now() < end) {
-    pollfd p{fd, POLLIN, 0};
-    if (poll(&p, 1, 10) <= 0) continue;
-    const ssize_t n = read(fd, buffer.data(), buffer.size());
-    BOOST_REQUIRE(n > 0);
-    got.emplace_back(std::string(buffer.data(), size_t(n)), clock_type::now());
+    pollfd p[2] = {{end_a, POLLIN, 0}, {end_b, POLLIN, 0}};
+    if (poll(p, 2, 10) <= 0) continue;
+    for (int e = 0; e < 2; ++e) {
+      if ((p[e].revents & POLLIN) == 0) continue;
+      const ssize_t n = read(p[e].fd, buffer.data(), buffer.size());
+      if (n > 0) got.push_back({std::string(buffer.data(), size_t(n)), e, clock_type::now()});
+    }
   }
   return got;
 }
@@ -65,6 +74,8 @@ BOOST_AUTO_TEST_CASE(frames_cross_whole_each_way_held_within_delay_and_jitter) {
   chaos::delay_line line(a.inner, b.inner, {30ms, 10ms}, 7);
   constexpr int frames = 60;
   std::map<std::string, clock_type::time_point> sent;
+  // Read as they come, while the frames are sent (1 ms apart), so that their times are the line's.
+  auto arrivals = std::async(std::launch::async, [&] { return receive(a.outer, b.outer, frames, 5000ms); });
   for (int i = 0; i < frames; ++i) {
     // Sizes up to a 64 KiB GSO frame; even frames one way, odd ones the other.
     const std::string f = frame(i, 16 + size_t(i) * 1093);
@@ -72,26 +83,22 @@ BOOST_AUTO_TEST_CASE(frames_cross_whole_each_way_held_within_delay_and_jitter) {
     BOOST_REQUIRE(write(i % 2 == 0 ? a.outer : b.outer, f.data(), f.size()) == ssize_t(f.size()));
     std::this_thread::sleep_for(1ms);
   }
-  auto at_b = receive(b.outer, frames / 2, 5000ms);
-  auto at_a = receive(a.outer, frames / 2, 5000ms);
-  BOOST_TEST(at_b.size() == size_t(frames / 2));
-  BOOST_TEST(at_a.size() == size_t(frames / 2));
+  const std::vector<arrival> got = arrivals.get();
+  BOOST_TEST(got.size() == size_t(frames));
   std::vector<double> held_ms;
   bool overtaken = false;
-  for (const auto* got : {&at_b, &at_a}) {
-    int last = -1;
-    for (const auto& [f, when] : *got) {
-      auto s = sent.find(f);
-      BOOST_REQUIRE_MESSAGE(s != sent.end(), "a frame that was not sent, or was cut: " << f.substr(0, 12));
-      const int i = std::stoi(f);
-      BOOST_TEST((i % 2 == 0) == (got == &at_b), "frame " << i << " came out of the end it went in");
-      const double ms = std::chrono::duration<double, std::milli>(when - s->second).count();
-      BOOST_TEST(ms >= 20.0, "frame " << i << " held " << ms << " ms, less than delay - jitter");
-      held_ms.push_back(ms);
-      overtaken |= i < last;
-      last = i;
-      sent.erase(s);
-    }
+  int last[2] = {-1, -1};
+  for (const auto& [f, end, when] : got) {
+    auto s = sent.find(f);
+    BOOST_REQUIRE_MESSAGE(s != sent.end(), "a frame that was not sent, or was cut: " << f.substr(0, 12));
+    const int i = std::stoi(f);
+    BOOST_TEST((i % 2 == 0) == (end == 1), "frame " << i << " came out of the end it went in");
+    const double ms = std::chrono::duration<double, std::milli>(when - s->second).count();
+    BOOST_TEST(ms >= 20.0, "frame " << i << " held " << ms << " ms, less than delay - jitter");
+    held_ms.push_back(ms);
+    overtaken |= i < last[end];
+    last[end] = i;
+    sent.erase(s);
   }
   BOOST_TEST(sent.empty(), sent.size() << " frames did not cross");
   // Held 30 +- 10 ms at random: frames 2 ms apart overtake each other, and the times spread.
@@ -106,9 +113,9 @@ BOOST_AUTO_TEST_CASE(no_jitter_keeps_order) {
   socket_pair a, b;
   chaos::delay_line line(a.inner, b.inner, {5ms, 0ms}, 1);
   for (int i = 0; i < 50; ++i) BOOST_REQUIRE(write(a.outer, frame(i, 100).data(), 100) == 100);
-  auto got = receive(b.outer, 50, 5000ms);
+  auto got = receive(a.outer, b.outer, 50, 5000ms);
   BOOST_REQUIRE(got.size() == 50u);
-  for (int i = 0; i < 50; ++i) BOOST_TEST(got[size_t(i)].first == frame(i, 100));
+  for (int i = 0; i < 50; ++i) BOOST_TEST((got[size_t(i)].frame == frame(i, 100) && got[size_t(i)].end == 1));
 }
 
 BOOST_AUTO_TEST_CASE(frames_in_flight_when_it_stops_are_dropped) {
@@ -118,5 +125,5 @@ BOOST_AUTO_TEST_CASE(frames_in_flight_when_it_stops_are_dropped) {
     BOOST_REQUIRE(write(a.outer, "late", 4) == 4);
     std::this_thread::sleep_for(50ms);  // read by the line, held
   }
-  BOOST_TEST(receive(b.outer, 1, 300ms).empty());
+  BOOST_TEST(receive(a.outer, b.outer, 1, 300ms).empty());
 }

@@ -142,10 +142,11 @@ BOOST_AUTO_TEST_CASE(a_delayed_link_holds_each_packet_delay_plus_minus_jitter_an
   BOOST_REQUIRE_MESSAGE((*network)->delay("second", 25ms, 10ms, 1), "delay");
   const auto delayed = round_trips(c, 30);
   BOOST_TEST(delayed.front() >= 30.0, "a round trip of " << delayed.front() << " ms, under 2 x (25 - 10)");
-  BOOST_TEST(delayed.back() - delayed.front() > 5.0, "round trips from " << delayed.front() << " to " << delayed.back()
-                                                                         << " ms: no jitter");
-  BOOST_TEST_MESSAGE("round trips, ms: direct " << direct.front() << "-" << direct.back() << ", delayed " << delayed.front()
-                                               << "-" << delayed.back() << " (median " << delayed[delayed.size() / 2] << ")");
+  BOOST_TEST(delayed.back() - delayed.front() > 5.0,
+             "round trips from " << delayed.front() << " to " << delayed.back() << " ms: no jitter");
+  BOOST_TEST_MESSAGE("round trips, ms: direct " << direct.front() << "-" << direct.back() << ", delayed "
+                                                << delayed.front() << "-" << delayed.back() << " (median "
+                                                << delayed[delayed.size() / 2] << ")");
   check_bulk_echo(c, 1);
   BOOST_TEST(!(*network)->delay("second", 25ms, 10ms, 1), "a second delay of a delayed link");
 
