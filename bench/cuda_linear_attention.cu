@@ -75,6 +75,8 @@ int main() {
   float *delta_states, *conv_states;
   TROUPE_CUDA_CHECK(cudaMalloc(&delta_states, size_t(max_seqs) * state_floats * sizeof(float)));
   TROUPE_CUDA_CHECK(cudaMemset(delta_states, 0, size_t(max_seqs) * state_floats * sizeof(float)));
+  float* chunk_sums;
+  TROUPE_CUDA_CHECK(cudaMalloc(&chunk_sums, cuda::gated_delta_rule_chunked_workspace_floats(max_tokens, heads) * sizeof(float)));
   TROUPE_CUDA_CHECK(cudaMalloc(&conv_states, size_t(max_seqs) * (conv_kernel - 1) * conv_dim * sizeof(float)));
   TROUPE_CUDA_CHECK(cudaMemset(conv_states, 0, size_t(max_seqs) * (conv_kernel - 1) * conv_dim * sizeof(float)));
   const l2_flush flush(size_t(4) * prop.l2CacheSize);
@@ -99,7 +101,7 @@ int main() {
           cuda::gated_rms_norm(core, z, value_width, d_norm_w, 1e-6f, tokens, heads.value_heads, heads.value_dim,
                                normed, nullptr);
         }),
-        len > 1 ? us([&] { cuda::gated_delta_rule_chunked(in, heads, st.view, delta_states, core, nullptr); }) : 0.0};
+        len > 1 ? us([&] { cuda::gated_delta_rule_chunked(in, heads, st.view, delta_states, chunk_sums, core, nullptr); }) : 0.0};
     TROUPE_CUDA_CHECK(cudaDeviceSynchronize());
     free_step(st);
     return t;
@@ -128,7 +130,7 @@ int main() {
                   static_cast<void*>(normed), static_cast<void*>(gates), static_cast<void*>(d_neg_decay_rate),
                   static_cast<void*>(d_dt_bias),
                   static_cast<void*>(d_conv_w), static_cast<void*>(d_norm_w), static_cast<void*>(delta_states),
-                  static_cast<void*>(conv_states)})
+                  static_cast<void*>(conv_states), static_cast<void*>(chunk_sums)})
     TROUPE_CUDA_CHECK(cudaFree(p));
   return 0;
 }

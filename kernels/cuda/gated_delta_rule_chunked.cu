@@ -35,6 +35,80 @@ struct chunk_layout {
   }
 };
 
+// Chunks a sequence has: of `chunk` tokens for key_dim up to 128, of 32 beyond.
+static int chunk_of(int key_dim) { return key_dim <= 128 ? 64 : 32; }
+
+// L2-normalises the n rows (key_stride apart) of Q (scaled by q_scale) and K, a warp a row.
+__device__ inline void normalise_rows(float* Q, float* K, int n, int dk, int key_stride, float q_scale) {
+  const int warp = int(threadIdx.x) / 32, lane = int(threadIdx.x) % 32;
+  for (int t = warp; t < n; t += warps) {
+    float qq = 0.0f, kk = 0.0f;
+    for (int i = lane; i < dk; i += 32) {
+      const float q = Q[t * key_stride + i], k = K[t * key_stride + i];
+      qq += q * q, kk += k * k;
+    }
+    for (int offset = 16; offset > 0; offset /= 2) {
+      qq += __shfl_xor_sync(0xffffffffu, qq, offset);
+      kk += __shfl_xor_sync(0xffffffffu, kk, offset);
+    }
+    const float q_norm = 1.0f / sqrtf(qq + 1e-6f) * q_scale, k_norm = 1.0f / sqrtf(kk + 1e-6f);
+    for (int i = lane; i < dk; i += 32) Q[t * key_stride + i] *= q_norm, K[t * key_stride + i] *= k_norm;
+  }
+}
+
+// The chunk's state-free sums, which every block of a key head (its value heads times
+// their column slices) would otherwise compute alike: for row t of a chunk and each i of
+// the part of the chunk a thread owns (the scan kernel's parts, so that a part wholly
+// above row t is skipped), k_t . k_i and q_t . k_i of the normalised keys and queries, at
+// sums + (token of t * key_heads + key head) * 2 * chunk: k.k in the first `chunk`
+// floats, q.k in the next. Grid (blocks a sequence, key heads, sequences), a block a chunk
+// at a time.
+template <int chunk>
+static __global__ void __launch_bounds__(block_size)
+    chunk_sums_kernel(delta_rule_inputs in, delta_rule_heads d, state_sequences seqs, float* sums) {
+  constexpr int per_row = block_size / chunk, pairs = chunk / per_row, warps_a_part = warps / per_row;
+  static_assert(chunk == 32 * warps_a_part, "a chunk's rows are the lanes of a part's warps");
+  extern __shared__ float smem[];
+  begin_dependent();
+  const int tid = int(threadIdx.x), warp = tid / 32, lane = tid % 32;
+  const int key_head = int(blockIdx.y), s = int(blockIdx.z), dk = d.key_dim, key_stride = dk + 1;
+  const int first = seqs.query_starts[s], len = seqs.query_starts[s + 1] - first;
+  if (len < delta_rule_chunked_from || seqs.slots[s] < 0) return;
+  float *K = smem, *Q = smem + chunk * key_stride;
+  const int t_pair = (warp % warps_a_part) * 32 + lane, part_pair = warp / warps_a_part;
+  for (int c0 = int(blockIdx.x) * chunk; c0 < len; c0 += int(gridDim.x) * chunk) {
+    const int n = min(chunk, len - c0);
+    for (int x = tid; x < n * dk; x += block_size) {
+      const int t = x / dk, i = x % dk;
+      const size_t row = size_t(first + c0 + t) * in.qkv_stride + size_t(key_head) * dk + i;
+      Q[t * key_stride + i] = __bfloat162float(in.q[row]);
+      K[t * key_stride + i] = __bfloat162float(in.k[row]);
+    }
+    __syncthreads();
+    normalise_rows(Q, K, n, dk, key_stride, 1.0f / sqrtf(float(dk)));
+    __syncthreads();
+    if (t_pair < n && part_pair * pairs <= t_pair) {
+      float kk[pairs], qk[pairs];
+#pragma unroll
+      for (int r = 0; r < pairs; ++r) kk[r] = qk[r] = 0.0f;
+      const float *kt = K + t_pair * key_stride, *qt = Q + t_pair * key_stride;
+      const float* ki = K + part_pair * pairs * key_stride;
+      for (int e = 0; e < dk; ++e) {
+        const float k_e = kt[e], q_e = qt[e];
+#pragma unroll
+        for (int r = 0; r < pairs; ++r) {
+          const float other = ki[r * key_stride + e];
+          kk[r] += k_e * other, qk[r] += q_e * other;
+        }
+      }
+      float* out = sums + (size_t(first + c0 + t_pair) * d.key_heads + key_head) * 2 * chunk + part_pair * pairs;
+#pragma unroll
+      for (int r = 0; r < pairs; ++r) out[r] = kk[r], out[chunk + r] = qk[r];
+    }
+    __syncthreads();  // the next chunk overwrites K and Q
+  }
+}
+
 // Block: `slice` value columns of one value head of one sequence, grid (slices, value
 // heads, sequences), as the recurrent kernel; it walks the sequence a chunk at a time with
 // its state's columns in shared memory. Most phases give a thread the rows t of the chunk
@@ -46,7 +120,7 @@ struct chunk_layout {
 template <int chunk, bool staged>
 static __global__ void __launch_bounds__(block_size)
     gated_delta_rule_chunked_kernel(delta_rule_inputs in, delta_rule_heads d, state_sequences seqs, float* states,
-                                    __nv_bfloat16* out) {
+                                    const float* sums, __nv_bfloat16* out) {
   constexpr int per_row = block_size / chunk, pairs = chunk / per_row, columns = slice / per_row;
   extern __shared__ float smem[];
   begin_dependent();
@@ -129,51 +203,25 @@ static __global__ void __launch_bounds__(block_size)
       if constexpr (staged) stage(c0 + chunk);
       if (tid < min(chunk, len - c0 - chunk)) gate_inputs = delta_rule_gate_inputs(in, first + c0 + chunk + tid, h);
     }
-    // L2-normalise each token's q (scaled by 1/sqrt(key_dim)) and k, a warp a token; the
-    // cumulative log decay.
-    for (int t = warp; t < n; t += warps) {
-      float qq = 0.0f, kk = 0.0f;
-      for (int i = lane; i < dk; i += 32) {
-        const float q = Q[t * at.key_stride + i], k = K[t * at.key_stride + i];
-        qq += q * q, kk += k * k;
-      }
-      for (int offset = 16; offset > 0; offset /= 2) {
-        qq += __shfl_xor_sync(0xffffffffu, qq, offset);
-        kk += __shfl_xor_sync(0xffffffffu, kk, offset);
-      }
-      const float q_norm = 1.0f / sqrtf(qq + 1e-6f) * q_scale, k_norm = 1.0f / sqrtf(kk + 1e-6f);
-      for (int i = lane; i < dk; i += 32) Q[t * at.key_stride + i] *= q_norm, K[t * at.key_stride + i] *= k_norm;
-    }
+    // L2-normalise each token's q (scaled by 1/sqrt(key_dim)) and k, as chunk_sums_kernel
+    // did; the cumulative log decay.
+    normalise_rows(Q, K, n, dk, at.key_stride, q_scale);
     if (tid == 0)
       for (int t = 1; t < n; ++t) G[t] += G[t - 1];
     __syncthreads();
     // A[t][i] = beta_t e^(G_t - G_i) k_t . k_i for i < t, P[t][i] = e^(G_t - G_i) q_t . k_i
-    // for i <= t (what lies above the diagonal is never read): a lane a row t, a warp one
-    // part of `pairs` i, so the reads of k_i are broadcasts and a warp whose i all lie
-    // above its rows skips them.
+    // for i <= t (what lies above the diagonal is never read), from chunk_sums_kernel's
+    // sums: a lane a row t, a warp one part of `pairs` i; a part wholly above its row skipped.
     constexpr int warps_a_part = warps / per_row;
-    static_assert(chunk == 32 * warps_a_part, "a chunk's rows are the lanes of a part's warps");
     const int t_pair = (warp % warps_a_part) * 32 + lane, part_pair = warp / warps_a_part;
     if (t_pair < n && part_pair * pairs <= t_pair) {
-      float kk[pairs], qk[pairs];
-#pragma unroll
-      for (int r = 0; r < pairs; ++r) kk[r] = qk[r] = 0.0f;
-      const float *kt = K + t_pair * at.key_stride, *qt = Q + t_pair * at.key_stride;
-      const float* ki = K + part_pair * pairs * at.key_stride;
-      for (int e = 0; e < dk; ++e) {
-        const float k_e = kt[e], q_e = qt[e];
-#pragma unroll
-        for (int r = 0; r < pairs; ++r) {
-          const float other = ki[r * at.key_stride + e];
-          kk[r] += k_e * other, qk[r] += q_e * other;
-        }
-      }
+      const float* row = sums + (size_t(first + c0 + t_pair) * d.key_heads + key_head) * 2 * chunk + part_pair * pairs;
 #pragma unroll
       for (int r = 0; r < pairs; ++r) {
         const int i = part_pair * pairs + r;
         const float decay = i <= t_pair ? expf(G[t_pair] - G[i]) : 0.0f;
-        A[t_pair * (chunk + 1) + i] = i < t_pair ? B[t_pair] * decay * kk[r] : 0.0f;
-        P[t_pair * (chunk + 1) + i] = decay * qk[r];
+        A[t_pair * (chunk + 1) + i] = i < t_pair ? B[t_pair] * decay * row[r] : 0.0f;
+        P[t_pair * (chunk + 1) + i] = decay * row[chunk + r];
       }
     }
     // K S0 and Q S0 for this thread's row and columns; u starts as beta (v - e^G K S0).
@@ -264,8 +312,12 @@ static __global__ void __launch_bounds__(block_size)
   }
 }
 
+size_t gated_delta_rule_chunked_workspace_floats(int tokens, const delta_rule_heads& d) {
+  return size_t(tokens) * size_t(d.key_heads) * 2 * size_t(chunk_of(d.key_dim));
+}
+
 void gated_delta_rule_chunked(const delta_rule_inputs& in, const delta_rule_heads& d, const state_sequences& seqs,
-                              float* states, __nv_bfloat16* out, cudaStream_t stream) {
+                              float* states, float* workspace, __nv_bfloat16* out, cudaStream_t stream) {
   TROUPE_CHECK(d.key_heads > 0 && d.value_heads > 0 && d.value_heads % d.key_heads == 0,
                "value heads must be a multiple of key heads");
   TROUPE_CHECK(d.key_dim > 0 && d.key_dim <= delta_rule_max_key_dim && d.value_dim > 0, "key_dim must be 1 to 256");
@@ -274,7 +326,8 @@ void gated_delta_rule_chunked(const delta_rule_inputs& in, const delta_rule_head
   TROUPE_CHECK(seqs.query_starts != nullptr && seqs.positions_start != nullptr && seqs.slots != nullptr,
                "prompts need their starts and slots");
   TROUPE_CHECK(in.q != nullptr && in.k != nullptr && in.v != nullptr && in.a != nullptr && in.b != nullptr &&
-                   in.neg_decay_rate != nullptr && in.dt_bias != nullptr && states != nullptr && out != nullptr,
+                   in.neg_decay_rate != nullptr && in.dt_bias != nullptr && states != nullptr && workspace != nullptr &&
+                   out != nullptr,
                "null pointer");
   if (seqs.seqs == 0) return;
   const dim3 grid((d.value_dim + slice - 1) / slice, d.value_heads, seqs.seqs);
@@ -282,15 +335,24 @@ void gated_delta_rule_chunked(const delta_rule_inputs& in, const delta_rule_head
   const auto aligned = [](const void* p) { return reinterpret_cast<uintptr_t>(p) % 4 == 0; };
   const bool staged = in.qkv_stride % 2 == 0 && d.key_dim % 2 == 0 && d.value_dim % 2 == 0 && aligned(in.q) &&
                       aligned(in.k) && aligned(in.v);
-  auto launch = [&](auto kernel, int chunk) {
+  // A sequence's chunks spread over this many blocks of each key head for the sums.
+  constexpr unsigned sum_blocks = 32;
+  auto launch = [&](auto sums_kernel, auto kernel, int chunk) {
+    const size_t sums_bytes = size_t(2 * chunk * (d.key_dim + 1)) * sizeof(float);
+    TROUPE_CUDA_CHECK(cudaFuncSetAttribute(sums_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(sums_bytes)));
+    launch_dependent(sums_kernel, dim3(sum_blocks, d.key_heads, seqs.seqs), block_size, sums_bytes, stream, in, d, seqs,
+                     workspace);
     const size_t bytes = size_t(chunk_layout{chunk, d.key_dim + 1, staged}.floats(d.key_dim)) * sizeof(float);
     TROUPE_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(bytes)));
-    launch_dependent(kernel, grid, block_size, bytes, stream, in, d, seqs, states, out);
+    launch_dependent(kernel, grid, block_size, bytes, stream, in, d, seqs, states, static_cast<const float*>(workspace),
+                     out);
   };
-  if (d.key_dim <= 128)
-    staged ? launch(gated_delta_rule_chunked_kernel<64, true>, 64) : launch(gated_delta_rule_chunked_kernel<64, false>, 64);
+  if (chunk_of(d.key_dim) == 64)
+    staged ? launch(chunk_sums_kernel<64>, gated_delta_rule_chunked_kernel<64, true>, 64)
+           : launch(chunk_sums_kernel<64>, gated_delta_rule_chunked_kernel<64, false>, 64);
   else
-    staged ? launch(gated_delta_rule_chunked_kernel<32, true>, 32) : launch(gated_delta_rule_chunked_kernel<32, false>, 32);
+    staged ? launch(chunk_sums_kernel<32>, gated_delta_rule_chunked_kernel<32, true>, 32)
+           : launch(chunk_sums_kernel<32>, gated_delta_rule_chunked_kernel<32, false>, 32);
 }
 
 }  // namespace troupe::cuda

@@ -15,11 +15,14 @@ namespace troupe::cuda {
 // same arguments and limits as gated_delta_rule; only the sequences of at least
 // delta_rule_chunked_from tokens, the others' rows and slots left to gated_delta_rule(...,
 // delta_rule_chunked_from). A block, a chunk at a time, holds its head's 32 columns of
-// the state: one of several short sequences is better served token by token.
+// the state: one of several short sequences is better served token by token. The
+// chunks' state-free dot products (k_t . k_i, q_t . k_i) are made first, once a key head,
+// into `workspace` (gated_delta_rule_chunked_workspace_floats of the step's tokens).
 // The prompt length from which a sequence takes this kernel: a chunk.
 inline constexpr int delta_rule_chunked_from = 64;
 
 void gated_delta_rule_chunked(const delta_rule_inputs& in, const delta_rule_heads& heads, const state_sequences& seqs,
-                              float* states, __nv_bfloat16* out, cudaStream_t stream);
+                              float* states, float* workspace, __nv_bfloat16* out, cudaStream_t stream);
+size_t gated_delta_rule_chunked_workspace_floats(int tokens, const delta_rule_heads& heads);
 
 }  // namespace troupe::cuda

@@ -35,6 +35,10 @@ using bf16 = __nv_bfloat16;
 constexpr int max_top_logprobs = cuda::sampling_max_top_logprobs;
 constexpr size_t cublas_workspace_bytes = size_t(32) << 20;
 
+cuda::delta_rule_heads delta_rule_heads_of(const model_config& c) {
+  return {c.linear_num_key_heads, c.linear_num_value_heads, c.linear_key_head_dim, c.linear_value_head_dim};
+}
+
 // Decode graphs are captured for these batch sizes; a batch runs in the smallest that holds it.
 constexpr int batch_buckets[] = {1, 2, 4, 8, 12, 16, 24, 32, 40, 48, 56, 64, 80, 96, 112, 128,
                                  160, 192, 224, 256, 320, 384, 448, 512};
@@ -82,6 +86,7 @@ struct gpu_step_runner::buffers {
   bf16* shared_out;   // a shared expert's rows
   float* shared_gate;  // and its gate's logit, per token
   bf16* conv_out;      // Gated DeltaNet: the conv's rows [tokens, conv_dim]
+  float* delta_sums;   // Gated DeltaNet: a prompt's chunk sums (gated_delta_rule_chunked)
   float* attn_workspace;
   bf16* rows;
   float* logits;
@@ -133,6 +138,7 @@ struct gpu_step_runner::buffers {
     shared_out = a.take<bf16>(shared ? t * h : 0);
     shared_gate = a.take<float>(shared ? t : 0);
     conv_out = a.take<bf16>(linear ? t * size_t(c.linear_conv_dim()) : 0);
+    delta_sums = a.take<float>(linear ? cuda::gated_delta_rule_chunked_workspace_floats(int(t), delta_rule_heads_of(c)) : 0);
     attn_workspace = a.take<float>(cuda::paged_attention_workspace_floats(int(s), c.num_heads, c.num_kv_heads, c.head_dim, o.max_model_len));
     rows = a.take<bf16>(sampled * h);
     logits = a.take<float>(sampled * size_t(c.vocab_size));
@@ -415,12 +421,12 @@ void gpu_step_runner::linear_attention(const shape& s, const gpu_linear_attentio
   const cuda::delta_rule_inputs delta_in{b.conv_out, b.conv_out + key_width, b.conv_out + 2 * key_width, conv_dim,
                                          decay_in,   beta_in,                  width,    l.neg_decay_rate,
                                          l.dt_bias};
-  const cuda::delta_rule_heads delta_heads{c.linear_num_key_heads, heads, c.linear_key_head_dim,
-                                           c.linear_value_head_dim};
+  const cuda::delta_rule_heads delta_heads = delta_rule_heads_of(c);
   const bool chunked = !s.decode && s.max_query_len >= cuda::delta_rule_chunked_from;
   cuda::gated_delta_rule(delta_in, delta_heads, seqs, b.delta_states[at], b.attn, stream_,
                          chunked ? cuda::delta_rule_chunked_from : 1 << 30);
-  if (chunked) cuda::gated_delta_rule_chunked(delta_in, delta_heads, seqs, b.delta_states[at], b.attn, stream_);
+  if (chunked)
+    cuda::gated_delta_rule_chunked(delta_in, delta_heads, seqs, b.delta_states[at], b.delta_sums, b.attn, stream_);
   cuda::gated_rms_norm(b.attn, z, width, l.norm, float(c.rms_norm_eps), n, heads, c.linear_value_head_dim, b.attn,
                        stream_);
   cuda::matmul(cublas_, b.attn, n, value_width, l.out, c.hidden_size, dtype::bf16, b.block_out);

@@ -231,7 +231,9 @@ std::vector<float> delta_rule_on_gpu(const delta_inputs& in, const cuda::delta_r
                                        in.stride,    d_rate.get(),               d_bias.get()};
   cuda::gated_delta_rule(inputs, d, seqs.view, pool.get(), d_out.bf16(), nullptr,
                          chunked ? cuda::delta_rule_chunked_from : 1 << 30);
-  if (chunked) cuda::gated_delta_rule_chunked(inputs, d, seqs.view, pool.get(), d_out.bf16(), nullptr);
+  // The chunk sums' workspace poisoned: a sum the scan reads but nobody wrote shows as NaN.
+  device_buffer<float> d_sums(cuda::gated_delta_rule_chunked_workspace_floats(b.tokens(), d), std::nanf(""));
+  if (chunked) cuda::gated_delta_rule_chunked(inputs, d, seqs.view, pool.get(), d_sums.get(), d_out.bf16(), nullptr);
   return to_f32(d_out.to_host());
 }
 
