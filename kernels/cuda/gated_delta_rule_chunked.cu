@@ -56,6 +56,35 @@ __device__ inline void normalise_rows(float* Q, float* K, int n, int dk, int key
   }
 }
 
+// Rows [row0, row0 + n) of key head `key_head`'s q and k in fp32, key_stride apart.
+__device__ inline void load_rows(const delta_rule_inputs& in, int row0, int n, int dk, int key_head, int key_stride,
+                                 float* Q, float* K) {
+  for (int x = int(threadIdx.x); x < n * dk; x += block_size) {
+    const int t = x / dk, i = x % dk;
+    const size_t row = size_t(row0 + t) * in.qkv_stride + size_t(key_head) * dk + i;
+    Q[t * key_stride + i] = __bfloat162float(in.q[row]);
+    K[t * key_stride + i] = __bfloat162float(in.k[row]);
+  }
+}
+
+// k . v_r and q . v_r over dk elements for `count` vectors v_r, element e of v_r at
+// v[r * r_stride + e * e_stride]: a thread's products of its row with the others' (or
+// with the state's columns), the reads of v broadcasts among the threads of a warp.
+template <int count>
+__device__ inline void dot_both(const float* k, const float* q, const float* v, int r_stride, int e_stride, int dk,
+                                float (&kv)[count], float (&qv)[count]) {
+#pragma unroll
+  for (int r = 0; r < count; ++r) kv[r] = qv[r] = 0.0f;
+  for (int e = 0; e < dk; ++e) {
+    const float k_e = k[e], q_e = q[e];
+#pragma unroll
+    for (int r = 0; r < count; ++r) {
+      const float other = v[r * r_stride + e * e_stride];
+      kv[r] += k_e * other, qv[r] += q_e * other;
+    }
+  }
+}
+
 // The chunk's state-free sums, which every block of a key head (its value heads times
 // their column slices) would otherwise compute alike: for row t of a chunk and each i of
 // the part of the chunk a thread owns (the scan kernel's parts, so that a part wholly
@@ -78,29 +107,14 @@ static __global__ void __launch_bounds__(block_size)
   const int t_pair = (warp % warps_a_part) * 32 + lane, part_pair = warp / warps_a_part;
   for (int c0 = int(blockIdx.x) * chunk; c0 < len; c0 += int(gridDim.x) * chunk) {
     const int n = min(chunk, len - c0);
-    for (int x = tid; x < n * dk; x += block_size) {
-      const int t = x / dk, i = x % dk;
-      const size_t row = size_t(first + c0 + t) * in.qkv_stride + size_t(key_head) * dk + i;
-      Q[t * key_stride + i] = __bfloat162float(in.q[row]);
-      K[t * key_stride + i] = __bfloat162float(in.k[row]);
-    }
+    load_rows(in, first + c0, n, dk, key_head, key_stride, Q, K);
     __syncthreads();
     normalise_rows(Q, K, n, dk, key_stride, 1.0f / sqrtf(float(dk)));
     __syncthreads();
     if (t_pair < n && part_pair * pairs <= t_pair) {
       float kk[pairs], qk[pairs];
-#pragma unroll
-      for (int r = 0; r < pairs; ++r) kk[r] = qk[r] = 0.0f;
-      const float *kt = K + t_pair * key_stride, *qt = Q + t_pair * key_stride;
-      const float* ki = K + part_pair * pairs * key_stride;
-      for (int e = 0; e < dk; ++e) {
-        const float k_e = kt[e], q_e = qt[e];
-#pragma unroll
-        for (int r = 0; r < pairs; ++r) {
-          const float other = ki[r * key_stride + e];
-          kk[r] += k_e * other, qk[r] += q_e * other;
-        }
-      }
+      dot_both(K + t_pair * key_stride, Q + t_pair * key_stride, K + part_pair * pairs * key_stride, key_stride, 1, dk,
+               kk, qk);
       float* out = sums + (size_t(first + c0 + t_pair) * d.key_heads + key_head) * 2 * chunk + part_pair * pairs;
 #pragma unroll
       for (int r = 0; r < pairs; ++r) out[r] = kk[r], out[chunk + r] = qk[r];
@@ -181,12 +195,7 @@ static __global__ void __launch_bounds__(block_size)
       }
       for (int x = tid; x < n * slice; x += block_size) U[x] = j0 + x % slice < dv ? __bfloat162float(Vr[x]) : 0.0f;
     } else {
-      for (int x = tid; x < n * dk; x += block_size) {
-        const int t = x / dk, i = x % dk;
-        const size_t row = size_t(first + c0 + t) * in.qkv_stride + size_t(key_head) * dk + i;
-        Q[t * at.key_stride + i] = __bfloat162float(in.q[row]);
-        K[t * at.key_stride + i] = __bfloat162float(in.k[row]);
-      }
+      load_rows(in, first + c0, n, dk, key_head, at.key_stride, Q, K);
       for (int x = tid; x < n * slice; x += block_size) {
         const int t = x / slice, jj = x % slice;
         U[x] = j0 + jj < dv ? __bfloat162float(in.v[size_t(first + c0 + t) * in.qkv_stride + size_t(h) * dv + j0 + jj])
@@ -227,18 +236,7 @@ static __global__ void __launch_bounds__(block_size)
     // K S0 and Q S0 for this thread's row and columns; u starts as beta (v - e^G K S0).
     if (t_own < n) {
       float ks[columns], qs[columns];
-#pragma unroll
-      for (int c = 0; c < columns; ++c) ks[c] = qs[c] = 0.0f;
-      const float *kt = K + t_own * at.key_stride, *qt = Q + t_own * at.key_stride;
-      const float* s_row = S + part * columns;
-      for (int e = 0; e < dk; ++e) {
-        const float k_e = kt[e], q_e = qt[e];
-#pragma unroll
-        for (int c = 0; c < columns; ++c) {
-          const float s_e = s_row[e * slice + c];
-          ks[c] += k_e * s_e, qs[c] += q_e * s_e;
-        }
-      }
+      dot_both(K + t_own * at.key_stride, Q + t_own * at.key_stride, S + part * columns, 1, slice, dk, ks, qs);
       const float start = expf(G[t_own]);
 #pragma unroll
       for (int c = 0; c < columns; ++c) {
