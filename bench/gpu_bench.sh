@@ -23,27 +23,17 @@ timeout 300 "$bin/bench_gpu_forward" "$config" 2>"$out/gpu_forward.err" | tee "$
 echo "== troupe serve --device cuda, driven by troupe bench"
 model=$(mktemp -d)
 cp "$config/config.json" .device/tokenizer/tokenizer.json .device/tokenizer/tokenizer_config.json "$model/"
-"$bin/troupe" serve --device cuda --load-format dummy --model "$model" --served-model-name qwen3-30b-a3b \
-  --port 0 --max-num-seqs 128 --max-num-batched-tokens 8192 --max-model-len 4096 >"$out/serve.out" 2>"$out/serve.err" &
-server=$!
-for _ in $(seq 600); do
-  grep -q "serving" "$out/serve.out" 2>/dev/null && break
-  kill -0 "$server" 2>/dev/null || break
-  sleep 0.5
-done
-url=$(grep -o 'http://[0-9.:]*' "$out/serve.out" | head -1)
-if [ -z "$url" ]; then
-  echo "the server did not start:"; tail -5 "$out/serve.err"
-else
+source scripts/device_server.sh
+if start serve 300 "$bin/troupe" serve --device cuda --load-format dummy --model "$model" \
+     --served-model-name qwen3-30b-a3b --port 0 --max-num-seqs 128 --max-num-batched-tokens 8192 --max-model-len 4096; then
   for c in 1 32 128; do
     prompts=$((c * 4 < 16 ? 16 : c * 4))
     timeout 300 "$bin/troupe" bench --base-url "$url" --model qwen3-30b-a3b --random-input-len 512 \
       --random-output-len 256 --num-prompts "$prompts" --max-concurrency "$c" --disable-progress \
       --json "$out/serve_c$c.json" | tee "$out/serve_c$c.log"
   done
+  stop
 fi
-kill -TERM "$server" 2>/dev/null
-wait "$server" 2>/dev/null
 
 [ "$with_transformers" = 1 ] || exit 0
 echo "== transformers on the same shape"
