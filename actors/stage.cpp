@@ -1,5 +1,6 @@
 #include "actors/stage.hpp"
 
+#include <cstdio>
 #include <cstring>
 #include <thread>
 
@@ -67,6 +68,15 @@ std::vector<sample_request> sample_requests(stage_state& st, const step_plan& pl
   return samples;
 }
 
+// Said where it happened: the scheduler may have stopped waiting (its step timeout, or a
+// stage replaced while stuck), and then only this line tells what the step waited on.
+void log_failure(const stage_options& options, uint64_t step, std::chrono::steady_clock::time_point began,
+                 const std::string& why) {
+  const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
+  std::fprintf(stderr, "troupe: %s: step %llu failed after %.1f s: %s\n", options.name.c_str(),
+               static_cast<unsigned long long>(step), took, why.c_str());
+}
+
 // This stage's layers over the plan, from `hidden` (empty at the first stage); the last
 // stage answers with the sampled tokens, the others hand the step on.
 caf::result<step_result> run_step(self_ptr self, const step_plan& plan, std::vector<float> hidden) {
@@ -80,7 +90,9 @@ caf::result<step_result> run_step(self_ptr self, const step_plan& plan, std::vec
   if (st.hang.count() > 0) std::this_thread::sleep_for(std::exchange(st.hang, std::chrono::milliseconds(0)));
   // A peer that failed (an expert group restarting) fails the step, not the stage: the
   // scheduler re-runs its sequences once the peer is back.
+  const auto began = std::chrono::steady_clock::now();
   auto out = st.runner->run(batch, std::move(hidden), samples);
+  if (!out) log_failure(st.options, plan.step, began, out.err().message);
   if (st.options.generation.replaced())
     return caf::make_error(caf::sec::runtime_error, st.options.name + ": replaced while stuck in step " +
                                                         std::to_string(plan.step));
@@ -141,8 +153,10 @@ stage_actor::behavior_type stage(self_ptr self, stage_options options, step_runn
       },
       [=](step_atom, const step_plan& plan, handed_on_atom) -> caf::result<step_result> {
         busy();
+        const auto began = std::chrono::steady_clock::now();
         auto rows = rows_handed_on(self->state.options, plan);
         if (!rows) {
+          log_failure(self->state.options, plan.step, began, rows.err().message);
           self->send(self->state.health, busy_atom::value, self->state.options.name, false);
           return caf::make_error(caf::sec::runtime_error, self->state.options.name + ": " + rows.err().message);
         }
