@@ -129,7 +129,7 @@ int cluster_up_command(int argc, char** argv) {
     ports.push_back(*started);
   }
 
-  auto link = ucx_transport::create();
+  auto link = ucx_transport::create(std::chrono::duration_cast<std::chrono::milliseconds>(spec.cluster.step_timeout));
   if (!link) return fail("the transport: " + link.err().message);
   caf::actor_system_config config;
   configure_cluster_system(config, spec);

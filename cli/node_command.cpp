@@ -82,7 +82,7 @@ int node_command(int argc, char** argv) {
   }
   const node_spec& me = spec->nodes[size_t(index)];
   const sigset_t stop_signals = block_stop_signals();
-  auto link = ucx_transport::create();
+  auto link = ucx_transport::create(std::chrono::duration_cast<std::chrono::milliseconds>(spec->cluster.step_timeout));
   if (!link) {
     std::fprintf(stderr, "troupe node %s: the transport: %s\n", name->c_str(), link.err().message.c_str());
     return 1;

@@ -53,15 +53,17 @@ struct ucx_transport::operation {
   bool done = false;
   ucs_status_t status = UCS_INPROGRESS;
   // The bytes, owned here: a send's copy, which UCX reads until the peer has taken it, or
-  // a receive's buffer, which UCX fills; a receive's tag, as the sender gave it.
+  // an arrival's buffer, which UCX fills; an arrival's tag, as the sender gave it, and when
+  // the transport took it.
   std::vector<uint8_t> bytes;
   uint64_t tag = 0;
+  std::chrono::steady_clock::time_point arrived_at;
   // A send's peer, and when its link is closed if the peer has not taken the bytes by then.
   int peer = -1;
   std::chrono::steady_clock::time_point deadline;
 };
 
-result<std::unique_ptr<ucx_transport>> ucx_transport::create() {
+result<std::unique_ptr<ucx_transport>> ucx_transport::create(std::chrono::milliseconds drop_unreceived_after) {
   ucp_config_t* config = nullptr;
   if (auto s = ucp_config_read(nullptr, nullptr, &config); s != UCS_OK) return ucx_error("ucp_config_read", s);
   ucs_status_t s = UCS_OK;
@@ -94,14 +96,16 @@ result<std::unique_ptr<ucx_transport>> ucx_transport::create() {
   std::vector<uint8_t> bytes(first, first + address_length);
   ucp_worker_release_address(worker.get(), address);
   return std::unique_ptr<ucx_transport>(
-      new ucx_transport(std::move(context), std::move(worker), event_fd, std::move(bytes)));
+      new ucx_transport(std::move(context), std::move(worker), event_fd, std::move(bytes), drop_unreceived_after));
 }
 
-ucx_transport::ucx_transport(context_ptr context, worker_ptr worker, int event_fd, std::vector<uint8_t> address)
+ucx_transport::ucx_transport(context_ptr context, worker_ptr worker, int event_fd, std::vector<uint8_t> address,
+                             std::chrono::milliseconds drop_unreceived_after)
     : context_(std::move(context)),
       worker_(std::move(worker)),
       event_fd_(event_fd),
       address_(std::move(address)),
+      drop_unreceived_after_(drop_unreceived_after),
       progress_thread_([this] { progress_loop(); }) {}
 
 ucx_transport::~ucx_transport() {
@@ -114,7 +118,8 @@ ucx_transport::~ucx_transport() {
   std::lock_guard lock(mutex_);
   for (auto& p : peers_) close_link(*p);  // which cancels the sends in flight
   // Released to UCX, which never touches them again: the worker goes before any progress.
-  for (auto& op : arriving_) ucp_request_free(op->request);
+  for (auto& op : inbox_)
+    if (op->request) ucp_request_free(op->request);
   for (auto& op : sending_) ucp_request_free(op->request);
   for (auto& op : retired_)
     if (op->request) ucp_request_free(op->request);
@@ -246,64 +251,27 @@ result<transport::message> ucx_transport::receive_locked(std::unique_lock<std::m
     const peer& p = *peers_[size_t(from)];
     return repointed() || (p.failure != UCS_OK && p.failure != UCS_ERR_TIMED_OUT);
   };
-  // A message an earlier receive left arriving is taken once it is in, before UCX's queue
-  // (it came first); one still arriving holds up nothing.
-  auto arrived = arriving_.end();
-  ucp_tag_recv_info_t info{};
-  ucp_tag_message_h found = nullptr;
+  const auto matches = [&](const auto& op) { return ((op->tag ^ tag) & mask) == 0; };
+  // The oldest matching message whose bytes are in; one still arriving holds up nothing.
+  auto arrived = inbox_.end();
   if (!wait_locked(lock, deadline, [&] {
-        arrived = std::find_if(arriving_.begin(), arriving_.end(),
-                               [&](const auto& op) { return op->done && ((op->tag ^ tag) & mask) == 0; });
-        return arrived != arriving_.end() || lost() ||
-               (found = ucp_tag_probe_nb(worker_.get(), tag, mask, 1, &info)) != nullptr;
-      }))
-    return no_message_within(tag, mask, timeout);
-  if (arrived != arriving_.end()) {
-    auto op = std::move(*arrived);
-    arriving_.erase(arrived);
-    return await_arrival(lock, std::move(op), deadline);
-  }
-  if (!found && repointed())
-    return error{"UCX peer " + std::to_string(from) + "'s process was started again while its reply was awaited"};
-  if (!found) return link_down(from, peers_[size_t(from)]->failure);
-
-  auto op = std::make_unique<operation>();
-  op->bytes.resize(info.length);
-  op->tag = info.sender_tag;
-  ucp_request_param_t params{};
-  params.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
-  params.cb.recv = [](void*, ucs_status_t s, const ucp_tag_recv_info_t*, void* user_data) {
-    auto* o = static_cast<operation*>(user_data);
-    o->status = s;
-    o->done = true;
-  };
-  params.user_data = op.get();
-  void* request =
-      ucp_tag_msg_recv_nbx(worker_.get(), info.length ? op->bytes.data() : &no_bytes, info.length, found, &params);
-  if (UCS_PTR_IS_ERR(request)) return ucx_error("ucp_tag_msg_recv_nbx", UCS_PTR_STATUS(request));
-  if (!request) return message{op->tag, std::move(op->bytes)};
-  op->request = request;
-  // The message has begun to arrive: its bytes get a timeout of their own, so a receive
-  // that found it just before its deadline does not give it up.
-  return await_arrival(lock, std::move(op), std::chrono::steady_clock::now() + timeout);
-}
-
-result<transport::message> ucx_transport::await_arrival(std::unique_lock<std::mutex>& lock,
-                                                        std::unique_ptr<operation> op,
-                                                        std::chrono::steady_clock::time_point deadline) {
-  if (!wait_locked(lock, deadline, [&] { return op->done; })) {
+        arrived = std::find_if(inbox_.begin(), inbox_.end(),
+                               [&](const auto& op) { return op->done && op->status == UCS_OK && matches(op); });
+        return arrived != inbox_.end() || lost();
+      })) {
+    const auto arriving = std::find_if(inbox_.begin(), inbox_.end(), matches);
+    if (arriving == inbox_.end()) return no_message_within(tag, mask, timeout);
     char text[160];
     std::snprintf(text, sizeof text, "the message with tag %#llx (%zu bytes) is still arriving",
-                  static_cast<unsigned long long>(op->tag), op->bytes.size());
-    arriving_.push_back(std::move(op));
+                  static_cast<unsigned long long>((*arriving)->tag), (*arriving)->bytes.size());
     return error{text};
   }
-  if (op->status != UCS_OK) {
-    const error failed = ucx_error("receiving a message", op->status);
-    end_locked(std::move(op));
-    return failed;
-  }
-  ucp_request_free(op->request);
+  if (arrived == inbox_.end() && repointed())
+    return error{"UCX peer " + std::to_string(from) + "'s process was started again while its reply was awaited"};
+  if (arrived == inbox_.end()) return link_down(from, peers_[size_t(from)]->failure);
+  auto op = std::move(*arrived);
+  inbox_.erase(arrived);
+  if (op->request) ucp_request_free(op->request);
   return message{op->tag, std::move(op->bytes)};
 }
 
@@ -348,19 +316,59 @@ void ucx_transport::progress_locked() {
   bool any = false;
   while (ucp_worker_progress(worker_.get()) != 0) any = true;
   release_retired_locked();
+  any = take_arrivals_locked() || any;
+  clean_inbox_locked();
   if (!any) return;
-  // A failed arrival is nobody's message; a finished one waits for its receive.
-  const auto failed = std::stable_partition(arriving_.begin(), arriving_.end(), [](const auto& op) {
-    return !op->done || op->status == UCS_OK;
-  });
-  for (auto it = failed; it != arriving_.end(); ++it) end_locked(std::move(*it));
-  arriving_.erase(failed, arriving_.end());
   for (auto& op : take_done(sending_)) {
     peer& p = *peers_[size_t(op->peer)];
     if (op->status != UCS_OK && op->status != UCS_ERR_CANCELED && p.failure == UCS_OK) p.failure = op->status;
     end_locked(std::move(op));
   }
   progressed_.notify_all();
+}
+
+// Taking a message at once, rather than at its receive, lets a rendezvous sender finish as
+// soon as this process runs: a send held until its receiver comes would, at its timeout,
+// close the whole link and drop the other messages on it, replies still awaited among them.
+bool ucx_transport::take_arrivals_locked() {
+  bool any = false;
+  ucp_tag_recv_info_t info{};
+  while (ucp_tag_message_h found = ucp_tag_probe_nb(worker_.get(), 0, 0, 1, &info)) {
+    any = true;
+    auto op = std::make_unique<operation>();
+    op->bytes.resize(info.length);
+    op->tag = info.sender_tag;
+    op->arrived_at = std::chrono::steady_clock::now();
+    ucp_request_param_t params{};
+    params.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
+    params.cb.recv = [](void*, ucs_status_t s, const ucp_tag_recv_info_t*, void* user_data) {
+      auto* o = static_cast<operation*>(user_data);
+      o->status = s;
+      o->done = true;
+    };
+    params.user_data = op.get();
+    void* request =
+        ucp_tag_msg_recv_nbx(worker_.get(), info.length ? op->bytes.data() : &no_bytes, info.length, found, &params);
+    if (UCS_PTR_IS_ERR(request)) continue;  // UCX could not deliver it: like a message lost on the way
+    if (request) {
+      op->request = request;
+    } else {  // in already (a small message)
+      op->status = UCS_OK;
+      op->done = true;
+    }
+    inbox_.push_back(std::move(op));
+  }
+  return any;
+}
+
+void ucx_transport::clean_inbox_locked() {
+  const auto oldest_kept = std::chrono::steady_clock::now() - drop_unreceived_after_;
+  // A failed arrival (its link closed midway) is nobody's message.
+  const auto dropped = std::stable_partition(inbox_.begin(), inbox_.end(), [&](const auto& op) {
+    return !op->done || (op->status == UCS_OK && op->arrived_at >= oldest_kept);
+  });
+  for (auto it = dropped; it != inbox_.end(); ++it) end_locked(std::move(*it));
+  inbox_.erase(dropped, inbox_.end());
 }
 
 void ucx_transport::end_locked(std::unique_ptr<operation> op) {

@@ -7,10 +7,13 @@
 //
 // UCX's own environment variables (UCX_TLS, UCX_NET_DEVICES, ...) choose what it uses;
 // without UCX_TLS it uses tcp and self, which work in any container (ucx_transport.cpp
-// says why). A send never waits for the peer: it copies the bytes, which the peer takes
-// (a large message as a rendezvous) when it receives, so peers that each send before they
-// receive never wait on each other. A dead peer (its connection reset) fails the sends to
-// it from then on; a receive, which takes from any peer, fails at its timeout.
+// says why). A send never waits for the peer's receive: it copies the bytes, and the peer's
+// transport takes every message as it arrives (a large one as a rendezvous), whether or
+// not anyone there receives it yet. So peers that each send before they receive never wait
+// on each other, and a message nobody wants (the reply to a step that already failed)
+// never holds up its sender: only a peer process that stops taking messages does. A dead
+// peer (its connection reset) fails the sends to it from then on; a receive, which takes
+// from any peer, fails at its timeout.
 #include <condition_variable>
 #include <map>
 #include <memory>
@@ -26,7 +29,9 @@ namespace troupe {
 
 class ucx_transport final : public transport {
  public:
-  static result<std::unique_ptr<ucx_transport>> create();
+  // A message no receive has taken within `drop_unreceived_after` of its arrival is
+  // dropped: its receiver has given up (a cluster passes its step timeout).
+  static result<std::unique_ptr<ucx_transport>> create(std::chrono::milliseconds drop_unreceived_after);
   ~ucx_transport() override;
   ucx_transport(const ucx_transport&) = delete;
   ucx_transport& operator=(const ucx_transport&) = delete;
@@ -37,9 +42,10 @@ class ucx_transport final : public transport {
   result<int> connect(const std::vector<uint8_t>& address) override;
   // Closes the peer's link and opens one to the new address under the same id.
   status repoint(int peer, const std::vector<uint8_t>& address) override;
-  // Copies the bytes and returns: the peer takes them whenever it receives. A send the peer
-  // has not taken within `timeout` closes the link to it (UCX cannot cancel one send),
-  // dropping what it still held; the next send opens a new one. A link that failed (the
+  // Copies the bytes and returns: the peer's transport takes them as soon as its process
+  // runs. A send the peer has not taken within `timeout` (its process is stopped or hung)
+  // closes the link to it (UCX cannot cancel one send), dropping what it still held; the
+  // next send opens a new one. A link that failed (the
   // peer's process died, or UCX gave up on a live one: a reset, a keepalive timeout under
   // load) is opened again by the next send, once it has been up a second (else that send
   // fails, as do the others until then): a peer that is alive is reached again without
@@ -63,7 +69,8 @@ class ucx_transport final : public transport {
   using context_ptr = std::unique_ptr<ucp_context, void (*)(ucp_context_h)>;
   using worker_ptr = std::unique_ptr<ucp_worker, void (*)(ucp_worker_h)>;
 
-  ucx_transport(context_ptr context, worker_ptr worker, int event_fd, std::vector<uint8_t> address);
+  ucx_transport(context_ptr context, worker_ptr worker, int event_fd, std::vector<uint8_t> address,
+                std::chrono::milliseconds drop_unreceived_after);
   static void on_peer_error(void* peer, ucp_ep_h, ucs_status_t status);
   status open_link(peer& p);
   // Receives a message, from any peer (from < 0) or failing once the link to `from` fails.
@@ -73,11 +80,11 @@ class ucx_transport final : public transport {
   template <class Done>
   bool wait_locked(std::unique_lock<std::mutex>& lock, std::chrono::steady_clock::time_point deadline, Done done);
   void progress_loop();
-  // The message of a receive that matched it (arriving_'s, or one just taken from UCX)
-  // once its bytes are in, or an error at `deadline` with the receive kept in arriving_.
-  result<message> await_arrival(std::unique_lock<std::mutex>& lock, std::unique_ptr<operation> op,
-                                std::chrono::steady_clock::time_point deadline);
   void progress_locked();
+  // Moves every message UCX holds for this worker into inbox_; true if there was one.
+  bool take_arrivals_locked();
+  // Ends the arrivals that failed and drops those nobody received in time.
+  void clean_inbox_locked();
   void close_stalled_links_locked();
   // Frees an operation UCX has ended: at once if it succeeded, else once it is retired.
   void end_locked(std::unique_ptr<operation> op);
@@ -93,9 +100,10 @@ class ucx_transport final : public transport {
   std::condition_variable progressed_;
   std::vector<std::unique_ptr<peer>> peers_;
   std::map<std::string, int> peer_ids_;  // by address
-  // Messages whose receive timed out while they arrived, oldest first: a later receive
-  // whose tag matches takes them before it looks at UCX's queue.
-  std::vector<std::unique_ptr<operation>> arriving_;
+  // Every message taken from UCX, oldest first, arrived or still arriving, until a receive
+  // whose tag matches takes it or it is dropped.
+  std::vector<std::unique_ptr<operation>> inbox_;
+  const std::chrono::milliseconds drop_unreceived_after_;
   std::vector<std::unique_ptr<operation>> sending_;  // sends the peers have not taken yet
   // Operations UCX ended with an error, a closed or failed link's cancelled ones among
   // them. UCX's TCP transport cannot cancel what it has begun to send: the closed link's

@@ -6,6 +6,7 @@
 
 #include "tests/transport/child_process.hpp"
 #include "tests/transport/echo_peer_protocol.hpp"
+#include "tests/transport/keep_unreceived.hpp"
 #include "transport/ucx_transport.hpp"
 
 namespace troupe::test {
@@ -23,7 +24,7 @@ struct echo_peer {
 };
 
 inline result<echo_peer> start_echo_peer(const std::string& path, std::chrono::milliseconds patience) {
-  auto self = ucx_transport::create();
+  auto self = ucx_transport::create(keep_unreceived);
   if (!self) return self.err();
   echo_peer p{std::move(self).value(), std::make_unique<child_process>(path)};
   if (!p.child->started()) return error{"cannot start " + path};

@@ -8,6 +8,7 @@
 
 #include "tests/support/error_text.hpp"
 #include "transport/in_process_transport.hpp"
+#include "tests/transport/keep_unreceived.hpp"
 #include "transport/ucx_transport.hpp"
 
 namespace troupe::test {
@@ -19,7 +20,7 @@ struct in_process_kind {
 
 struct ucx_kind {
   std::unique_ptr<transport> make() {
-    auto t = ucx_transport::create();
+    auto t = ucx_transport::create(keep_unreceived);
     BOOST_REQUIRE_MESSAGE(t, error_text(t));
     return std::move(t).value();
   }

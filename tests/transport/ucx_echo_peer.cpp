@@ -7,6 +7,7 @@
 #include <iostream>
 
 #include "tests/transport/echo_peer_protocol.hpp"
+#include "tests/transport/keep_unreceived.hpp"
 #include "transport/ucx_transport.hpp"
 
 using namespace troupe;
@@ -22,7 +23,7 @@ int fail(const std::string& what) {
 
 int main() {
   constexpr auto patience = std::chrono::minutes(1);
-  auto created = ucx_transport::create();
+  auto created = ucx_transport::create(test::keep_unreceived);
   if (!created) return fail(created.err().message);
   auto& t = **created;
   std::cout << test::address_prefix << test::to_hex(t.address()) << std::endl;

@@ -21,6 +21,7 @@
 
 #include "tests/transport/echo_peer_protocol.hpp"
 #include "tests/transport/node_exchange.hpp"
+#include "tests/transport/keep_unreceived.hpp"
 #include "transport/ucx_transport.hpp"
 
 using namespace troupe;
@@ -39,7 +40,7 @@ void say(const std::string& line) {
 }  // namespace
 
 int main() {
-  auto created = ucx_transport::create();
+  auto created = ucx_transport::create(test::keep_unreceived);
   if (!created) {
     std::fprintf(stderr, "ucx_node_peer: %s\n", created.err().message.c_str());
     return 1;
