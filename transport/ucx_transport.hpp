@@ -45,11 +45,11 @@ class ucx_transport final : public transport {
   // Copies the bytes and returns: the peer's transport takes them as soon as its process
   // runs. A send the peer has not taken within `timeout` (its process is stopped or hung)
   // closes the link to it (UCX cannot cancel one send), dropping what it still held; the
-  // next send opens a new one. A link that failed (the
-  // peer's process died, or UCX gave up on a live one: a reset, a keepalive timeout under
-  // load) is opened again by the next send, once it has been up a second (else that send
-  // fails, as do the others until then): a peer that is alive is reached again without
-  // anyone calling connect, a dead one fails again.
+  // next send opens a new one. A link that failed (the peer's process died, or UCX gave up
+  // on a live one: a reset, a keepalive timeout under load) is opened again by the next
+  // send, once it has been up a second (else that send fails, as do the others until
+  // then): a peer that is alive is reached again without anyone calling connect, a dead
+  // one fails again.
   status send(int peer, uint64_t tag, const void* data, size_t bytes, std::chrono::milliseconds timeout) override;
   // A receive that times out while its message is arriving leaves that message to the next
   // receive its tag matches: a slow arrival (a loaded host, a stalled sender) comes late,
