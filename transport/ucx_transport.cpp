@@ -259,7 +259,8 @@ result<transport::message> ucx_transport::receive_locked(std::unique_lock<std::m
                                [&](const auto& op) { return op->done && op->status == UCS_OK && matches(op); });
         return arrived != inbox_.end() || lost();
       })) {
-    const auto arriving = std::find_if(inbox_.begin(), inbox_.end(), matches);
+    const auto arriving =
+        std::find_if(inbox_.begin(), inbox_.end(), [&](const auto& op) { return !op->done && matches(op); });
     if (arriving == inbox_.end()) return no_message_within(tag, mask, timeout);
     char text[160];
     std::snprintf(text, sizeof text, "the message with tag %#llx (%zu bytes) is still arriving",
@@ -317,7 +318,6 @@ void ucx_transport::progress_locked() {
   while (ucp_worker_progress(worker_.get()) != 0) any = true;
   release_retired_locked();
   any = take_arrivals_locked() || any;
-  clean_inbox_locked();
   if (!any) return;
   for (auto& op : take_done(sending_)) {
     peer& p = *peers_[size_t(op->peer)];
@@ -417,6 +417,7 @@ void ucx_transport::progress_loop() {
   while (!stopping_) {
     progress_locked();
     close_stalled_links_locked();
+    clean_inbox_locked();
     const ucs_status_t armed = ucp_worker_arm(worker_.get());
     if (armed == UCS_ERR_BUSY) continue;  // events came in since the last progress
     TROUPE_CHECK(armed == UCS_OK, ucs_status_string(armed));

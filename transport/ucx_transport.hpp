@@ -83,7 +83,8 @@ class ucx_transport final : public transport {
   void progress_locked();
   // Moves every message UCX holds for this worker into inbox_; true if there was one.
   bool take_arrivals_locked();
-  // Ends the arrivals that failed and drops those nobody received in time.
+  // Ends the arrivals that failed and drops those nobody received in time: the progress
+  // thread's upkeep, with close_stalled_links_locked, not every waiting receive's.
   void clean_inbox_locked();
   void close_stalled_links_locked();
   // Frees an operation UCX has ended: at once if it succeeded, else once it is retired.
