@@ -14,7 +14,14 @@
 namespace troupe {
 
 // An HTTP request as the server thread hands it to the gateway actor (this process only).
+// One dropped unanswered (its gateway died holding it, or before taking it) is answered
+// 503 then, so no client waits on a request that nobody holds.
 struct http_call {
+  http_call(http::request r, std::shared_ptr<http::responder> p) : request(std::move(r)), responder(std::move(p)) {}
+  http_call(const http_call&) = delete;
+  http_call& operator=(const http_call&) = delete;
+  ~http_call();
+
   http::request request;
   std::shared_ptr<http::responder> responder;
 };

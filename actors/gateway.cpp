@@ -1,6 +1,9 @@
 #include "actors/gateway.hpp"
 
+#include <openssl/crypto.h>
+
 #include <algorithm>
+#include <atomic>
 #include <cstdio>
 
 #include "actors/replica_control.hpp"
@@ -26,7 +29,9 @@ double seconds(clock_type::duration d) { return std::chrono::duration<double>(d)
 void answer(self_ptr self, const http_call_ptr& http, const std::string& endpoint, int status, std::string body,
             const char* type = json_type) {
   self->state.metrics->requests.add({{"endpoint", endpoint}, {"status", std::to_string(status)}}).inc();
-  http->responder->respond(status, type, std::move(body));
+  std::vector<http::header> extra;
+  if (status == 429 || status == 503) extra.push_back({"Retry-After", "1"});
+  http->responder->respond(status, type, std::move(body), std::move(extra));
 }
 
 void answer_error(self_ptr self, const http_call_ptr& http, const std::string& endpoint, const api_error& e) {
@@ -95,6 +100,39 @@ void finish_call(self_ptr self, uint64_t id) {
   stop_if_drained(self, replica);
 }
 
+// The call's requests are cancelled and it is forgotten, unanswered here: its client left
+// (`status` 499) or the caller answers it.
+void forget_call(self_ptr self, uint64_t call_id, int status) {
+  auto& st = self->state;
+  auto it = st.calls.find(call_id);
+  if (it == st.calls.end()) return;
+  for (request_id r : it->second.requests) {
+    self->send(st.replicas[it->second.replica].scheduler, cancel_atom::value, r);
+    st.by_request.erase(r);
+  }
+  st.router->finished(it->second.replica, false, clock_type::now());
+  st.metrics->requests.add({{"endpoint", it->second.endpoint}, {"status", std::to_string(status)}}).inc();
+  const size_t replica = it->second.replica;
+  st.calls.erase(it);
+  stop_if_drained(self, replica);
+}
+
+// A handler that throws has met a bug: its request fails with a 500 (an error event if its
+// stream began), the gateway goes on.
+template <class Work>
+void contained(self_ptr self, const http_call_ptr& http, const char* what, Work work) {
+  try {
+    work();
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "troupe: gateway: %s failed: %s\n", what, e.what());
+    std::vector<uint64_t> of_request;
+    for (const auto& [id, c] : self->state.calls)
+      if (c.http == http) of_request.push_back(id);
+    for (uint64_t id : of_request) forget_call(self, id, 500);
+    http->responder->fail(500, api_error{500, std::string("internal error: ") + e.what(), "internal_server_error", {}, {}}.to_json());
+  }
+}
+
 // Whether every component of the replica reported ready (and there is one).
 bool replica_ready(const replica_endpoint& r, const std::vector<component_health>& parts) {
   bool any = false;
@@ -113,8 +151,19 @@ void start_generation(self_ptr self, const http_call_ptr& http, const std::strin
                       std::vector<generation_call::choice_prompt> prompts, const chat_reply_parsing& parsing = {}) {
   auto& st = self->state;
   if (options.model != st.options.served_model_name) return answer_error(self, http, endpoint, unknown_model(options.model));
-  if (st.calls.size() >= st.options.max_pending)
+  // Pending work is counted in sequences (prompts x n), which is what the engine runs.
+  const size_t sequences = prompts.size() * size_t(options.n);
+  if (sequences > st.options.max_pending)
+    return answer_error(self, http, endpoint,
+                        bad_param(prompts.size() > 1 ? "prompt" : "n",
+                                  "the request asks for " + std::to_string(sequences) + " sequences (prompts x n); this server "
+                                  "takes at most " + std::to_string(st.options.max_pending) + " at once"));
+  if (st.by_request.size() + sequences > st.options.max_pending)
     return answer_error(self, http, endpoint, {429, "the server has too many requests queued; retry later", "rate_limit_error", {}, {}});
+  for (const auto& [id, bias] : options.logit_bias)
+    if (id >= st.options.vocab_size)
+      return answer_error(self, http, endpoint, bad_param("logit_bias", "token id " + std::to_string(id) + " is outside the vocabulary (0.." +
+                                                                            std::to_string(st.options.vocab_size - 1) + ")"));
   for (const auto& p : prompts) {
     for (int id : p.ids)
       if (id < 0 || id >= st.options.vocab_size)
@@ -474,9 +523,28 @@ void admin_status(self_ptr self, const http_call_ptr& http) {
   });
 }
 
+// "Bearer KEY", the scheme in any case (RFC 9110); the key compared in constant time.
 bool authorized(const gateway_state& st, const http::request& req) {
-  if (st.options.api_key.empty()) return true;
-  return req.header_value("authorization") == "Bearer " + st.options.api_key;
+  const std::string& key = st.options.api_key;
+  if (key.empty()) return true;
+  std::string_view value = req.header_value("authorization");
+  const size_t space = value.find(' ');
+  if (space == std::string_view::npos || !http::equals_ignoring_case(value.substr(0, space), "bearer")) return false;
+  value.remove_prefix(space);
+  while (!value.empty() && value.front() == ' ') value.remove_prefix(1);
+  return value.size() == key.size() && CRYPTO_memcmp(value.data(), key.data(), key.size()) == 0;
+}
+
+// The endpoint a request is counted under in /metrics: a route, never the raw path, so
+// that unknown paths cannot add series.
+std::string endpoint_label(const std::string& path) {
+  static const char* const routes[] = {"/health", "/metrics", "/version", "/v1/models", "/v1/completions",
+                                       "/v1/chat/completions", "/tokenize", "/detokenize", "/admin/status",
+                                       "/admin/traffic", "/admin/replicas"};
+  for (const char* r : routes)
+    if (path == r) return r;
+  if (path.rfind("/admin/replicas/", 0) == 0) return "/admin/replicas";
+  return "other";
 }
 
 void route(self_ptr self, const http_call_ptr& http) {
@@ -486,7 +554,8 @@ void route(self_ptr self, const http_call_ptr& http) {
   const bool guarded =
       path.rfind("/v1/", 0) == 0 || path.rfind("/admin/", 0) == 0 || path == "/tokenize" || path == "/detokenize";
   if (guarded && !authorized(self->state, req))
-    return answer_error(self, http, path, {401, "Incorrect API key provided.", "invalid_request_error", {}, "invalid_api_key"});
+    return answer_error(self, http, endpoint_label(path),
+                        {401, "Incorrect API key provided.", "invalid_request_error", {}, "invalid_api_key"});
   struct endpoint {
     const char* path;
     bool post;
@@ -521,6 +590,27 @@ void route(self_ptr self, const http_call_ptr& http) {
   answer_error(self, http, "other", {404, "no endpoint " + path, "invalid_request_error", {}, {}});
 }
 
+// New tokens (or the end) of choice `index` of a call.
+void on_tokens(self_ptr self, uint64_t call_id, int index, const token_event& ev) {
+  auto& st = self->state;
+  auto& c = st.calls[call_id];
+  if (!ev.tokens.empty() && !c.has_first_token) {
+    c.has_first_token = true;
+    c.first_token = clock_type::now();
+    st.metrics->time_to_first_token.observe(seconds(c.first_token - c.start));
+  }
+  st.metrics->generation_tokens.inc(double(ev.tokens.size()));
+  bool cancel = false;
+  std::string out = c.generation->on_event(index, ev, cancel);
+  const scheduler_actor& scheduler = st.replicas[c.replica].scheduler;
+  if (cancel) self->send(scheduler, cancel_atom::value, ev.id);
+  if (!out.empty()) c.http->responder->write(std::move(out));
+  if (c.generation->failed())  // one failed choice fails the call: stop the others
+    for (request_id r : c.requests)
+      if (r != ev.id) self->send(scheduler, cancel_atom::value, r);
+  if (c.generation->done() || c.generation->failed()) finish_call(self, call_id);
+}
+
 // The warm-up requests go through route() as a client's would, answered by a responder
 // that reports back to this actor.
 void start_warmup(self_ptr self) {
@@ -531,11 +621,22 @@ void start_warmup(self_ptr self) {
   for (auto& r : http::warmup_requests(st.options.warmup_requests, st.options.served_model_name, st.chat != nullptr,
                                        st.options.api_key)) {
     auto done = [me](int status, const std::string& body) { caf::anon_send(me, warmed_atom::value, status, body); };
-    route(self, std::make_shared<http_call>(http_call{std::move(r), std::make_shared<http::warmup_responder>(done)}));
+    route(self, std::make_shared<http_call>(std::move(r), std::make_shared<http::warmup_responder>(done)));
   }
 }
 
 }  // namespace
+
+gateway_state::~gateway_state() {
+  for (const auto& [id, c] : calls)
+    for (request_id r : c.requests) caf::anon_send(replicas[c.replica].scheduler, cancel_atom::value, r);
+}
+
+http_call::~http_call() {
+  if (responder)
+    responder->fail(503, api_error{503, "the gateway stopped while it held this request; retry it", "service_unavailable", {}, {}}
+                             .to_json());
+}
 
 gateway_metrics::gateway_metrics(metrics::registry& r)
     : requests(r.add_counter("troupe_requests_total", "HTTP requests answered, by endpoint and status code.")),
@@ -580,47 +681,25 @@ gateway_actor::behavior_type gateway(gateway_actor::stateful_pointer<gateway_sta
   st.health = health;
   st.registry = std::make_shared<metrics::registry>();
   st.metrics = std::make_unique<gateway_metrics>(*st.registry);
-  st.warmup_left = std::max(0, st.options.warmup_requests);
+  // Request ids stay unique across the gateway's restarts, in the schedulers that outlive it.
+  static std::atomic<request_id> starts{0};
+  const request_id start = starts++;
+  st.next_request = (start << 40) + 1;
+  // The engine is warm by the time a gateway is started again.
+  st.warmup_left = start == 0 ? std::max(0, st.options.warmup_requests) : 0;
   st.warmup_started = st.warmup_left == 0;
   self->send(self, tick_atom::value);
   return {
-      [=](http_atom, const http_call_ptr& http) { route(self, http); },
+      [=](http_atom, const http_call_ptr& http) { contained(self, http, "a request", [&] { route(self, http); }); },
       [=](const token_event& ev) {
         auto& st = self->state;
         auto at = st.by_request.find(ev.id);
         if (at == st.by_request.end()) return;
         const auto [call_id, index] = at->second;
-        auto& c = st.calls[call_id];
-        if (!ev.tokens.empty() && !c.has_first_token) {
-          c.has_first_token = true;
-          c.first_token = clock_type::now();
-          st.metrics->time_to_first_token.observe(seconds(c.first_token - c.start));
-        }
-        st.metrics->generation_tokens.inc(double(ev.tokens.size()));
-        bool cancel = false;
-        std::string out = c.generation->on_event(index, ev, cancel);
-        const scheduler_actor& scheduler = st.replicas[c.replica].scheduler;
-        if (cancel) self->send(scheduler, cancel_atom::value, ev.id);
-        if (!out.empty()) c.http->responder->write(std::move(out));
-        if (c.generation->failed())  // one failed choice fails the call: stop the others
-          for (request_id r : c.requests)
-            if (r != ev.id) self->send(scheduler, cancel_atom::value, r);
-        if (c.generation->done() || c.generation->failed()) finish_call(self, call_id);
+        const http_call_ptr http = st.calls[call_id].http;
+        contained(self, http, "a token event", [&] { on_tokens(self, call_id, index, ev); });
       },
-      [=](closed_atom, uint64_t call_id) {
-        auto& st = self->state;
-        auto it = st.calls.find(call_id);
-        if (it == st.calls.end()) return;
-        for (request_id r : it->second.requests) {
-          self->send(st.replicas[it->second.replica].scheduler, cancel_atom::value, r);
-          st.by_request.erase(r);
-        }
-        st.router->finished(it->second.replica, false, clock_type::now());
-        st.metrics->requests.add({{"endpoint", it->second.endpoint}, {"status", "499"}}).inc();
-        const size_t replica = it->second.replica;
-        st.calls.erase(it);
-        stop_if_drained(self, replica);
-      },
+      [=](closed_atom, uint64_t call_id) { forget_call(self, call_id, 499); },
       [=](tick_atom) {
         self->request(self->state.health, std::chrono::seconds(5), health_atom::value)
             .then(

@@ -94,6 +94,10 @@ struct gateway_state {
   int warmup_left = 0;           // warm-up requests not finished yet
   bool warmup_started = false;   // sent (or there are none)
   std::chrono::steady_clock::time_point warmup_start;
+
+  // A gateway that dies (a bug, the gateway drill) cancels its requests: nobody would take
+  // their tokens.
+  ~gateway_state();
 };
 
 gateway_actor::behavior_type gateway(gateway_actor::stateful_pointer<gateway_state> self, gateway_options options,

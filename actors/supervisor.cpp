@@ -33,7 +33,7 @@ void restart_later(self_ptr self, const std::string& name, const restart_policy&
     return;
   }
   times.push_back(now);
-  self->send(health, restarted_atom::value, name);
+  if (health) self->send(health, restarted_atom::value, name);
   self->delayed_send(self, policy.backoff, restart_atom::value, name);
 }
 
@@ -43,7 +43,7 @@ caf::behavior supervisor(self_ptr self, std::vector<child_spec> specs, restart_p
                          health_monitor_actor health, caf::actor listener) {
   self->state.specs = std::move(specs);
   for (const auto& spec : self->state.specs) {
-    self->send(health, expect_atom::value, spec.name);
+    if (health) self->send(health, expect_atom::value, spec.name);
     start_child(self, spec, listener);
   }
   // Exits from children are trapped (their down messages drive restarts); any other exit

@@ -40,7 +40,8 @@ struct supervisor_state {
   std::map<std::string, std::deque<std::chrono::steady_clock::time_point>> restarts;
 };
 
-// Tells `health` about restarts and `listener` about every child (re)start, with its handle.
+// Tells `health` (unless null) about restarts and `listener` about every child (re)start,
+// with its handle.
 // Messages: `crash_atom, name` and `hang_atom, name, ms` pass a drill on to that child;
 // `stuck_atom, name` (from the health monitor) replaces it when the policy says so.
 caf::behavior supervisor(caf::stateful_actor<supervisor_state>* self, std::vector<child_spec> specs,

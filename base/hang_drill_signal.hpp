@@ -21,4 +21,10 @@ status send_hang_drill(int pid, int ms);
 // a plain SIGUSR1.
 std::optional<int> hang_drill_ms(const siginfo_t& info);
 
+// The gateway drill: the same signal with the value -1 makes the gateway actor of the
+// receiving process (troupe serve, cluster up) fail as a crash would; its supervisor
+// starts it again. Node processes, which run no gateway, ignore it.
+status send_gateway_crash_drill(int pid);
+bool is_gateway_crash_drill(const siginfo_t& info);
+
 }  // namespace troupe

@@ -1,8 +1,15 @@
 #include "cli/serve_gateway.hpp"
 
+#include <signal.h>
+#include <unistd.h>
+
+#include <atomic>
 #include <cstdio>
 #include <cstring>
+#include <future>
+#include <mutex>
 
+#include "actors/supervisor.hpp"
 #include "base/hang_drill_signal.hpp"
 
 namespace troupe::cli {
@@ -40,19 +47,71 @@ served_engine served(caf::actor_system& system, engine& e) {
           }};
 }
 
+namespace {
+
+// The gateway that runs now, for the HTTP server's thread: its supervisor's listener
+// replaces it at every (re)start.
+struct current_gateway {
+  std::mutex mutex;
+  gateway_actor actor;
+  std::promise<void> first_start;
+  std::atomic<bool> gave_up{false};  // it failed too often: the process stops with status 1
+};
+
+// Told of every start of the gateway, then of its supervisor (to monitor): once the
+// supervisor gives up, stops the process.
+caf::behavior gateway_listener(caf::event_based_actor* self, std::shared_ptr<current_gateway> current) {
+  self->set_down_handler([=](caf::down_msg& msg) {
+    if (msg.reason != caf::exit_reason::user_shutdown) {
+      std::fprintf(stderr, "troupe: the gateway's supervisor gave up (%s); stopping\n", caf::to_string(msg.reason).c_str());
+      current->gave_up = true;
+      kill(getpid(), SIGTERM);
+    }
+    self->quit();
+  });
+  return {
+      [=](child_up_atom, const std::string&, const caf::actor& started) {
+        std::lock_guard<std::mutex> lock(current->mutex);
+        if (current->actor) std::fprintf(stderr, "troupe: the gateway was restarted by its supervisor\n");
+        else current->first_start.set_value();
+        current->actor = caf::actor_cast<gateway_actor>(started);
+      },
+      [=](const caf::actor& supervisor) { self->monitor(supervisor); },
+  };
+}
+
+}  // namespace
+
 int serve_until_stopped(caf::actor_system& system, const served_engine& e, const text_codec& codec,
                         gateway_options g, const http::server_options& http, const sigset_t& stop_signals,
                         const char* command) {
   g.max_model_len = e.max_model_len;
   g.vocab_size = e.config.vocab_size;
   g.eos_token_ids = e.config.eos_token_ids;
-  auto gw = system.spawn(gateway, g, codec.tok, codec.chat, e.replicas, e.health);
-  auto server = http::server::start(http, [gw](http::request req, std::shared_ptr<http::responder> r) {
-    caf::anon_send(gw, http_atom::value, std::make_shared<http_call>(http_call{std::move(req), std::move(r)}));
+  // The gateway under a supervisor of its own: one that dies (a bug, the gateway drill) is
+  // started again within its backoff while the HTTP server keeps its socket, and the
+  // requests the dead one held are answered 503 (http_call's destructor).
+  auto current = std::make_shared<current_gateway>();
+  std::vector<child_spec> gateway_spec{{"gateway", [=](caf::local_actor* parent) {
+    return caf::actor_cast<caf::actor>(parent->spawn(gateway, g, codec.tok, codec.chat, e.replicas, e.health));
+  }}};
+  restart_policy policy;
+  policy.backoff = std::chrono::milliseconds(20);
+  auto listener = system.spawn(gateway_listener, current);
+  auto gateway_supervisor = system.spawn(supervisor, gateway_spec, policy, health_monitor_actor{}, listener);
+  caf::anon_send(listener, gateway_supervisor);
+  current->first_start.get_future().wait();
+  auto server = http::server::start(http, [current](http::request req, std::shared_ptr<http::responder> r) {
+    gateway_actor to;
+    {
+      std::lock_guard<std::mutex> lock(current->mutex);
+      to = current->actor;
+    }
+    caf::anon_send(to, http_atom::value, std::make_shared<http_call>(std::move(req), std::move(r)));
   });
   if (!server) {
     std::fprintf(stderr, "%s: %s\n", command, server.err().message.c_str());
-    caf::anon_send_exit(gw, caf::exit_reason::user_shutdown);
+    caf::anon_send_exit(gateway_supervisor, caf::exit_reason::user_shutdown);
     e.stop();
     return 1;
   }
@@ -64,6 +123,10 @@ int serve_until_stopped(caf::actor_system& system, const served_engine& e, const
   for (;;) {
     if (sigwaitinfo(&stop_signals, &info) < 0) continue;  // interrupted
     if (info.si_signo != hang_drill_signal) break;
+    if (is_gateway_crash_drill(info)) {
+      std::fprintf(stderr, "troupe: gateway drill: the gateway fails as a crash would\n");
+      caf::anon_send(gateway_supervisor, crash_atom::value, std::string("gateway"));
+    }
     if (auto ms = hang_drill_ms(info)) {
       std::fprintf(stderr, "troupe: hang drill: every stage here blocks its next step for %d ms\n", *ms);
       e.hang(*ms);
@@ -73,10 +136,10 @@ int serve_until_stopped(caf::actor_system& system, const served_engine& e, const
   (*server)->stop_accepting();
   (*server)->shutdown(std::chrono::seconds(30));
   server->reset();
-  caf::anon_send_exit(gw, caf::exit_reason::user_shutdown);
+  caf::anon_send_exit(gateway_supervisor, caf::exit_reason::user_shutdown);
   e.stop();
   std::fprintf(stderr, "troupe: stopped\n");
-  return 0;
+  return current->gave_up ? 1 : 0;
 }
 
 }  // namespace troupe::cli

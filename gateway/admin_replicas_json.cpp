@@ -4,9 +4,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include "gateway/json_body.hpp"
+
 namespace troupe {
 
-using json = nlohmann::json;
+using json = nlohmann::ordered_json;
 
 result<replica_change, api_error> parse_replica_change(std::string_view path, std::string_view text) {
   replica_change c;
@@ -18,9 +20,9 @@ result<replica_change, api_error> parse_replica_change(std::string_view path, st
   c.name = std::string(path.substr(0, slash));
   c.add = action == "add";
   if (text.empty()) return c;
-  json body = json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (body.is_discarded() || !body.is_object())
-    return api_error{400, "the request body must be a JSON object", "invalid_request_error", {}, {}};
+  auto parsed = parse_json_object(text);
+  if (!parsed) return parsed.err();
+  const json& body = *parsed;
   for (const auto& [key, value] : body.items()) {
     if (!c.add) return bad_param(key, "unknown field " + key + " (a remove takes none)");
     if (key == "weight") {

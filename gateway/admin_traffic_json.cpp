@@ -4,14 +4,16 @@
 
 #include <nlohmann/json.hpp>
 
+#include "gateway/json_body.hpp"
+
 namespace troupe {
 
-using json = nlohmann::json;
+using json = nlohmann::ordered_json;
 
 result<traffic_request, api_error> parse_traffic_request(std::string_view text) {
-  json body = json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (body.is_discarded() || !body.is_object())
-    return api_error{400, "the request body must be a JSON object", "invalid_request_error", {}, {}};
+  auto parsed = parse_json_object(text);
+  if (!parsed) return parsed.err();
+  const json& body = *parsed;
   traffic_request r;
   auto weights = body.find("weights");
   if (weights == body.end() || !weights->is_object() || weights->empty())

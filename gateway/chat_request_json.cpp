@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <optional>
 
+#include "gateway/json_body.hpp"
 #include "gateway/output_grammar_json.hpp"
 #include "gateway/template_value.hpp"
 #include "gateway/tool_parameter_type.hpp"
@@ -27,7 +28,8 @@ result<json, api_error> normalise_message(const json& m, size_t i) {
   if (content.is_array()) {
     std::string text;
     for (const json& part : content) {
-      if (!part.is_object() || part.value("type", "") != "text" || !part.contains("text") || !part["text"].is_string())
+      if (!part.is_object() || !part.contains("type") || part["type"] != "text" || !part.contains("text") ||
+          !part["text"].is_string())
         return bad_param(where + ".content", "only text content parts are supported by this model");
       text += part["text"].get<std::string>();
     }
@@ -56,6 +58,7 @@ result<json, api_error> normalise_message(const json& m, size_t i) {
 
 result<std::vector<tool_spec>, api_error> parse_tools(const json& tools) {
   if (!tools.is_array()) return bad_param("tools", "tools must be a list");
+  if (auto e = check_count(tools.size(), max_tools, "tools", "tools")) return *e;
   std::vector<tool_spec> specs;
   for (size_t i = 0; i < tools.size(); ++i) {
     const std::string where = "tools[" + std::to_string(i) + "]";
@@ -98,14 +101,15 @@ std::optional<api_error> parse_tool_choice(const json& body, const std::vector<t
 }  // namespace
 
 result<chat_request, api_error> parse_chat_request(std::string_view text, tool_call_format calls_format) {
-  json body = json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (body.is_discarded()) return api_error{400, "the request body is not valid JSON", "invalid_request_error", {}, {}};
-  if (!body.is_object()) return api_error{400, "the request body must be a JSON object", "invalid_request_error", {}, {}};
+  auto parsed = parse_json_object(text);
+  if (!parsed) return parsed.err();
+  json& body = *parsed;
   auto options = parse_generation_options(body);
   if (!options) return options.err();
   chat_request r{std::move(*options), {}, {}, {}, tool_choice::automatic, {}, true, true, {}, -1};
   if (!body.contains("messages") || !body["messages"].is_array() || body["messages"].empty())
     return bad_param("messages", "messages must be a non-empty list");
+  if (auto e = check_count(body["messages"].size(), max_messages, "messages", "messages")) return *e;
   json messages = json::array();
   for (size_t i = 0; i < body["messages"].size(); ++i) {
     auto m = normalise_message(body["messages"][i], i);
@@ -140,11 +144,10 @@ result<chat_request, api_error> parse_chat_request(std::string_view text, tool_c
     if (body["logprobs"].get<bool>()) r.top_logprobs = 0;
   }
   if (body.contains("top_logprobs") && !body["top_logprobs"].is_null()) {
-    const json& t = body["top_logprobs"];
-    if (!t.is_number_integer() || t.get<int>() < 0 || t.get<int>() > 20)
-      return bad_param("top_logprobs", "top_logprobs must be an integer from 0 to 20");
+    const auto t = exact_integer(body["top_logprobs"]);
+    if (!t || *t < 0 || *t > 20) return bad_param("top_logprobs", "top_logprobs must be an integer from 0 to 20");
     if (r.top_logprobs < 0) return bad_param("top_logprobs", "top_logprobs needs logprobs set to true");
-    r.top_logprobs = t.get<int>();
+    r.top_logprobs = int(*t);
   }
   if (body.contains("add_generation_prompt")) {
     if (!body["add_generation_prompt"].is_boolean()) return bad_param("add_generation_prompt", "add_generation_prompt must be true or false");

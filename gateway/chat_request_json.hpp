@@ -33,6 +33,10 @@ struct chat_request {
   bool parses_tool_calls() const { return !tool_specs->empty() && choice != tool_choice::none; }
 };
 
+// What one request may list (a 400 past it).
+inline constexpr size_t max_messages = 4096;
+inline constexpr size_t max_tools = 512;
+
 // calls_format: the markup the chat template teaches, which a forced tool call is held to.
 result<chat_request, api_error> parse_chat_request(std::string_view body, tool_call_format calls_format);
 

@@ -50,6 +50,20 @@ void connection_responder::end() {
   post([this](http_connection& c) { c.end(this); });
 }
 
+void connection_responder::fail(int status, std::string error_body) {
+  phase was = fresh;
+  if (phase_.compare_exchange_strong(was, done)) {
+    post([this, status, body = std::move(error_body)](http_connection& c) mutable {
+      c.respond(this, status, "application/json", std::move(body), {});
+    });
+  } else if (was == streaming && phase_.compare_exchange_strong(was, done)) {
+    post([this, body = std::move(error_body)](http_connection& c) mutable {
+      c.write(this, "data: " + body + "\n\ndata: [DONE]\n\n");
+      c.end(this);
+    });
+  }
+}
+
 void connection_responder::on_close(std::function<void()> callback) {
   inbox_->post([self = shared_from_this(), callback = std::move(callback)]() mutable {
     if (!self->settled_) {

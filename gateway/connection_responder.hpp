@@ -24,6 +24,7 @@ class connection_responder final : public responder,
   void start_stream(int status, std::string content_type, std::vector<header> extra) override;
   void write(std::string chunk) override;
   void end() override;
+  void fail(int status, std::string error_body) override;
   bool closed() const override { return closed_; }
   void on_close(std::function<void()> callback) override;
 

@@ -1,9 +1,12 @@
 #include "gateway/generation_request_json.hpp"
 
+#include <charconv>
 #include <cmath>
+#include <cstdint>
 
 #include <nlohmann/json.hpp>
 
+#include "gateway/json_body.hpp"
 #include "gateway/output_grammar_json.hpp"
 
 namespace troupe {
@@ -27,12 +30,13 @@ class fields {
       return fail(name, std::string(name) + " must be a number from " + text(lo) + " to " + text(hi));
     out = v->get<float>();
   }
-  void integer(const char* name, long long lo, long long hi, int& out) {
+  void integer(const char* name, int64_t lo, int64_t hi, int& out) {
     const json* v = get(name);
     if (!v) return;
-    if (!v->is_number_integer() || v->get<long long>() < lo || v->get<long long>() > hi)
+    const auto i = exact_integer(*v);
+    if (!i || *i < lo || *i > hi)
       return fail(name, std::string(name) + " must be an integer from " + std::to_string(lo) + " to " + std::to_string(hi));
-    out = int(v->get<long long>());
+    out = int(*i);
   }
   void boolean(const char* name, bool& out) {
     const json* v = get(name);
@@ -40,8 +44,9 @@ class fields {
     if (!v->is_boolean()) return fail(name, std::string(name) + " must be true or false");
     out = v->get<bool>();
   }
-  void fail(std::string param, std::string message) {
-    if (!failed_) failure_ = bad_param(std::move(param), std::move(message)), failed_ = true;
+  void fail(std::string param, std::string message) { fail(bad_param(std::move(param), std::move(message))); }
+  void fail(api_error e) {
+    if (!failed_) failure_ = std::move(e), failed_ = true;
   }
   bool failed() const { return failed_; }
   const api_error& failure() const { return failure_; }
@@ -57,6 +62,22 @@ class fields {
   bool failed_ = false;
   api_error failure_;
 };
+
+// {"token id": bias}: ids as decimal strings (the vocabulary check is the gateway's, which
+// knows the model), biases from -100 to 100.
+void read_logit_bias(const json& bias, fields& f, std::vector<std::pair<int, float>>& out) {
+  if (!bias.is_object()) return f.fail("logit_bias", "logit_bias must be an object of token ids to numbers");
+  if (auto e = check_count(bias.size(), max_token_list, "logit_bias", "entries")) return f.fail(*e);
+  for (const auto& [key, value] : bias.items()) {
+    int64_t id = -1;
+    const auto [end, ec] = std::from_chars(key.data(), key.data() + key.size(), id);
+    if (ec != std::errc() || end != key.data() + key.size() || key.empty() || id < 0 || id > INT32_MAX)
+      return f.fail("logit_bias", "logit_bias key \"" + key + "\" is not a token id");
+    if (!value.is_number() || !(value.get<double>() >= -100 && value.get<double>() <= 100))
+      return f.fail("logit_bias", "logit_bias values must be numbers from -100 to 100");
+    out.emplace_back(int(id), value.get<float>());
+  }
+}
 
 }  // namespace
 
@@ -80,7 +101,7 @@ result<generation_options, api_error> parse_generation_options(const json& body)
   f.number("repetition_penalty", 1e-9, 1e9, o.sampling.repetition_penalty);
   if (const json* seed = f.get("seed")) {
     if (!seed->is_number_integer()) f.fail("seed", "seed must be an integer");
-    else o.sampling.seed = uint64_t(seed->get<int64_t>()), o.has_seed = true;
+    else o.sampling.seed = seed->get<uint64_t>(), o.has_seed = true;  // modulo 2^64, as numpy takes it
   }
   f.integer("n", 1, 128, o.n);
   f.boolean("stream", o.stream);
@@ -93,14 +114,20 @@ result<generation_options, api_error> parse_generation_options(const json& body)
     else if (stop->is_array() && std::all_of(stop->begin(), stop->end(), [](const json& s) { return s.is_string(); }))
       for (const json& s : *stop) o.stop.push_back(s.get<std::string>());
     else f.fail("stop", "stop must be a string or a list of strings");
-    if (std::any_of(o.stop.begin(), o.stop.end(), [](const std::string& s) { return s.empty(); }))
-      f.fail("stop", "stop strings must not be empty");
+    if (auto e = check_count(o.stop.size(), max_stop_strings, "stop", "strings")) f.fail(*e);
+    for (const std::string& s : o.stop) {
+      if (s.empty()) f.fail("stop", "stop strings must not be empty");
+      if (s.size() > max_stop_bytes)
+        f.fail("stop", "a stop string is longer than " + std::to_string(max_stop_bytes) + " bytes");
+    }
   }
   if (const json* ids = f.get("stop_token_ids")) {
-    if (!ids->is_array() || !std::all_of(ids->begin(), ids->end(), [](const json& i) { return i.is_number_integer(); }))
-      f.fail("stop_token_ids", "stop_token_ids must be a list of integers");
-    else o.stop_token_ids = ids->get<std::vector<int>>();
+    auto read = token_ids(*ids, "stop_token_ids");
+    if (!read) f.fail(read.err());
+    else if (auto e = check_count(read->size(), max_token_list, "stop_token_ids", "ids")) f.fail(*e);
+    else o.stop_token_ids = std::move(*read);
   }
+  if (const json* bias = f.get("logit_bias")) read_logit_bias(*bias, f, o.logit_bias);
   f.boolean("ignore_eos", o.ignore_eos);
   f.boolean("skip_special_tokens", o.skip_special_tokens);
   f.boolean("return_tokens_as_token_ids", o.return_tokens_as_token_ids);
@@ -117,37 +144,39 @@ result<generation_options, api_error> parse_generation_options(const json& body)
 }
 
 result<completion_request, api_error> parse_completion_request(std::string_view text) {
-  json body = json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (body.is_discarded()) return api_error{400, "the request body is not valid JSON", "invalid_request_error", {}, {}};
-  if (!body.is_object()) return api_error{400, "the request body must be a JSON object", "invalid_request_error", {}, {}};
+  auto parsed = parse_json_object(text);
+  if (!parsed) return parsed.err();
+  const json& body = *parsed;
   auto options = parse_generation_options(body);
   if (!options) return options.err();
   completion_request r{std::move(*options), {}, -1, false};
   fields f(body);
   const json* prompt = f.get("prompt");
   const std::string shape = "prompt must be a string, a list of strings, a list of token ids or a list of lists of token ids";
-  auto ids_of = [](const json& a) {
-    return a.is_array() && !a.empty() && std::all_of(a.begin(), a.end(), [](const json& i) { return i.is_number_integer(); });
+  // A list of ids is one prompt; a list of strings or of id lists is several.
+  auto ids_of = [](const json& a) { return a.is_array() && !a.empty() && a.front().is_number(); };
+  auto add_ids = [&](const json& a) -> std::optional<api_error> {
+    auto ids = token_ids(a, "prompt");
+    if (!ids) return ids.err();
+    r.prompts.push_back({{}, std::move(*ids), true});
+    return std::nullopt;
   };
   if (!prompt) return bad_param("prompt", "prompt is required");
   if (prompt->is_string()) {
     r.prompts.push_back({prompt->get<std::string>(), {}, false});
   } else if (ids_of(*prompt)) {
-    r.prompts.push_back({{}, prompt->get<std::vector<int>>(), true});
+    if (auto e = add_ids(*prompt)) return *e;
   } else if (prompt->is_array() && !prompt->empty()) {
     for (const json& p : *prompt) {
       if (p.is_string()) r.prompts.push_back({p.get<std::string>(), {}, false});
-      else if (ids_of(p)) r.prompts.push_back({{}, p.get<std::vector<int>>(), true});
-      else return bad_param("prompt", shape);
+      else if (ids_of(p)) {
+        if (auto e = add_ids(p)) return *e;
+      } else return bad_param("prompt", shape);
     }
   } else {
     return bad_param("prompt", shape);
   }
-  if (const json* lp = f.get("logprobs")) {
-    if (!lp->is_number_integer() || lp->get<int>() < 0 || lp->get<int>() > 20)
-      return bad_param("logprobs", "logprobs must be an integer from 0 to 20");
-    r.logprobs = lp->get<int>();
-  }
+  f.integer("logprobs", 0, 20, r.logprobs);
   f.boolean("echo", r.echo);
   if (f.failed()) return f.failure();
   if (r.options.max_tokens < 0) r.options.max_tokens = 16;  // the completions API's default

@@ -3,6 +3,7 @@
 // fields are shared with chat completions (parse_generation_options).
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json_fwd.hpp>
@@ -29,7 +30,13 @@ struct generation_options {
   bool return_tokens_as_token_ids = false;  // vLLM: "token_id:N" instead of token text
   std::string user;  // OpenAI's end-user id; also a session key that keeps a replica
   grammar output_grammar;  // response_format, guided_choice or a forced tool call; no rules: free
+  std::vector<std::pair<int, float>> logit_bias;  // token id, bias; ids not yet checked against the vocabulary
 };
+
+// What one request may list (a 400 past it).
+inline constexpr size_t max_stop_strings = 64;
+inline constexpr size_t max_stop_bytes = 1024;
+inline constexpr size_t max_token_list = 4096;  // stop_token_ids, logit_bias entries
 
 struct prompt_input {
   std::string text;      // a text prompt, or

@@ -11,7 +11,7 @@ namespace troupe::http {
 // Answers one request. Thread-safe: any thread may call it (the gateway answers from actor
 // threads); work is handed to the loop thread (uv_async). Calls after the client went
 // away are ignored. Calls out of order (write() before start_stream(), anything after
-// respond() or end()) are bugs and stop the process.
+// respond() or end()) are bugs and stop the process; fail() is allowed at any time.
 class responder {
  public:
   virtual ~responder() = default;
@@ -21,6 +21,10 @@ class responder {
                             std::vector<header> extra = {}) = 0;  // chunked
   virtual void write(std::string chunk) = 0;  // one chunk of a started stream
   virtual void end() = 0;                     // last chunk; keep-alive continues
+  // Ends the response with an error, whatever was sent so far: one not begun is answered
+  // `status` with the JSON `error_body`; a started stream gets `data: <error_body>` and
+  // `data: [DONE]` events and ends; one that ended stays as it is.
+  virtual void fail(int status, std::string error_body) = 0;
   virtual bool closed() const = 0;            // the client disconnected
   // Called once, from the loop thread, if the client disconnects before end()/respond().
   virtual void on_close(std::function<void()> callback) = 0;

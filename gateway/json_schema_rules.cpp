@@ -1,7 +1,8 @@
 #include "gateway/json_schema_rules.hpp"
 
-#include <optional>
+#include <charconv>
 #include <set>
+#include <string_view>
 
 namespace troupe {
 
@@ -19,6 +20,39 @@ const std::set<std::string> annotations = {"title", "description", "default", "e
 const std::set<std::string> supported = {"type", "properties", "required", "additionalProperties", "items",
                                          "minItems", "maxItems", "minLength", "maxLength", "enum", "const",
                                          "anyOf", "$ref"};
+
+// The value a JSON pointer's tokens ("a/b/0", with ~0 and ~1 escapes) name in `document`;
+// null when it names none or is malformed. nlohmann's json_pointer throws on both.
+const json* resolve(const json& document, std::string_view pointer) {
+  const json* at = &document;
+  while (true) {
+    const size_t slash = pointer.find('/');
+    const std::string_view part = pointer.substr(0, slash);
+    std::string token;
+    for (size_t i = 0; i < part.size(); ++i) {
+      if (part[i] != '~') {
+        token += part[i];
+        continue;
+      }
+      if (i + 1 >= part.size() || (part[i + 1] != '0' && part[i + 1] != '1')) return nullptr;
+      token += part[++i] == '0' ? '~' : '/';
+    }
+    if (at->is_object()) {
+      auto it = at->find(token);
+      if (it == at->end()) return nullptr;
+      at = &*it;
+    } else if (at->is_array()) {
+      size_t index = 0;
+      const auto [end, ec] = std::from_chars(token.data(), token.data() + token.size(), index);
+      if (ec != std::errc() || end != token.data() + token.size() || token.empty() || index >= at->size()) return nullptr;
+      at = &(*at)[index];
+    } else {
+      return nullptr;
+    }
+    if (slash == std::string_view::npos) return at;
+    pointer.remove_prefix(slash + 1);
+  }
+}
 
 }  // namespace
 
@@ -252,12 +286,12 @@ grammar_sequence schema_translator::reference(const json& ref, const std::string
   if (!ref.is_string()) fail_schema(where, "a $ref that is not a string");
   auto target = ref.get<std::string>();
   if (auto found = references_.find(target); found != references_.end()) return grammar_builder::reference(found->second);
-  std::optional<json::json_pointer> pointer;
-  if (target.starts_with("#/$defs/") || target.starts_with("#/definitions/")) pointer = json::json_pointer(target.substr(1));
-  if (!pointer || !document_.contains(*pointer)) fail_schema(where, "a $ref that names no #/$defs/ entry ('" + target + "')");
+  const json* found = nullptr;
+  if (target.starts_with("#/$defs/") || target.starts_with("#/definitions/")) found = resolve(document_, target.substr(2));
+  if (!found) fail_schema(where, "a $ref that names no #/$defs/ entry ('" + target + "')");
   int32_t index = b_.declare();
   references_[target] = index;
-  b_.define(index, {value(document_.at(*pointer), target)});
+  b_.define(index, {value(*found, target)});
   return grammar_builder::reference(index);
 }
 

@@ -4,6 +4,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "gateway/json_body.hpp"
+
 namespace troupe {
 namespace {
 
@@ -12,9 +14,9 @@ using json = nlohmann::ordered_json;
 std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
 
 result<json, api_error> object_body(std::string_view body) {
-  json j = json::parse(body, nullptr, false);
-  if (j.is_discarded()) return api_error{400, "the request body is not valid JSON", "invalid_request_error", {}, {}};
-  if (!j.is_object()) return api_error{400, "the request body must be a JSON object", "invalid_request_error", {}, {}};
+  auto parsed = parse_json_object(body);
+  if (!parsed) return parsed.err();
+  json& j = *parsed;
   if (!j.contains("model") || !j["model"].is_string()) return bad_param("model", "model is required and must be a string");
   return j;
 }
@@ -46,8 +48,8 @@ result<tokenize_request, api_error> parse_tokenize_request(std::string_view body
 }
 
 bool has_messages(std::string_view body) {
-  json j = json::parse(body, nullptr, false);
-  return j.is_object() && j.contains("messages");
+  auto j = parse_json_object(body);
+  return j && j->contains("messages");
 }
 
 std::string tokenize_json(const std::vector<int>& tokens, int max_model_len) {
@@ -57,10 +59,9 @@ std::string tokenize_json(const std::vector<int>& tokens, int max_model_len) {
 result<detokenize_request, api_error> parse_detokenize_request(std::string_view body) {
   auto j = object_body(body);
   if (!j) return j.err();
-  const json& t = (*j)["tokens"];
-  if (!t.is_array() || !std::all_of(t.begin(), t.end(), [](const json& v) { return v.is_number_integer(); }))
-    return bad_param("tokens", "tokens is required and must be a list of integers");
-  return detokenize_request{(*j)["model"].get<std::string>(), t.get<std::vector<int>>()};
+  auto tokens = token_ids((*j)["tokens"], "tokens");
+  if (!tokens) return tokens.err();
+  return detokenize_request{(*j)["model"].get<std::string>(), std::move(*tokens)};
 }
 
 std::string detokenize_json(const std::string& text) { return dump({{"prompt", text}}); }

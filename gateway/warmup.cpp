@@ -31,6 +31,7 @@ std::vector<request> warmup_requests(int n, const std::string& model, bool chat,
 warmup_responder::warmup_responder(std::function<void(int, const std::string&)> done) : done_(std::move(done)) {}
 
 void warmup_responder::respond(int status, std::string, std::string body, std::vector<header>) {
+  ended_ = true;
   done_(status, body);
 }
 
@@ -41,7 +42,15 @@ void warmup_responder::write(std::string chunk) { body_ += chunk; }
 // A stream that failed after it began ends with an error event: the warm-up counts it as
 // failed, with the event as its body.
 void warmup_responder::end() {
+  ended_ = true;
   done_(body_.find("data: {\"error\"") == std::string::npos ? status_ : 500, body_);
+}
+
+void warmup_responder::fail(int status, std::string error_body) {
+  if (ended_) return;
+  if (status_ == 0) return respond(status, "application/json", std::move(error_body), {});
+  body_ += "data: " + error_body + "\n\ndata: [DONE]\n\n";
+  end();
 }
 
 }  // namespace troupe::http

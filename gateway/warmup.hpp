@@ -26,12 +26,14 @@ class warmup_responder final : public responder {
   void start_stream(int status, std::string content_type, std::vector<header> extra) override;
   void write(std::string chunk) override;
   void end() override;
+  void fail(int status, std::string error_body) override;
   bool closed() const override { return false; }
   void on_close(std::function<void()>) override {}
 
  private:
   std::function<void(int, const std::string&)> done_;
-  int status_ = 0;
+  int status_ = 0;  // once a stream began
+  bool ended_ = false;
   std::string body_;
 };
 

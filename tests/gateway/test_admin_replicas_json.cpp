@@ -36,7 +36,7 @@ BOOST_AUTO_TEST_CASE(bad_paths_and_bodies_are_refused) {
       {"green", "", 404, "no endpoint"},
       {"/add", "", 404, "no endpoint"},
       {"green/add", "[1]", 400, "must be a JSON object"},
-      {"green/add", "{", 400, "must be a JSON object"},
+      {"green/add", "{", 400, "not valid JSON"},
       {"green/add", R"({"weight": -1})", 400, "weight must be a number 0 or more"},
       {"green/add", R"({"weight": "2"})", 400, "weight must be a number 0 or more"},
       {"green/add", R"({"ramp_s": 90000})", 400, "ramp_s must be a number of seconds"},

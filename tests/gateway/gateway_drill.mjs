@@ -1,0 +1,6 @@
+// The gateway drill for the Node tests, through tests/support/send_drill.cpp.
+import { execFileSync } from 'node:child_process';
+
+export function sendGatewayDrill(pid) {
+  execFileSync(process.env.TROUPE_SEND_DRILL, [String(pid), 'gateway']);
+}
