@@ -130,7 +130,12 @@ int request_parser::on_headers_complete(http_parser* p) {
   request_parser& s = self(p);
   request& r = s.current_.message;
   if (p->http_major != 1) return s.fail(505, "HTTP version not supported");
-  for (header& h : r.headers) trim_trailing_space(h.value);
+  for (header& h : r.headers) {
+    // RFC 9112 5.1: whitespace before the colon is refused, lest a proxy read it otherwise.
+    if (h.name.find_first_of(" \t") != std::string::npos)
+      return s.fail(400, "malformed request: whitespace in the header name \"" + h.name + "\"");
+    trim_trailing_space(h.value);
+  }
   r.method = http_method_str(http_method(p->method));
   split_target(s.url_, r);
   bool has_length = p->flags & F_CONTENTLENGTH;

@@ -1,7 +1,8 @@
 #pragma once
-// The request parser's fuzz body, shared by the libFuzzer target (fuzz_http_request.cpp,
-// clang only) and the bounded random-input test that ctest runs everywhere. Any bytes,
-// fed in any pieces, must end in requests that respect the limits or in a clean error.
+// The request parser's fuzz body, shared by the libFuzzer harness
+// (tests/fuzz/http_request_fuzzer.cpp, in the sanitizer build) and the bounded random-input
+// test of every build. Any bytes, fed in any pieces, must end in requests that respect the
+// limits or in a clean error.
 #include <cstddef>
 #include <cstdint>
 #include <string_view>

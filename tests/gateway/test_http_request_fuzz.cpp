@@ -1,4 +1,4 @@
-// The fuzz body of fuzz_http_request.cpp on seeded random inputs, bounded in time, so that
+// The fuzz body of tests/fuzz/http_request_fuzzer.cpp on seeded random inputs, bounded in time, so that
 // CI exercises it with g++ too: random bytes, and valid requests with random damage.
 #define BOOST_TEST_MODULE http_request_fuzz
 #include <boost/test/unit_test.hpp>

@@ -107,6 +107,8 @@ BOOST_AUTO_TEST_CASE(asks_for_100_continue_only_when_a_body_is_awaited) {
 BOOST_AUTO_TEST_CASE(answers_malformed_and_oversized_requests) {
   BOOST_TEST(parse("\x01\x02garbage\r\n\r\n").error == 400);
   BOOST_TEST(parse("GET / HTTP/1.1\r\nBad Header\r\n\r\n").error == 400);
+  BOOST_TEST(parse("POST / HTTP/1.1\r\nContent-Length : 5\r\n\r\nhello").error == 400);
+  BOOST_TEST(parse("GET / HTTP/1.1\r\nHost\t: a\r\n\r\n").error == 400);
   BOOST_TEST(parse("POST / HTTP/1.1\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n").error == 400);
   BOOST_TEST(parse("POST / HTTP/1.1\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n").error == 400);
   BOOST_TEST(parse("POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n").error == 400);

@@ -187,6 +187,8 @@ BOOST_AUTO_TEST_CASE(a_client_that_stops_reading_a_stream_is_dropped_after_the_s
   test::pending_requests pending;
   http::server_options o;
   o.send_timeout = 1s;
+  // Before the server: closing its connections at the end calls the on_close callbacks.
+  std::atomic<bool> stalled_dropped{false}, slow_dropped{false};
   auto server = test::start_server(pending.handler(), o);
   auto stream_to = [&](http_client& c, std::atomic<bool>& dropped, std::atomic<size_t>& written,
                        std::chrono::steady_clock::time_point until) {
@@ -203,7 +205,6 @@ BOOST_AUTO_TEST_CASE(a_client_that_stops_reading_a_stream_is_dropped_after_the_s
     });
   };
   http_client stalled(server->port()), slow(server->port());
-  std::atomic<bool> stalled_dropped{false}, slow_dropped{false};
   std::atomic<size_t> stalled_written{0}, slow_written{0};
   const auto begin = std::chrono::steady_clock::now();
   auto stalled_writer = stream_to(stalled, stalled_dropped, stalled_written, begin + 20s);

