@@ -535,15 +535,34 @@ bool authorized(const gateway_state& st, const http::request& req) {
   return value.size() == key.size() && CRYPTO_memcmp(value.data(), key.data(), key.size()) == 0;
 }
 
+// The routes with one method each; /admin/traffic and /admin/replicas route themselves.
+struct endpoint {
+  const char* path;
+  bool post;
+  void (*handle)(self_ptr, const http_call_ptr&);
+};
+const endpoint endpoints[] = {
+    {"/health", false, health},
+    {"/metrics", false, metrics_page},
+    {"/admin/status", false, admin_status},
+    {"/version", false, [](self_ptr s, const http_call_ptr& h) { answer(s, h, "/version", 200, version_json()); }},
+    {"/v1/models", false,
+     [](self_ptr s, const http_call_ptr& h) {
+       answer(s, h, "/v1/models", 200, models_json(s->state.options.served_model_name, s->state.options.max_model_len));
+     }},
+    {"/v1/completions", true, completions},
+    {"/v1/chat/completions", true, chat_completions},
+    {"/tokenize", true, tokenize},
+    {"/detokenize", true, detokenize},
+};
+
 // The endpoint a request is counted under in /metrics: a route, never the raw path, so
 // that unknown paths cannot add series.
 std::string endpoint_label(const std::string& path) {
-  static const char* const routes[] = {"/health", "/metrics", "/version", "/v1/models", "/v1/completions",
-                                       "/v1/chat/completions", "/tokenize", "/detokenize", "/admin/status",
-                                       "/admin/traffic", "/admin/replicas"};
-  for (const char* r : routes)
-    if (path == r) return r;
-  if (path.rfind("/admin/replicas/", 0) == 0) return "/admin/replicas";
+  for (const auto& e : endpoints)
+    if (path == e.path) return path;
+  if (path == "/admin/traffic") return path;
+  if (path == "/admin/replicas" || path.rfind("/admin/replicas/", 0) == 0) return "/admin/replicas";
   return "other";
 }
 
@@ -556,25 +575,6 @@ void route(self_ptr self, const http_call_ptr& http) {
   if (guarded && !authorized(self->state, req))
     return answer_error(self, http, endpoint_label(path),
                         {401, "Incorrect API key provided.", "invalid_request_error", {}, "invalid_api_key"});
-  struct endpoint {
-    const char* path;
-    bool post;
-    void (*handle)(self_ptr, const http_call_ptr&);
-  };
-  static const endpoint endpoints[] = {
-      {"/health", false, health},
-      {"/metrics", false, metrics_page},
-      {"/admin/status", false, admin_status},
-      {"/version", false, [](self_ptr s, const http_call_ptr& h) { answer(s, h, "/version", 200, version_json()); }},
-      {"/v1/models", false,
-       [](self_ptr s, const http_call_ptr& h) {
-         answer(s, h, "/v1/models", 200, models_json(s->state.options.served_model_name, s->state.options.max_model_len));
-       }},
-      {"/v1/completions", true, completions},
-      {"/v1/chat/completions", true, chat_completions},
-      {"/tokenize", true, tokenize},
-      {"/detokenize", true, detokenize},
-  };
   if (path == "/admin/replicas" || path.rfind("/admin/replicas/", 0) == 0) return admin_replicas(self, http);
   if (path == "/admin/traffic") {
     if (!get && !post)

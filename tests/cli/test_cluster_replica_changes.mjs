@@ -245,7 +245,7 @@ test('bad replica changes are refused with clear errors and change nothing', asy
     ['/admin/replicas/red/remove', {}, 409, /red is off/],
     ['/admin/replicas/green/add', { weight: -1 }, 400, /weight must be a number/],
     ['/admin/replicas/green/add', { colour: 'red' }, 400, /unknown field colour/],
-    ['/admin/replicas/green/add', 'not json', 400, /must be a JSON object/],
+    ['/admin/replicas/green/add', 'not json', 400, /not valid JSON/],
     ['/admin/replicas/green/remove', { weight: 0 }, 400, /a remove takes none/],
     ['/admin/replicas/green/explode', {}, 404, /no endpoint/],
   ];
