@@ -58,7 +58,7 @@ void connection_responder::fail(int status, std::string error_body) {
     });
   } else if (was == streaming && phase_.compare_exchange_strong(was, done)) {
     post([this, body = std::move(error_body)](http_connection& c) mutable {
-      c.write(this, "data: " + body + "\n\ndata: [DONE]\n\n");
+      c.write(this, sse_error_end(body));
       c.end(this);
     });
   }

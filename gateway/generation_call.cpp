@@ -2,6 +2,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "gateway/response_format.hpp"
+
 namespace troupe {
 namespace {
 
@@ -229,7 +231,7 @@ std::string generation_call::stream_end() const {
 }
 
 std::string generation_call::stream_error(const api_error& e) {
-  return "data: " + e.to_json() + "\n\ndata: [DONE]\n\n";
+  return http::sse_error_end(e.to_json());
 }
 
 std::string generation_call::response_body() const {

@@ -84,4 +84,8 @@ bool valid_header(const header& h) {
   return h.value.find_first_of(std::string_view("\r\n\0", 3)) == std::string::npos;
 }
 
+std::string sse_error_end(std::string_view error_json) {
+  return "data: " + std::string(error_json) + "\n\ndata: [DONE]\n\n";
+}
+
 }  // namespace troupe::http

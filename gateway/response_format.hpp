@@ -26,6 +26,10 @@ inline constexpr std::string_view continue_line = "HTTP/1.1 100 Continue\r\n\r\n
 // {"error":{"message":"...","type":"invalid_request_error","param":null,"code":null}}
 std::string error_body(std::string_view message);
 
+// The end of a server-sent event stream that failed: `data: <error_json>` then
+// `data: [DONE]`, as OpenAI's API ends one.
+std::string sse_error_end(std::string_view error_json);
+
 // A header the server can send as it is: a token name, no line breaks in the value.
 bool valid_header(const header& h);
 

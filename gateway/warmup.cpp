@@ -2,6 +2,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "gateway/response_format.hpp"
+
 namespace troupe::http {
 
 std::vector<request> warmup_requests(int n, const std::string& model, bool chat, const std::string& api_key) {
@@ -49,7 +51,7 @@ void warmup_responder::end() {
 void warmup_responder::fail(int status, std::string error_body) {
   if (ended_) return;
   if (status_ == 0) return respond(status, "application/json", std::move(error_body), {});
-  body_ += "data: " + error_body + "\n\ndata: [DONE]\n\n";
+  body_ += sse_error_end(error_body);
   end();
 }
 

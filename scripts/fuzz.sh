@@ -8,9 +8,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${1:-600}
 shift || true
-CC=clang CXX=clang++ cmake -S . -B build-sanitize -G Ninja -DCMAKE_BUILD_TYPE=Release \
-  -DCMAKE_CXX_FLAGS_RELEASE="-O1 -gline-tables-only" -DTROUPE_SANITIZE=ON >/dev/null
-cmake --build build-sanitize --target sanitized
+scripts/sanitize.sh --build-only
 names=("$@")
 if [ ${#names[@]} -eq 0 ]; then
   for f in tests/fuzz/*_fuzzer.cpp; do names+=("$(basename "$f" _fuzzer.cpp)"); done
