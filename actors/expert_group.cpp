@@ -2,6 +2,8 @@
 
 #include <cstdio>
 
+#include "actors/local_sender.hpp"
+
 namespace troupe {
 namespace {
 
@@ -38,7 +40,9 @@ expert_group_actor::behavior_type expert_group(self_ptr self, expert_group_optio
         if (!server) return report(self, "asked to serve a step, but it serves no stage on another GPU");
         if (auto served = server->serve(step); !served) report(self, served.err().message);
       },
-      [=](crash_atom) { self->quit(caf::make_error(caf::sec::runtime_error, "crash drill")); },
+      [=](crash_atom) {
+        if (from_this_process(self)) self->quit(caf::make_error(caf::sec::runtime_error, "crash drill"));
+      },
   };
 }
 

@@ -30,6 +30,17 @@ bool joined(self_ptr self) {
   return sender != nullptr && self->state.joined.count(sender->node()) > 0;
 }
 
+void refuse_stranger(self_ptr self, const char* what) {
+  std::fprintf(stderr, "troupe node %s: ignored %s from a peer that has not joined\n",
+               self->state.options.spec.nodes[size_t(self->state.options.node)].name.c_str(), what);
+}
+
+// A drill or an exit from this process or from a head that joined; anyone else on the
+// control port (a peer without the secret) is refused them.
+bool trusted(self_ptr self, const caf::node_id& from) {
+  return from == self->node() || self->state.joined.count(from) > 0;
+}
+
 // The replica's expert groups as a stage on this node reaches them: in this process, or
 // through the peer of the node that holds them.
 std::vector<remote_experts::group> expert_route(const node_agent_state& st, const replica_spec& replica,
@@ -161,6 +172,16 @@ backend_options backend_options_of(const cluster_spec& spec) {
 
 node_agent_actor::behavior_type node_agent(self_ptr self, node_agent_options options) {
   self->state.options = std::move(options);
+  // An exit's `source` is what the sender wrote: the envelope's sender is checked instead.
+  // Without one it is a linked supervisor's end (CAF sends those anonymously).
+  self->set_exit_handler([=](caf::exit_msg& msg) {
+    const auto& sender = self->current_sender();
+    const auto& supervisors = self->state.supervisors;
+    const bool allowed = sender ? trusted(self, sender->node())
+                                : std::find(supervisors.begin(), supervisors.end(), msg.source) != supervisors.end();
+    if (!allowed) return refuse_stranger(self, "an exit");
+    if (msg.reason) self->quit(msg.reason);
+  });
   self->set_down_handler([=](caf::down_msg& msg) {
     auto& st = self->state;
     if (auto it = st.stopping.find(msg.source); it != st.stopping.end()) {  // a removed replica's part ended
@@ -257,7 +278,11 @@ node_agent_actor::behavior_type node_agent(self_ptr self, node_agent_options opt
         return st.peers[size_t(node)];
       },
       [=](hang_atom, int ms) {
-        for (const auto& [supervising, name] : self->state.stages) caf::anon_send(supervising, hang_atom::value, name, ms);
+        if (!self->current_sender() || !trusted(self, self->current_sender()->node()))
+          return refuse_stranger(self, "a hang drill");
+        // As this agent: a supervisor takes drills from this process only.
+        const auto me = caf::actor_cast<caf::actor>(self);
+        for (const auto& [supervising, name] : self->state.stages) caf::send_as(me, supervising, hang_atom::value, name, ms);
       },
       [=](add_replica_atom, int r, const scheduler_actor& scheduler, health_monitor_actor health) -> caf::result<int> {
         auto& st = self->state;

@@ -4,6 +4,7 @@
 #include <cstring>
 #include <thread>
 
+#include "actors/local_sender.hpp"
 #include "base/check.hpp"
 #include "transport/tags.hpp"
 
@@ -166,8 +167,12 @@ stage_actor::behavior_type stage(self_ptr self, stage_options options, step_runn
       [=](expert_group_atom, int group, const caf::actor& handle) {
         if (const auto& peers = self->state.options.expert_peers) peers->place(group, handle);
       },
-      [=](crash_atom) { self->quit(caf::make_error(caf::sec::runtime_error, "crash drill")); },
-      [=](hang_atom, int ms) { self->state.hang = std::chrono::milliseconds(ms); },
+      [=](crash_atom) {
+        if (from_this_process(self)) self->quit(caf::make_error(caf::sec::runtime_error, "crash drill"));
+      },
+      [=](hang_atom, int ms) {
+        if (from_this_process(self)) self->state.hang = std::chrono::milliseconds(ms);
+      },
   };
 }
 

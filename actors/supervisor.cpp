@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "actors/local_sender.hpp"
+
 namespace troupe {
 namespace {
 
@@ -66,11 +68,13 @@ caf::behavior supervisor(self_ptr self, std::vector<child_spec> specs, restart_p
   return {
       // Chaos drills: make one child fail as a crash would.
       [=](crash_atom, const std::string& name) {
+        if (!from_this_process(self)) return;
         auto it = self->state.children.find(name);
         if (it != self->state.children.end()) self->send_exit(it->second, caf::sec::runtime_error);
       },
       // Chaos drills: make one child (a stage) block its next step.
       [=](hang_atom, const std::string& name, int ms) {
+        if (!from_this_process(self)) return;
         auto it = self->state.children.find(name);
         if (it != self->state.children.end()) self->send(it->second, hang_atom::value, ms);
       },

@@ -11,6 +11,7 @@
 #include "bench/serve_load.hpp"
 #include "bench/serve_report.hpp"
 #include "chaos/cluster_under_test.hpp"
+#include "chaos/garbage_connections.hpp"
 #include "chaos/partition_network.hpp"
 #include "chaos/slow_client.hpp"
 #include "cluster/cluster_spec.hpp"
@@ -63,6 +64,17 @@ bool is_network_fault(fault f) {
   return f == fault::partition || f == fault::congest || f == fault::lossy || f == fault::delay;
 }
 
+// `drill.connections` garbage connections to each port the process listens on.
+status send_garbage_to(const drill_spec& drill, int pid) {
+  const auto ports = listening_ports(pid);
+  if (ports.empty()) return error{"its process (pid " + std::to_string(pid) + ") listens on no TCP port"};
+  for (const listening_port& p : ports)
+    if (const int made = send_garbage(p, drill.connections, unsigned(pid)); made < drill.connections)
+      return error{std::to_string(drill.connections - made) + " of " + std::to_string(drill.connections) +
+                   " garbage connections to " + p.address + ":" + std::to_string(p.port) + " were refused"};
+  return ok();
+}
+
 // The drill's fault to the node, whose process is `pid`.
 status hit(const drill_spec& drill, int pid, partition_network* network) {
   switch (drill.action) {
@@ -73,6 +85,7 @@ status hit(const drill_spec& drill, int pid, partition_network* network) {
     case fault::congest: return network->throttle(drill.node, drill.rate_kbit, int(drill.queue.count()));
     case fault::lossy: return network->drop_at_random(drill.node, drill.loss_percent);
     case fault::delay: return network->delay(drill.node, drill.delay, drill.jitter, uint32_t(drill.line));
+    case fault::garbage: return send_garbage_to(drill, pid);
     case fault::slow_client: break;
   }
   TROUPE_CHECK(false, "a fault that hits no node");
@@ -137,7 +150,11 @@ void do_faults(cluster_under_test& cluster, const drill_spec& drill, bool at_hea
         out.detect_s.push_back(seconds_since(hit_at));
       }
       const int now = pid_now();
-      const bool back = timed ? healed : at_head ? seen_down : now != old;
+      if (drill.action == fault::garbage && now != old) {
+        out.failures.push_back("node " + drill.node + "'s process ended under garbage at its ports");
+        return;
+      }
+      const bool back = drill.action == fault::garbage || (timed ? healed : at_head ? seen_down : now != old);
       if (healthy && now != 0 && back) break;
       if (clock_type::now() - hit_at > patience) {
         out.failures.push_back("node " + drill.node + " was not back within " + std::to_string(patience.count()) + " s");
@@ -202,6 +219,12 @@ status check_drill(const chaos_spec& spec, const cluster_spec& cluster, const dr
                                                          : "drops packets of node `") +
                    d.node + "`'s link, which must be a node of " + spec.cluster.string() +
                    " in a network namespace of its own (`netns`)"};
+    return ok();
+  }
+  if (d.action == fault::garbage) {
+    if (n == nullptr || (n->name != cluster.gateway.node && n->port != 0))
+      return error{where + "sends garbage to node `" + d.node + "`, which must be a node of " + spec.cluster.string() +
+                   " that `troupe cluster up` runs (the gateway's, or one of port 0)"};
     return ok();
   }
   if (d.action == fault::hang) {

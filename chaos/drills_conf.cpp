@@ -29,18 +29,19 @@ status read_drill(const ini_file& file, const ini_section& section, const std::s
   drill_spec d;
   d.name = name;
   d.line = section.line;
-  int hang_line = 0, duration_line = 0, congest_line = 0, loss_line = 0, delay_key_line = 0;
+  int hang_line = 0, duration_line = 0, congest_line = 0, loss_line = 0, delay_key_line = 0, connections_line = 0;
   auto s = read_entries(file, section, {
       {"action", [&](const ini_entry& e) -> status {
          for (fault f : {fault::kill, fault::stop, fault::hang, fault::partition, fault::congest, fault::lossy,
-                         fault::delay, fault::slow_client})
+                         fault::delay, fault::garbage, fault::slow_client})
            if (e.value == fault_name(f)) {
              d.action = f;
              return ok();
            }
          return error{file.where(e.line) + "`action` is kill (SIGKILL of the node's process), stop (SIGSTOP), hang "
                       "(its stages block a step), partition (its network cut off), congest (its network throttled), "
-                      "lossy (its packets dropped at random), delay (its packets held for a random time) or slow_client "
+                      "lossy (its packets dropped at random), delay (its packets held for a random time), garbage (random "
+                      "bytes at its ports) or slow_client "
                       "(a client reading a byte a second), not `" +
                       e.value + "`"};
        }},
@@ -62,6 +63,10 @@ status read_drill(const ini_file& file, const ini_section& section, const std::s
       {"queue_ms", [&](const ini_entry& e) {
          congest_line = e.line;
          return positive_duration(file, d.queue)(e);
+       }},
+      {"connections", [&](const ini_entry& e) {
+         connections_line = e.line;
+         return integer(file, d.connections, 1, 1000000)(e);
        }},
       {"loss_percent", [&](const ini_entry& e) {
          loss_line = e.line;
@@ -92,6 +97,8 @@ status read_drill(const ini_file& file, const ini_section& section, const std::s
   if (congest_line && d.action != fault::congest)
     return error{file.where(congest_line) + "`rate_kbit` and `queue_ms` are for action = congest"};
   if (loss_line && d.action != fault::lossy) return error{file.where(loss_line) + "`loss_percent` is for action = lossy"};
+  if (connections_line && d.action != fault::garbage)
+    return error{file.where(connections_line) + "`connections` is for action = garbage"};
   if (delay_key_line && d.action != fault::delay)
     return error{file.where(delay_key_line) + "`delay_ms` and `jitter_ms` are for action = delay"};
   if (d.jitter > d.delay)
@@ -113,6 +120,7 @@ const char* fault_name(fault f) {
     case fault::congest: return "congest";
     case fault::lossy: return "lossy";
     case fault::delay: return "delay";
+    case fault::garbage: return "garbage";
     case fault::slow_client: return "slow_client";
   }
   TROUPE_CHECK(false, "a fault without a name");

@@ -12,7 +12,9 @@
 // and receives waits in the queue, and what overflows it is dropped), `lossy` (the same
 // node's packets dropped at random, `loss_percent` of them each way, for `duration_ms`),
 // `delay` (each of the same node's packets held `delay_ms` +- `jitter_ms`, drawn at random,
-// each way, for `duration_ms`); or,
+// each way, for `duration_ms`), `garbage` (`connections` connections to each TCP port the
+// node's process listens on, its control port and UCX's, each sending random bytes, a
+// frame header announcing 4 GiB or nothing: the process must stay up); or,
 // with no node, `slow_client`: `count` extra clients read their streams a byte a second
 // while the load runs, until the gateway drops them. Every error names the file and line.
 #include <chrono>
@@ -24,7 +26,7 @@
 
 namespace troupe::chaos {
 
-enum class fault { kill, stop, hang, partition, congest, lossy, delay, slow_client };
+enum class fault { kill, stop, hang, partition, congest, lossy, delay, garbage, slow_client };
 
 // The name a drills file gives the fault.
 const char* fault_name(fault f);
@@ -42,6 +44,7 @@ struct drill_spec {
   int loss_percent = 10;                     // lossy: the packets dropped at random, each way
   std::chrono::milliseconds delay{100};      // delay: how long a packet is held, on average
   std::chrono::milliseconds jitter{0};       // delay: the most it is held more or less than that
+  int connections = 1000;                    // garbage: connections to each port, per fault
   int line = 0;
 };
 

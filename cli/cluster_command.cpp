@@ -42,11 +42,12 @@ int check(const char* file) {
 int cluster_command(int argc, char** argv) {
   if (argc == 2 && std::string(argv[0]) == "check") return check(argv[1]);
   if (argc >= 2 && std::string(argv[0]) == "up") return cluster_up_command(argc - 1, argv + 1);
+  if (argc >= 1 && std::string(argv[0]) == "certs") return cluster_certs_command(argc - 1, argv + 1);
   if (argc >= 2 && std::string(argv[0]) == "status") return cluster_status_command(argc - 1, argv + 1);
   if (argc >= 1 && (std::string(argv[0]) == "add" || std::string(argv[0]) == "remove"))
     return cluster_replica_command(argc, argv);
   std::fprintf(stderr,
-               "usage: troupe cluster check FILE | troupe cluster up FILE [--port N] | "
+               "usage: troupe cluster check FILE | troupe cluster certs FILE | troupe cluster up FILE [--port N] | "
                "troupe cluster status FILE [--url URL] [--api-key KEY] | "
                "troupe cluster add FILE NAME [--weight W] [--ramp-s S] | troupe cluster remove FILE NAME\n");
   return 2;

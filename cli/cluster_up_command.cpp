@@ -19,8 +19,6 @@
 #include <mutex>
 #include <thread>
 
-#include <caf/io/middleman.hpp>
-
 #include "actors/cluster_engine.hpp"
 #include "actors/node_agent.hpp"
 #include "actors/replica_control.hpp"
@@ -31,6 +29,7 @@
 #include "cli/node_processes.hpp"
 #include "cli/node_watch.hpp"
 #include "cli/serve_gateway.hpp"
+#include "cluster/cert_authority.hpp"
 #include "transport/ucx_transport.hpp"
 
 namespace troupe::cli {
@@ -46,19 +45,37 @@ status supported(const cluster_spec& spec) {
   return ok();
 }
 
-// The agent of a node in another process, reached over CAF's middleman; retried until the
-// deadline, since a node may still be starting.
-result<node_agent_actor> reach(caf::actor_system& system, const node_spec& node, int port,
+// The agent of a node in another process, reached over its control link (cli/cluster_system);
+// retried until the deadline, since a node may still be starting, but a certificate or TLS
+// mismatch fails at once.
+result<node_agent_actor> reach(caf::actor_system& system, const cluster_spec& spec, const node_spec& node, int port,
                                std::chrono::steady_clock::time_point deadline) {
   std::string last;
   do {
-    auto agent = system.middleman().remote_actor<node_agent_actor>(node.address, uint16_t(port));
-    if (agent) return *agent;
-    last = system.render(agent.error());
+    auto reached = connect_agent(system, spec, spec.gateway.node, node.address, port);
+    if (reached.agent) return reached.agent;
+    last = reached.why;
+    if (reached.lasting) return error{"node " + node.name + ": " + last};
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
   } while (std::chrono::steady_clock::now() < deadline);
   return error{"node " + node.name + " at " + node.address + ":" + std::to_string(port) +
                " did not answer within the startup timeout (" + last + ")"};
+}
+
+// A cluster whose every node this process starts shares its files, so it makes its
+// certificates itself the first time (as `troupe cluster certs` would); nodes on other
+// hosts need theirs copied there first.
+status certificates_at_first_start(const cluster_spec& spec) {
+  if (spec.cluster.certs.empty() || std::filesystem::exists(spec.cluster.certs / "ca.crt")) return ok();
+  const bool all_started_here = std::all_of(spec.nodes.begin(), spec.nodes.end(), [&](const node_spec& n) {
+    return n.name == spec.gateway.node || n.port == 0;
+  });
+  if (!all_started_here) return ok();  // the missing files are named when they are read
+  auto made = make_cluster_certs(spec);
+  if (!made) return made.err();
+  std::fprintf(stderr, "troupe cluster up: made the cluster's CA and a certificate per node in %s\n",
+               spec.cluster.certs.c_str());
+  return ok();
 }
 
 // Node processes started here share this machine's cores with the head, and OpenMP threads
@@ -110,6 +127,9 @@ int cluster_up_command(int argc, char** argv) {
                   [&](const node_spec& n) { return n.name != head && n.port == 0; }))
     share_cores_politely(argc, argv);
 
+  if (auto made = certificates_at_first_start(spec); !made) return fail(made.err().message, 2);
+  caf::actor_system_config config;
+  if (auto configured = configure_cluster_system(config, spec, head); !configured) return fail(configured.err().message, 2);
   const sigset_t stop_signals = block_stop_signals();
   auto codec = load_text_codec(spec.model.path);
   if (!codec) return fail(codec.err().message);
@@ -129,10 +149,9 @@ int cluster_up_command(int argc, char** argv) {
     ports.push_back(*started);
   }
 
-  auto link = ucx_transport::create(std::chrono::duration_cast<std::chrono::milliseconds>(spec.cluster.step_timeout));
+  auto link = ucx_transport::create(std::chrono::duration_cast<std::chrono::milliseconds>(spec.cluster.step_timeout),
+                                    link_addresses(spec, *spec.node(head)));
   if (!link) return fail("the transport: " + link.err().message);
-  caf::actor_system_config config;
-  configure_cluster_system(config, spec);
   caf::actor_system system{config};
   std::vector<node_agent_actor> agents;
   for (size_t i = 0; i < spec.nodes.size(); ++i) {
@@ -147,7 +166,7 @@ int cluster_up_command(int argc, char** argv) {
       agents.push_back(system.spawn(node_agent, std::move(options)));
       continue;
     }
-    auto agent = reach(system, n, ports[i], deadline);
+    auto agent = reach(system, spec, n, ports[i], deadline);
     if (!agent) return fail(agent.err().message);
     agents.push_back(*agent);
   }
@@ -172,7 +191,7 @@ int cluster_up_command(int argc, char** argv) {
                      [&](const std::string& name, int node_port) -> status {
                        const auto at = std::find_if(spec.nodes.begin(), spec.nodes.end(),
                                                     [&](const node_spec& n) { return n.name == name; });
-                       auto agent = reach(system, *at, node_port,
+                       auto agent = reach(system, spec, *at, node_port,
                                           std::chrono::steady_clock::now() + spec.cluster.startup_timeout);
                        if (!agent) return agent.err();
                        std::lock_guard lock(changing);
@@ -203,6 +222,7 @@ int cluster_up_command(int argc, char** argv) {
   http.host = spec.gateway.host;
   http.port = *port >= 0 ? *port : spec.gateway.port;
   http.send_timeout = spec.gateway.send_timeout;
+  http.max_connections = size_t(spec.gateway.max_connections);
   const node_agent_actor head_agent = agents[size_t(spec.node(head) - spec.nodes.data())];
   const served_engine e{cluster->config,
                         cluster->health,
@@ -217,7 +237,10 @@ int cluster_up_command(int argc, char** argv) {
                           std::lock_guard lock(changing);  // a replica's start or stop under way ends first
                           cluster->stop(system);
                         },
-                        [head_agent](int ms) { caf::anon_send(head_agent, hang_atom::value, ms); }};
+                        [&system, head_agent](int ms) {
+                          caf::scoped_actor self{system, /*hide=*/true};
+                          self->send(head_agent, hang_atom::value, ms);
+                        }};
   return serve_until_stopped(system, e, *codec, g, http, stop_signals, "troupe cluster up");
 }
 

@@ -9,6 +9,7 @@ int serve_command(int argc, char** argv);
 int bench_command(int argc, char** argv);
 int cluster_command(int argc, char** argv);
 int cluster_up_command(int argc, char** argv);
+int cluster_certs_command(int argc, char** argv);
 int cluster_status_command(int argc, char** argv);
 int cluster_replica_command(int argc, char** argv);
 int node_command(int argc, char** argv);

@@ -12,8 +12,6 @@
 #include <ctime>
 #include <future>
 
-#include <caf/io/middleman.hpp>
-
 #include "actors/node_agent.hpp"
 #include "base/hang_drill_signal.hpp"
 #include "cli/args.hpp"
@@ -82,7 +80,8 @@ int node_command(int argc, char** argv) {
   }
   const node_spec& me = spec->nodes[size_t(index)];
   const sigset_t stop_signals = block_stop_signals();
-  auto link = ucx_transport::create(std::chrono::duration_cast<std::chrono::milliseconds>(spec->cluster.step_timeout));
+  auto link = ucx_transport::create(std::chrono::duration_cast<std::chrono::milliseconds>(spec->cluster.step_timeout),
+                                    link_addresses(*spec, me));
   if (!link) {
     std::fprintf(stderr, "troupe node %s: the transport: %s\n", name->c_str(), link.err().message.c_str());
     return 1;
@@ -95,17 +94,23 @@ int node_command(int argc, char** argv) {
   options.vocabulary = vocabulary_for(*spec, me.name);
 
   caf::actor_system_config config;
-  configure_cluster_system(config, *spec);
+  if (auto configured = configure_cluster_system(config, *spec, me.name); !configured) {
+    std::fprintf(stderr, "troupe node %s: %s\n", name->c_str(), configured.err().message.c_str());
+    return 2;
+  }
   caf::actor_system system{config};
   auto agent = system.spawn(node_agent, std::move(options));
   const uint16_t wanted = uint16_t(*port >= 0 ? *port : me.port);
-  auto published = system.middleman().publish(agent, wanted, me.address.c_str(), true);
+  auto published = publish_agent(system, agent, me.address, wanted);
   if (!published) {
     std::fprintf(stderr, "troupe node %s: cannot listen on %s:%d: %s\n", name->c_str(), me.address.c_str(), wanted,
-                 system.render(published.error()).c_str());
-    caf::anon_send_exit(agent, caf::exit_reason::user_shutdown);
+                 published.err().message.c_str());
+    caf::scoped_actor{system, /*hide=*/true}->send_exit(agent, caf::exit_reason::user_shutdown);
     return 1;
   }
+  if (!system.has_openssl_manager())
+    std::fprintf(stderr, "troupe node %s: the control port is plaintext and unauthenticated (insecure = yes)\n",
+                 name->c_str());
   std::printf("troupe node %s: control on %s:%u\n", name->c_str(), me.address.c_str(), unsigned(*published));
   std::fflush(stdout);
   // Whoever started this process may stop reading its stdout once it has the port: anything
@@ -123,10 +128,10 @@ int node_command(int argc, char** argv) {
       if (auto ms = hang_drill_ms(info)) {
         std::fprintf(stderr, "troupe node %s: hang drill: every stage here blocks its next step for %d ms\n",
                      name->c_str(), *ms);
-        caf::anon_send(agent, hang_atom::value, *ms);
+        self->send(agent, hang_atom::value, *ms);
       }
     } else if (signal > 0) {
-      caf::anon_send_exit(agent, caf::exit_reason::user_shutdown);
+      self->send_exit(agent, caf::exit_reason::user_shutdown);
       self->receive([](const caf::down_msg&) {}, caf::after(stop_grace) >> [] {});
       break;
     }

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <csignal>
 #include <cstring>
 #include <regex>
@@ -82,6 +83,8 @@ result<int> node_processes::start(const std::filesystem::path& config, const std
     text.append(buffer, size_t(n));
   }
   close(out[0]);  // the node's later output goes nowhere; its log lines go to stderr
+  const std::string announced_line = m[0].str();
+  std::fprintf(stderr, "troupe cluster up: node %s (pid %d)%s", name.c_str(), int(pid), announced_line.c_str());
   return std::stoi(m[1]);
 }
 

@@ -67,6 +67,7 @@ result<serve_flags> parse(int argc, char** argv) {
   f.engine.progress_timeout = std::chrono::milliseconds(number("--progress-timeout-ms", 30000));
   f.gateway.max_pending = size_t(number("--max-pending", 1024));
   f.http.send_timeout = std::chrono::milliseconds(number("--send-timeout-ms", 30000));
+  f.http.max_connections = size_t(std::max(1, number("--max-connections", 4096)));
   f.gateway.warmup_requests = number("--warmup-requests", 0);
   if (auto s = a->finish(); !s && failure.empty()) failure = s.err().message;
   if (!model && failure.empty()) failure = "--model DIR (or --config FILE) is required";

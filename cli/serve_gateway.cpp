@@ -41,9 +41,9 @@ served_engine served(caf::actor_system& system, engine& e) {
           {{"main", e.scheduler, 1, ""}},
           e.max_model_len, e.num_blocks,
           [&system, &e] { e.stop(system); },
-          [&e](int ms) {
-            for (int k = 0; k < e.pipeline_stages; ++k)
-              caf::anon_send(e.supervisor, hang_atom::value, stage_name(k), ms);
+          [&system, &e](int ms) {
+            caf::scoped_actor self{system, /*hide=*/true};
+            for (int k = 0; k < e.pipeline_stages; ++k) self->send(e.supervisor, hang_atom::value, stage_name(k), ms);
           }};
 }
 
@@ -125,7 +125,8 @@ int serve_until_stopped(caf::actor_system& system, const served_engine& e, const
     if (info.si_signo != hang_drill_signal) break;
     if (is_gateway_crash_drill(info)) {
       std::fprintf(stderr, "troupe: gateway drill: the gateway fails as a crash would\n");
-      caf::anon_send(gateway_supervisor, crash_atom::value, std::string("gateway"));
+      caf::scoped_actor self{system, /*hide=*/true};
+      self->send(gateway_supervisor, crash_atom::value, std::string("gateway"));
     }
     if (auto ms = hang_drill_ms(info)) {
       std::fprintf(stderr, "troupe: hang drill: every stage here blocks its next step for %d ms\n", *ms);

@@ -92,6 +92,11 @@ status read_cluster(const ini_file& file, const ini_section& section, cluster_sp
       {"step_timeout_s", positive_duration(file, c.step_timeout)},
       {"max_node_restarts", integer(file, c.max_node_restarts, 1)},
       {"node_restart_window_s", positive_duration(file, c.node_restart_window)},
+      {"certs", [&](const ini_entry& e) -> status {
+         c.certs = (file.path.parent_path() / e.value).lexically_normal();
+         return ok();
+       }},
+      {"insecure", choice<bool>(file, c.insecure, {{"yes", true}, {"no", false}})},
   });
   if (!s) return s;
   // A node is declared down after connection_timeout without a heartbeat; with no room
@@ -128,6 +133,7 @@ status read_gateway(const ini_file& file, const ini_section& section, cluster_sp
       {"port", integer(file, g.port, 0, 65535)},
       {"api_key", text(g.api_key)},
       {"max_pending", integer(file, g.max_pending, 1)},
+      {"max_connections", integer(file, g.max_connections, 1)},
       {"send_timeout_ms", positive_duration(file, g.send_timeout)},
       {"node", text(g.node)},
       {"routing", choice<std::string>(file, g.routing, {{"round_robin", "round_robin"},
@@ -257,8 +263,7 @@ status check_nodes(const ini_file& file, cluster_spec& spec) {
   // `troupe cluster up` starts the nodes of port 0 on this host; the gateway's node is its
   // own process, which no other node connects to.
   for (const auto& n : spec.nodes) {
-    const bool loopback = n.address == "localhost" || n.address == "::1" || n.address.rfind("127.", 0) == 0;
-    if (spec.is_cluster && n.port == 0 && !loopback && n.netns.empty() && n.name != spec.gateway.node)
+    if (spec.is_cluster && n.port == 0 && !is_loopback_address(n.address) && n.netns.empty() && n.name != spec.gateway.node)
       return error{file.where(line_of(file, "node." + n.name, "port")) + "port 0 (any free port) is for nodes on this "
                    "host (127.0.0.1, ::1, localhost, or in a `netns`); node " + n.name + " at " + n.address +
                    " needs a fixed port"};
@@ -271,10 +276,27 @@ status check_nodes(const ini_file& file, cluster_spec& spec) {
   if (spec.nodes.size() > 1 && spec.cluster.secret.empty())
     return error{file.where(spec.nodes[1].line) + "a cluster of several nodes needs a secret they present to join: " +
                  "`secret = ...` or `secret_file = PATH` in [cluster]"};
+  if (spec.nodes.size() > 1 && spec.cluster.certs.empty() && !spec.cluster.insecure)
+    return error{file.where(spec.nodes[1].line) + "a cluster of several nodes links them with mutual TLS: give " +
+                 "`certs = DIR` in [cluster] and run `troupe cluster certs " + file.path.string() +
+                 "` to make them, or set `insecure = yes` (plaintext, unauthenticated: trusted networks only)"};
+  if (!spec.cluster.certs.empty() && spec.cluster.insecure)
+    return error{file.where(line_of(file, "cluster", "insecure")) + "give `certs` or `insecure = yes`, not both"};
   return ok();
 }
 
 }  // namespace
+
+bool is_loopback_address(const std::string& address) {
+  return address == "localhost" || address == "::1" || address.rfind("127.", 0) == 0;
+}
+
+std::vector<std::string> link_addresses(const cluster_spec& spec, const node_spec& me) {
+  std::vector<std::string> out{me.address};
+  for (const node_spec& n : spec.nodes)
+    if (std::find(out.begin(), out.end(), n.address) == out.end()) out.push_back(n.address);
+  return out;
+}
 
 const ini_section* first_cluster_section(const ini_file& file) {
   const ini_section* node = nullptr;

@@ -34,6 +34,11 @@ struct cluster_settings {
   // the window is left down (a crash loop): a chaos drill that kills one more often raises it.
   int max_node_restarts = 20;
   std::chrono::seconds node_restart_window{60};
+  // The control links (CAF) are mutual TLS: `certs` holds ca.crt and each node's NODE.crt
+  // and NODE.key (`troupe cluster certs` makes them). `insecure = yes` runs them plaintext
+  // and unauthenticated instead, for trusted networks only.
+  std::filesystem::path certs;  // a relative path is taken from the file's folder; empty: not given
+  bool insecure = false;
 };
 
 struct model_settings {
@@ -47,6 +52,7 @@ struct gateway_settings {
   int port = 8000;
   std::string api_key;  // empty: no authentication
   int max_pending = 1024;
+  int max_connections = 4096;  // open client connections (gateway/http_server.hpp)
   // A client whose response has waited this long without it taking any is disconnected.
   std::chrono::milliseconds send_timeout{30000};
   std::string node;  // runs the gateway, scheduler and kv_manager; the first node unless given
@@ -115,6 +121,14 @@ struct cluster_spec {
 result<cluster_spec> read_cluster_spec(const std::filesystem::path& file);
 // The same from a file already read: cluster_conf_flags reads the file once for both.
 result<cluster_spec> cluster_spec_of(const ini_file& file);
+
+// 127.x.y.z, ::1 or localhost.
+bool is_loopback_address(const std::string& address);
+
+// Node `me`'s address, then every other node's: its activation links (UCX) use the network
+// interfaces of this host that hold them (several nodes on one host may be given different
+// addresses of it).
+std::vector<std::string> link_addresses(const cluster_spec& spec, const node_spec& me);
 
 // The first section that makes `file` a cluster's: [cluster], a [replica.*] or a second
 // [node.*]. None (null) in a single-node file.

@@ -50,6 +50,7 @@ class http_connection : public std::enable_shared_from_this<http_connection> {
 
   // A response is in flight or not yet all written.
   bool busy() const;
+  bool is_closed() const { return closed_; }
   // Shutting down: closes once the response in flight, if any, is written.
   void drain();
   // Closes now; a response in flight sees its client go. `reset`: with a TCP reset, so that

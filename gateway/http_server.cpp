@@ -1,7 +1,9 @@
 #include "gateway/http_server.hpp"
 
 #include <pthread.h>
+#include <sys/resource.h>
 
+#include <algorithm>
 #include <atomic>
 #include <csignal>
 #include <future>
@@ -22,6 +24,7 @@ struct server::state {
   bool listening = false;
   connection_host host;
   std::unordered_map<http_connection*, std::shared_ptr<http_connection>> connections;
+  size_t max_connections = 0;  // the option, within the descriptor limit
   std::atomic<size_t> open{0};
   int port = 0;
   bool shut_down = false;
@@ -37,6 +40,20 @@ void discard_loop(uv_loop_t* loop) {
   TROUPE_CHECK(uv_loop_close(loop) == 0, "uv_loop_close");
 }
 
+// Raises this process's descriptor limit to its hard limit; what it leaves for client
+// connections, beside a reserve for everything else (files, the cluster's links).
+size_t descriptors_for_connections() {
+  constexpr rlim_t reserve = 256;
+  rlimit limit{};
+  if (getrlimit(RLIMIT_NOFILE, &limit) != 0) return 1;
+  if (limit.rlim_cur < limit.rlim_max) {
+    limit.rlim_cur = limit.rlim_max;
+    setrlimit(RLIMIT_NOFILE, &limit);
+    getrlimit(RLIMIT_NOFILE, &limit);
+  }
+  return limit.rlim_cur > reserve * 2 ? size_t(limit.rlim_cur - reserve) : size_t(limit.rlim_cur / 2);
+}
+
 }  // namespace
 
 result<std::unique_ptr<server>> server::start(server_options options, handler h) {
@@ -48,10 +65,25 @@ result<std::unique_ptr<server>> server::start(server_options options, handler h)
   auto on_connection = [](uv_stream_t* listener, int status) {
     if (status < 0) return;  // out of descriptors, or the like: the client will retry
     auto& st = *static_cast<state*>(listener->data);
+    bool room = st.open < st.max_connections;
+    if (!room) {  // counted are also those closing: count the live ones, and find one to evict
+      size_t live = 0;
+      http_connection* idle = nullptr;
+      for (auto& [raw, other] : st.connections)
+        if (!other->is_closed()) {
+          ++live;
+          if (!idle && !other->busy()) idle = raw;
+        }
+      room = live < st.max_connections;
+      if (!room && idle) {
+        idle->close(/*reset=*/true);
+        room = true;
+      }
+    }
     auto c = std::make_shared<http_connection>(st.host);
     st.connections.emplace(c.get(), c);
     ++st.open;
-    if (!c->accept(listener)) c->close();
+    if (!c->accept(listener) || !room) c->close(/*reset=*/true);
   };
   if (status listening = listen_tcp(&s->listener, options.host, options.port, on_connection); !listening) {
     discard_loop(&s->loop);
@@ -63,6 +95,7 @@ result<std::unique_ptr<server>> server::start(server_options options, handler h)
   uv_tcp_getsockname(&s->listener, reinterpret_cast<sockaddr*>(&bound), &length);
   s->port = ntohs(bound.ss_family == AF_INET6 ? reinterpret_cast<sockaddr_in6&>(bound).sin6_port
                                               : reinterpret_cast<sockaddr_in&>(bound).sin_port);
+  s->max_connections = std::max<size_t>(1, std::min(options.max_connections, descriptors_for_connections()));
   s->host.loop = &s->loop;
   s->host.options = std::move(options);
   s->host.handle = std::move(h);

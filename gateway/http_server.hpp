@@ -29,6 +29,12 @@ struct server_options {
   // taken none of what waits for it for send_timeout (a stalled or trickling reader).
   size_t max_write_queue_bytes = 8 << 20;
   std::chrono::milliseconds send_timeout{30000};
+  // Open connections at most (and fewer when the process's descriptor limit, raised to its
+  // hard limit at start, leaves less room). A new one beyond it takes the place of one with
+  // no request in flight (an idle keep-alive client, or one still sending its headers),
+  // which is reset; with none such, the new one is reset instead: clients being served
+  // are never dropped for a newcomer.
+  size_t max_connections = 4096;
 };
 
 class server {

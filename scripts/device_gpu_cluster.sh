@@ -41,6 +41,7 @@ write_conf() {
 [cluster]
 name = gpu-$name
 secret = device-test-secret
+certs = certs
 startup_timeout_s = 400
 step_timeout_s = 120
 

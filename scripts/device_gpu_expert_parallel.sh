@@ -70,6 +70,7 @@ write_conf() {
 [cluster]
 name = ep-$1
 secret = device-test-secret
+certs = certs
 startup_timeout_s = 240
 step_timeout_s = 60
 

@@ -29,6 +29,7 @@ cat >"$conf" <<EOF
 [cluster]
 name = gpu-replicas
 secret = device-test-secret
+certs = certs
 startup_timeout_s = 300
 step_timeout_s = 120
 

@@ -10,6 +10,8 @@
 
 #include <ucp/api/ucp.h>
 
+#include "transport/network_interface.hpp"
+
 namespace troupe {
 namespace {
 
@@ -63,11 +65,22 @@ struct ucx_transport::operation {
   std::chrono::steady_clock::time_point deadline;
 };
 
-result<std::unique_ptr<ucx_transport>> ucx_transport::create(std::chrono::milliseconds drop_unreceived_after) {
+result<std::unique_ptr<ucx_transport>> ucx_transport::create(std::chrono::milliseconds drop_unreceived_after,
+                                                           const std::vector<std::string>& addresses) {
+  std::string devices;
+  if (!std::getenv("UCX_TLS") && !std::getenv("UCX_NET_DEVICES"))
+    for (size_t i = 0; i < addresses.size(); ++i) {
+      auto found = interface_of(addresses[i]);
+      if (!found && i == 0)
+        return error{found.err().message + " (UCX listens on the node's address only; set UCX_NET_DEVICES to choose)"};
+      if (found && ("," + devices + ",").find("," + *found + ",") == std::string::npos)
+        devices += (devices.empty() ? "" : ",") + *found;
+    }
   ucp_config_t* config = nullptr;
   if (auto s = ucp_config_read(nullptr, nullptr, &config); s != UCS_OK) return ucx_error("ucp_config_read", s);
   ucs_status_t s = UCS_OK;
   if (!std::getenv("UCX_TLS")) s = ucp_config_modify(config, "TLS", default_transports);
+  if (s == UCS_OK && !devices.empty()) s = ucp_config_modify(config, "NET_DEVICES", devices.c_str());
   ucp_params_t params{};
   params.field_mask = UCP_PARAM_FIELD_FEATURES;
   params.features = UCP_FEATURE_TAG | UCP_FEATURE_WAKEUP;
@@ -75,7 +88,7 @@ result<std::unique_ptr<ucx_transport>> ucx_transport::create(std::chrono::millis
   const bool modified = s == UCS_OK;
   if (modified) s = ucp_init(&params, config, &raw_context);
   ucp_config_release(config);
-  if (s != UCS_OK) return ucx_error(modified ? "ucp_init" : "ucp_config_modify(TLS)", s);
+  if (s != UCS_OK) return ucx_error(modified ? "ucp_init" : "ucp_config_modify", s);
   context_ptr context(raw_context, ucp_cleanup);
 
   ucp_worker_params_t worker_params{};

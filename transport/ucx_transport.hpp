@@ -30,8 +30,12 @@ namespace troupe {
 class ucx_transport final : public transport {
  public:
   // A message no receive has taken within `drop_unreceived_after` of its arrival is
-  // dropped: its receiver has given up (a cluster passes its step timeout).
-  static result<std::unique_ptr<ucx_transport>> create(std::chrono::milliseconds drop_unreceived_after);
+  // dropped: its receiver has given up (a cluster passes its step timeout). Given
+  // `addresses` (the node's own in cluster.conf first, which must be this host's, then the
+  // other nodes'), UCX uses only the network interfaces of this host that hold them, unless
+  // UCX_TLS or UCX_NET_DEVICES in the environment choose otherwise; none: every interface.
+  static result<std::unique_ptr<ucx_transport>> create(std::chrono::milliseconds drop_unreceived_after,
+                                                        const std::vector<std::string>& addresses = {});
   ~ucx_transport() override;
   ucx_transport(const ucx_transport&) = delete;
   ucx_transport& operator=(const ucx_transport&) = delete;

@@ -11,7 +11,9 @@
 // needs root and ip(8), as CI has); while its link is throttled to 256 kbit/s with a 200 ms
 // queue for 4 s (tc tbf: delay and loss as a congested link has them); while each packet on
 // it is held 100 +- 50 ms, at random, for 4 s (a delay line in the run: packets overtake
-// each other); and while a 65th client reads its stream a byte a second, which
+// each other); while 1,000 connections of garbage go to every port node second listens
+// on (its TLS control port and UCX's), three times, and 500 to the head's (HTTP included),
+// twice, which no process may die of; and while a 65th client reads its stream a byte a second, which
 // the gateway drops after its send timeout (3 s) once that stream's bytes back up. The run
 // must lose no stream, end none with an error, give every stream the tokens of the run
 // without faults, and recover from each fault
@@ -114,6 +116,20 @@ delay_ms = 100
 jitter_ms = 50
 interval_ms = 200
 
+[drill.garbage]
+action = garbage
+node = second
+count = 3
+connections = 1000
+interval_ms = 200
+
+[drill.garbage_at_head]
+action = garbage
+node = head
+count = 2
+connections = 500
+interval_ms = 200
+
 [drill.slow]
 action = slow_client
 `);
@@ -124,11 +140,12 @@ action = slow_client
   assert.equal(r.status, 0, r.stdout + r.stderr + log());
   const text = readFileSync(report, 'utf8');
   const rows = text.split('\n')
-    .filter((l) => /^\| (stage_and_experts|experts|stopped|hung|partitioned|congested|delayed|slow) \|/.test(l))
+    .filter((l) => /^\| (stage_and_experts|experts|stopped|hung|partitioned|congested|delayed|garbage|garbage_at_head|slow) \|/.test(l))
     .map((l) => l.split('|').slice(1, -1).map((c) => c.trim()));
-  assert.equal(rows.length, 8, text);
+  assert.equal(rows.length, 10, text);
   const planned = { stage_and_experts: '20 of 20', experts: '10 of 10', stopped: '3 of 3', hung: '3 of 3',
-                    partitioned: '2 of 2', congested: '1 of 1', delayed: '1 of 1', slow: '1 of 1' };
+                    partitioned: '2 of 2', congested: '1 of 1', delayed: '1 of 1', garbage: '3 of 3',
+                    garbage_at_head: '2 of 2', slow: '1 of 1' };
   for (const [drill, node, faults, detect, recover, requests, identical, , gaps] of rows) {
     assert.equal(faults, planned[drill], `${drill}: ${node}`);
     assert.equal(requests, '64 / 64 / 0 / 0', `${drill}: accepted / completed / errored / lost`);

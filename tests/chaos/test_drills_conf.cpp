@@ -39,7 +39,8 @@ BOOST_AUTO_TEST_CASE(a_file_reads_as_written_with_defaults_for_the_rest) {
                    "node = second\nduration_ms = 2500\n\n[drill.sixth]\naction = congest\nnode = second\nrate_kbit = 256\n"
                    "queue_ms = 40\nduration_ms = 2000\n\n[drill.seventh]\naction = lossy\nnode = second\n"
                    "loss_percent = 20\nduration_ms = 1500\n\n[drill.eighth]\naction = delay\nnode = second\n"
-                   "delay_ms = 80\njitter_ms = 30\nduration_ms = 1000\n");
+                   "delay_ms = 80\njitter_ms = 30\nduration_ms = 1000\n\n[drill.ninth]\naction = garbage\nnode = second\n"
+                   "connections = 300\n");
   BOOST_REQUIRE_MESSAGE(spec, (spec ? std::string() : spec.err().message));
   BOOST_TEST(spec->cluster == (dir.path() / "../c/cluster.conf").lexically_normal());
   BOOST_TEST(spec->streams == 8);
@@ -47,7 +48,10 @@ BOOST_AUTO_TEST_CASE(a_file_reads_as_written_with_defaults_for_the_rest) {
   BOOST_TEST(spec->max_tokens == 100);
   BOOST_TEST(spec->temperature == 0.0);
   BOOST_TEST((spec->recovery_limit == 2500ms));
-  BOOST_REQUIRE(spec->drills.size() == 8u);
+  BOOST_REQUIRE(spec->drills.size() == 9u);
+  BOOST_TEST((spec->drills[8].action == chaos::fault::garbage));
+  BOOST_TEST(spec->drills[8].connections == 300);
+  BOOST_TEST(spec->drills[0].connections == 1000);
   BOOST_TEST(spec->drills[0].name == "first");
   BOOST_TEST(spec->drills[0].node == "second");
   BOOST_TEST(spec->drills[0].count == 3);
@@ -91,7 +95,9 @@ BOOST_AUTO_TEST_CASE(each_mistake_names_its_line) {
   has(error_of(chaos_section + "[drill.one]\naction = pause\nnode = second\n"),
       "drills.conf:4: `action` is kill (SIGKILL of the node's process), stop (SIGSTOP), hang (its stages block a "
       "step), partition (its network cut off), congest (its network throttled), lossy (its packets dropped at random), "
-      "delay (its packets held for a random time) or slow_client (a client reading a byte a second), not `pause`");
+      "delay (its packets held for a random time), garbage (random bytes at its ports) or slow_client (a client "
+      "reading a byte a second), not `pause`");
+  has(error_of(chaos_section + drill + "connections = 5\n"), "drills.conf:5: `connections` is for action = garbage");
   has(error_of(chaos_section + drill + "duration_ms = 100\n"),
       "drills.conf:5: `duration_ms` is for action = partition, congest, lossy or delay");
   has(error_of(chaos_section + drill + "jitter_ms = 5\n"), "drills.conf:5: `delay_ms` and `jitter_ms` are for action = delay");

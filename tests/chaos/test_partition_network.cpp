@@ -36,7 +36,7 @@ constexpr uint16_t echo_port = 7007;
 
 cluster_spec two_nodes() {
   const auto file = std::filesystem::temp_directory_path() / ("troupe_partition_" + std::to_string(getpid()) + ".conf");
-  std::ofstream(file) << "[cluster]\nsecret = s\n[model]\npath = m\n[gateway]\nnode = head\n"
+  std::ofstream(file) << "[cluster]\nsecret = s\ninsecure = yes\n[model]\npath = m\n[gateway]\nnode = head\n"
                       << "[node.head]\naddress = 10.233.0.1\ndevices = cpu\n"
                       << "[node.second]\naddress = " << node_address << "\nport = 0\nnetns = " << node_namespace
                       << "\ndevices = cpu\n[replica.main]\nstages = head:0-1, second:2-3\n";

@@ -1,10 +1,11 @@
 // What the cluster tests share: a fixture model with a tokenizer, cluster.conf files,
 // `troupe cluster up` as a child process, and greedy completions through the openai SDK.
+import { execFileSync } from 'node:child_process';
 import { copyFileSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import OpenAI from 'openai';
-import { sourceDir, startServing } from '../gateway/server_process.mjs';
+import { binary, sourceDir, startServing } from '../gateway/server_process.mjs';
 
 export const fixture = join(sourceDir, 'tests/golden/fixtures/sparse_step2_mqa_bias');  // 4 layers, 16 experts
 export const golden = JSON.parse(readFileSync(join(fixture, 'golden.json'), 'utf8'));
@@ -40,13 +41,16 @@ experts = second:0-7, third:8-15
 `;
 
 // A cluster.conf at `path` serving `modelDir`: [cluster], [model], [gateway] and [engine]
-// as the tests use them, then `body` (the nodes and replicas).
+// as the tests use them, then `body` (the nodes and replicas). Its control links are
+// mutual TLS, with certificates `troupe cluster certs` makes in `certs` beside the file,
+// or plaintext with `tls: false`.
 export function writeConf(path, modelDir, body,
                           { secret = 'test-secret', startup = 60, gateway = '', maxNumSeqs = 16,
-                            connectionTimeout = 3000, progressTimeout, cluster = '' } = {}) {
+                            connectionTimeout = 3000, progressTimeout, cluster = '', tls = true } = {}) {
   writeFileSync(path, `[cluster]
 name = test
 secret = ${secret}
+${tls ? 'certs = certs' : 'insecure = yes'}
 heartbeat_interval_ms = 500
 connection_timeout_ms = ${connectionTimeout}
 startup_timeout_s = ${startup}
@@ -65,6 +69,7 @@ max_num_seqs = ${maxNumSeqs}
 kv_cache_mb = 64
 ${progressTimeout ? `progress_timeout_ms = ${progressTimeout}\n` : ''}
 ${body}`);
+  if (tls) execFileSync(binary, ['cluster', 'certs', path], { stdio: 'ignore' });
   return path;
 }
 

@@ -54,6 +54,14 @@ BOOST_AUTO_TEST_CASE(only_the_keys_a_file_sets_become_flags) {
   BOOST_TEST(*cuda == (std::vector<std::string>{"--device", "cuda"}), boost::test_tools::per_element());
 }
 
+BOOST_AUTO_TEST_CASE(the_connection_cap_is_a_gateway_key) {
+  auto flags = cluster_conf_flags(write("[gateway]\nmax_connections = 77\n"));
+  BOOST_REQUIRE_MESSAGE(flags, (flags ? "" : flags.err().message));
+  BOOST_TEST(*flags == (std::vector<std::string>{"--max-connections", "77"}), boost::test_tools::per_element());
+  BOOST_TEST(error_of("[gateway]\nmax_connections = 0\n").find("`max_connections` must be an integer 1 or more") !=
+             std::string::npos);
+}
+
 BOOST_AUTO_TEST_CASE(a_clusters_file_is_refused_naming_the_command_that_starts_it) {
   const std::string start = ": this file describes a cluster: start it with `troupe cluster up ";
   BOOST_TEST(error_of("[model]\npath = m\n[node.a]\naddress = 10.0.0.1\n[node.b]\naddress = 10.0.0.2\n").find(

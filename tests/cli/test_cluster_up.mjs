@@ -145,7 +145,7 @@ stages = head:0-1, second:2-3
   const r = spawnSync(binary, ['cluster', 'up', path, '--port', '0'],
                       { encoding: 'utf8', timeout: 90000, env: { ...process.env, CUDA_VISIBLE_DEVICES: '' } });
   assert.equal(r.status, 1, r.stderr);
-  assert.match(r.stderr, /node head: .*gpu\.conf:21: node head computes on cuda:0, but (this machine has no CUDA device \(or none visible\)|this build of troupe has no CUDA \(nvcc was not found when it was configured\))/);
+  assert.match(r.stderr, /node head: .*gpu\.conf:22: node head computes on cuda:0, but (this machine has no CUDA device \(or none visible\)|this build of troupe has no CUDA \(nvcc was not found when it was configured\))/);
   assert.deepEqual(nodesOf(path), [], 'the nodes it started are gone');
 });
 

@@ -55,10 +55,11 @@ bool same(const placement& p, const std::string& node, std::optional<int> gpu, i
   return p.node == node && p.gpu == gpu && p.first == first && p.last == last;
 }
 
-// Two CPU nodes (a at line 6) and what a cluster file needs around them: `extra` follows
-// them, from line 10 when `cluster_keys` (from line 3) is one line.
+// Two CPU nodes (a at line 6) and what a cluster file needs around them (plaintext control
+// links: the TLS keys have tests of their own): `extra` follows them, from line 10 when
+// `cluster_keys` (from line 3) is one line.
 std::string two_nodes(const std::string& extra, const std::string& cluster_keys = "secret = s3cret\n") {
-  return "# two nodes\n[cluster]\n" + cluster_keys + "[model]\npath = m\n" +
+  return "[cluster]\ninsecure = yes\n" + cluster_keys + "[model]\npath = m\n" +
          "[node.a]\naddress = 10.0.0.1\n[node.b]\naddress = 10.0.0.2\n" + extra;
 }
 
@@ -66,7 +67,6 @@ std::string two_nodes(const std::string& extra, const std::string& cluster_keys 
 
 BOOST_AUTO_TEST_CASE(reads_every_key_of_a_cluster_file) {
   const auto s = spec_of(
-      "# a full cluster\n"
       "[cluster]\n"
       "name = demo-1\n"
       "secret = s3cret   # inline\n"
@@ -77,6 +77,7 @@ BOOST_AUTO_TEST_CASE(reads_every_key_of_a_cluster_file) {
       "step_timeout_s = 9\n"
       "max_node_restarts = 50\n"
       "node_restart_window_s = 30\n"
+      "certs = ../tls\n"
       "[model]\npath = ../models/q\nserved_model_name = q3\nload_format = dummy\n"
       "[gateway]\nhost = 0.0.0.0\nport = 0\napi_key = sk-1\nmax_pending = 7\nnode = tail\nrouting = prefix_aware\n"
       "send_timeout_ms = 4500\n"
@@ -97,6 +98,8 @@ BOOST_AUTO_TEST_CASE(reads_every_key_of_a_cluster_file) {
   BOOST_TEST(s.cluster.step_timeout.count() == 9);
   BOOST_TEST(s.cluster.max_node_restarts == 50);
   BOOST_TEST(s.cluster.node_restart_window.count() == 30);
+  BOOST_TEST(s.cluster.certs == (dir / "../tls").lexically_normal());
+  BOOST_TEST(!s.cluster.insecure);
   BOOST_TEST(s.model.path == (dir / "../models/q").lexically_normal());
   BOOST_TEST(s.model.served_model_name == "q3");
   BOOST_TEST((s.model.load_format == weight_format::dummy));
@@ -281,7 +284,7 @@ BOOST_AUTO_TEST_CASE(every_mistake_names_file_line_and_what_is_expected) {
       {"[clusters]\n", 1, {"unknown section [clusters]", "cluster, model, gateway, engine, node.NAME, replica.NAME"}},
       {"[node]\n", 1, {"unknown section [node]", "node.NAME"}},
       {"[cluster]\nnmae = x\n", 2, {"unknown key `nmae` in [cluster]", "connection_timeout_ms", "heartbeat_interval_ms",
-                                    "max_node_restarts", "name", "node_restart_window_s", "secret", "secret_file",
+                                    "certs", "insecure", "max_node_restarts", "name", "node_restart_window_s", "secret", "secret_file",
                                     "startup_timeout_s", "step_timeout_s", "transport"}},
       {"[cluster]\nmax_node_restarts = 0\n", 2, {"`max_node_restarts` must be an integer 1 or more"}},
       {"[cluster]\nnode_restart_window_s = 1.5\n", 2, {"`node_restart_window_s`"}},
@@ -352,6 +355,10 @@ BOOST_AUTO_TEST_CASE(every_mistake_names_file_line_and_what_is_expected) {
       {"[cluster]\n[model]\npath = m\n[node.a]\naddress = 10.0.0.1\n[node.b]\naddress = 10.0.0.2\n", 6,
        {"a cluster of several nodes needs a secret", "secret_file"}},
       {"[model]\npath = m\n[node.a]\naddress = 10.0.0.1\n[node.b]\naddress = 10.0.0.2\n", 5, {"needs a secret"}},
+      {"[cluster]\nsecret = s\n[model]\npath = m\n[node.a]\naddress = 10.0.0.1\n[node.b]\naddress = 10.0.0.2\n", 7,
+       {"links them with mutual TLS", "`certs = DIR`", "troupe cluster certs", "`insecure = yes`"}},
+      {two_nodes("", "secret = s\ncerts = tls\n"), 2, {"give `certs` or `insecure = yes`, not both"}},
+      {two_nodes("", "secret = s\ninsecure = maybe\n"), 4, {"`insecure` again in [cluster]"}},
       {two_nodes("", "secret = a\nsecret_file = open_secret\n"), 4, {"`secret` or `secret_file`, not both", "line 3"}},
       {two_nodes("", "secret_file = open_secret\n"), 3, {"open_secret is open to group or others (mode 0440)", "chmod 600"}},
       {two_nodes("", "secret_file = no_such_file\n"), 3, {"no_such_file is not a readable file"}},
@@ -418,9 +425,9 @@ BOOST_AUTO_TEST_CASE(what_needs_the_model_is_checked_against_its_config) {
 
 namespace {
 
-// Two GPU nodes, g with two GPUs (line 5) and h with one (line 8); `extra` from line 11.
+// Two GPU nodes, g with two GPUs (line 6) and h with one (line 9); `extra` from line 12.
 std::string two_gpu_nodes(const std::string& extra) {
-  return "[cluster]\nsecret = s\n[model]\npath = m\n"
+  return "[cluster]\nsecret = s\ninsecure = yes\n[model]\npath = m\n"
          "[node.g]\naddress = 10.0.0.1\ndevices = cuda:0,1\n[node.h]\naddress = 10.0.0.2\ndevices = cuda:0\n" +
          extra;
 }
@@ -468,38 +475,38 @@ BOOST_AUTO_TEST_CASE(what_gpu_nodes_do_not_run_yet_is_refused_naming_the_line) {
   const std::string file = (dir / "cluster.conf").string();
   const std::string cpu_node = "[node.c]\naddress = 10.0.0.3\n";  // lines 11 and 12
   BOOST_TEST(gpu_refusal(two_gpu_nodes("[replica.r]\nstages = g:0:0-9, g:1:10-19\n")) ==
-             file + ":12: node g runs stage g:1:10-19 of replica r on GPU 1 and stage g:0:0-9 of replica r (line 12) "
+             file + ":13: node g runs stage g:1:10-19 of replica r on GPU 1 and stage g:0:0-9 of replica r (line 13) "
                     "on GPU 0; a node's process computes on one GPU: give each GPU a [node.NAME] of its own");
   BOOST_TEST(gpu_refusal(two_gpu_nodes(cpu_node + "[replica.r]\nstages = g:0-9, c:10-19\n")) ==
-             file + ":14: replica r: stage c:10-19 computes on the CPU of node c but stage g:0:0-9 on GPU 0 of node g; "
+             file + ":15: replica r: stage c:10-19 computes on the CPU of node c but stage g:0:0-9 on GPU 0 of node g; "
                     "a replica's stages run all on GPUs or all on CPUs (mixing them is not supported)");
   BOOST_TEST(gpu_refusal(two_gpu_nodes(cpu_node + "[replica.r]\nstages = c:0-19\nexperts = h:0-15\n")) ==
-             file + ":15: replica r: expert group h:0:0-15 is on GPU 0 of node h but the replica's stages compute on "
+             file + ":16: replica r: expert group h:0:0-15 is on GPU 0 of node h but the replica's stages compute on "
                     "CPUs; a replica runs all on GPUs or all on CPUs");
   BOOST_TEST(gpu_refusal(two_gpu_nodes(cpu_node + "[replica.r]\nstages = g:0-19\nexperts = g:0-7, c:8-15\n")) ==
-             file + ":15: replica r: expert group c:8-15 is on the CPU of node c but the replica's stages compute on "
+             file + ":16: replica r: expert group c:8-15 is on the CPU of node c but the replica's stages compute on "
                     "GPUs; a replica runs all on GPUs or all on CPUs");
   BOOST_TEST(gpu_refusal(two_gpu_nodes("[replica.r]\nstages = g:0-19\nexperts = g:0-7, g:8-15\n")) ==
-             file + ":13: replica r: node g holds expert groups g:0:0-7 and g:0:8-15; a GPU node holds one expert "
+             file + ":14: replica r: node g holds expert groups g:0:0-7 and g:0:8-15; a GPU node holds one expert "
                     "group of a replica (one NCCL rank per GPU): give each group a [node.NAME] of its own");
   BOOST_TEST(gpu_refusal(two_gpu_nodes("[replica.r]\nstages = g:0-19\nexperts = g:1:0-7, h:8-15\n")) ==
-             file + ":13: node g runs expert group g:1:0-7 of replica r on GPU 1 and stage g:0:0-19 of replica r "
-                    "(line 12) on GPU 0; a node's process computes on one GPU: give each GPU a [node.NAME] of its own");
+             file + ":14: node g runs expert group g:1:0-7 of replica r on GPU 1 and stage g:0:0-19 of replica r "
+                    "(line 13) on GPU 0; a node's process computes on one GPU: give each GPU a [node.NAME] of its own");
   BOOST_TEST(gpu_refusal(two_gpu_nodes("[replica.x]\nstages = g:0-19\n[replica.y]\nstages = g:0-9, h:10-19\n")) ==
-             file + ":14: node g runs stages of replica x (line 12) and of replica y; a GPU node runs the stages of "
+             file + ":15: node g runs stages of replica x (line 13) and of replica y; a GPU node runs the stages of "
                     "one replica (its GPU's experts serve one replica): give each replica GPU nodes of its own");
   BOOST_TEST(gpu_refusal(two_gpu_nodes("[replica.x]\nstages = g:0-19\n[replica.y]\nstages = h:0-19\n"
                                        "experts = h:0-7, g:8-15\n")) ==
-             file + ":15: node g runs parts of replica x (line 12) and of replica y; a GPU node runs the parts of "
+             file + ":16: node g runs parts of replica x (line 13) and of replica y; a GPU node runs the parts of "
                     "one replica (its GPU's experts serve one replica): give each replica GPU nodes of its own");
   // Nine groups, one a GPU node: more than a token's rows are combined from.
-  std::string nodes = "[cluster]\nsecret = s\n[model]\npath = m\n", experts;
+  std::string nodes = "[cluster]\nsecret = s\ninsecure = yes\n[model]\npath = m\n", experts;
   for (int n = 0; n < 9; ++n) {
     nodes += "[node.n" + std::to_string(n) + "]\naddress = 10.0.0." + std::to_string(n + 1) + "\ndevices = cuda:0\n";
     experts += (n ? ", n" : "n") + std::to_string(n) + ":" + std::to_string(n) + "-" + std::to_string(n);
   }
   BOOST_TEST(gpu_refusal(nodes + "[replica.r]\nstages = n0:0-19\nexperts = " + experts + "\n") ==
-             file + ":34: replica r: 9 expert groups on GPUs; expert parallelism across GPUs takes at most 8");
+             file + ":35: replica r: 9 expert groups on GPUs; expert parallelism across GPUs takes at most 8");
 }
 
 BOOST_AUTO_TEST_CASE(the_gpu_example_cluster_file_runs_and_fits_the_demo_model) {

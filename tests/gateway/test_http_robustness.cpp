@@ -289,3 +289,57 @@ BOOST_AUTO_TEST_CASE(random_inputs_never_crash_or_hang_the_server) {
   still_answers(*server);
   BOOST_TEST(eventually([&] { return server->open_connections() == 0; }, 3s));
 }
+
+// A connection beyond max_connections takes the place of one with no request in flight (an
+// idle keep-alive client, or one that trickles its headers), which is reset; when every
+// connection has a request in flight, the newcomer is reset instead, and those being
+// served finish.
+BOOST_AUTO_TEST_CASE(beyond_max_connections_an_idle_client_makes_room_and_served_ones_stay) {
+  test::pending_requests pending;
+  http::server_options o;
+  o.max_connections = 8;
+  auto server = test::start_server(pending.handler(), o);
+  std::vector<std::unique_ptr<http_client>> idle;
+  for (int i = 0; i < 8; ++i) {
+    idle.push_back(std::make_unique<http_client>(server->port()));
+    BOOST_REQUIRE(idle.back()->send(i % 2 ? "GET /partial HTTP/1.1\r\nHost:" : ""));
+  }
+  BOOST_REQUIRE(eventually([&] { return server->open_connections() == 8; }));
+  {
+    http_client newcomer(server->port());
+    BOOST_REQUIRE(newcomer.send("GET /new HTTP/1.1\r\nHost: t\r\n\r\n"));
+    auto p = pending.wait_next();
+    BOOST_REQUIRE(p);
+    BOOST_TEST(p->request.path == "/new");
+    p->responder->respond(200, "text/plain", "served");
+    auto r = newcomer.read_response();
+    BOOST_REQUIRE_MESSAGE(r, "a newcomer was refused although idle connections could make room");
+    BOOST_TEST(r->body == "served");
+  }
+  int reset = 0;
+  for (auto& c : idle) reset += c->closed_by_server() ? 1 : 0;
+  BOOST_TEST(reset >= 1);
+  idle.clear();
+  BOOST_REQUIRE(eventually([&] { return server->open_connections() == 0; }));
+
+  std::vector<std::unique_ptr<http_client>> served;
+  for (int i = 0; i < 8; ++i) {
+    served.push_back(std::make_unique<http_client>(server->port()));
+    BOOST_REQUIRE(served.back()->send("GET /" + std::to_string(i) + " HTTP/1.1\r\nHost: t\r\n\r\n"));
+  }
+  std::vector<test::pending_request> held;
+  for (int i = 0; i < 8; ++i) {
+    auto p = pending.wait_next();
+    BOOST_REQUIRE(p);
+    held.push_back(std::move(*p));
+  }
+  http_client refused(server->port());
+  refused.send("GET /late HTTP/1.1\r\nHost: t\r\n\r\n");
+  BOOST_TEST(!refused.read_response(), "a newcomer got in while every connection was being served");
+  for (auto& p : held) p.responder->respond(200, "text/plain", p.request.path);
+  for (int i = 0; i < 8; ++i) {
+    auto r = served[size_t(i)]->read_response();
+    BOOST_REQUIRE_MESSAGE(r, "a client being served was dropped for a newcomer");
+    BOOST_TEST(r->body == "/" + std::to_string(i));
+  }
+}
