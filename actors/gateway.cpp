@@ -524,15 +524,27 @@ void admin_status(self_ptr self, const http_call_ptr& http) {
 }
 
 // "Bearer KEY", the scheme in any case (RFC 9110); the key compared in constant time.
-bool authorized(const gateway_state& st, const http::request& req) {
-  const std::string& key = st.options.api_key;
-  if (key.empty()) return true;
+bool presents(const http::request& req, const std::string& key) {
   std::string_view value = req.header_value("authorization");
   const size_t space = value.find(' ');
   if (space == std::string_view::npos || !http::equals_ignoring_case(value.substr(0, space), "bearer")) return false;
   value.remove_prefix(space);
   while (!value.empty() && value.front() == ' ') value.remove_prefix(1);
   return value.size() == key.size() && CRYPTO_memcmp(value.data(), key.data(), key.size()) == 0;
+}
+
+// The API key guards the API; /admin/* asks for the admin key when there is one; /metrics,
+// when protected, takes either. No key configured: open.
+bool authorized(const gateway_options& o, const http::request& req) {
+  const std::string& path = req.path;
+  const bool admin = path.rfind("/admin/", 0) == 0;
+  if (admin && !o.admin_key.empty()) return presents(req, o.admin_key);
+  if (path == "/metrics") {
+    if (!o.protect_metrics) return true;
+    return (!o.api_key.empty() && presents(req, o.api_key)) || (!o.admin_key.empty() && presents(req, o.admin_key));
+  }
+  const bool guarded = admin || path.rfind("/v1/", 0) == 0 || path == "/tokenize" || path == "/detokenize";
+  return !guarded || o.api_key.empty() || presents(req, o.api_key);
 }
 
 // The routes with one method each; /admin/traffic and /admin/replicas route themselves.
@@ -570,9 +582,7 @@ void route(self_ptr self, const http_call_ptr& http) {
   const auto& req = http->request;
   const std::string& path = req.path;
   const bool get = req.method == "GET" || req.method == "HEAD", post = req.method == "POST";
-  const bool guarded =
-      path.rfind("/v1/", 0) == 0 || path.rfind("/admin/", 0) == 0 || path == "/tokenize" || path == "/detokenize";
-  if (guarded && !authorized(self->state, req))
+  if (!authorized(self->state.options, req))
     return answer_error(self, http, endpoint_label(path),
                         {401, "Incorrect API key provided.", "invalid_request_error", {}, "invalid_api_key"});
   if (path == "/admin/replicas" || path.rfind("/admin/replicas/", 0) == 0) return admin_replicas(self, http);

@@ -28,6 +28,8 @@ struct gateway_options {
   routing_policy routing = routing_policy::round_robin;  // among several replicas
   circuit_options circuit;
   std::string api_key;        // empty: no authentication
+  std::string admin_key;      // for /admin/*; empty: the api_key serves there too
+  bool protect_metrics = false;  // /metrics asks for the api_key or the admin_key
   int max_model_len = 0;
   int vocab_size = 0;         // ids the model accepts
   std::vector<int> eos_token_ids;

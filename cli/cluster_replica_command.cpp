@@ -50,8 +50,10 @@ int cluster_replica_command(int argc, char** argv) {
   const std::string base = url.value_or("http://" + spec.gateway.host + ":" + std::to_string(spec.gateway.port));
   auto address = bench::parse_base_url(base);
   if (!address) return fail(address.err().message, 2);
-  const std::string api_key = key.value_or(spec.gateway.api_key);
-  const std::string headers = api_key.empty() ? "" : "Authorization: Bearer " + api_key + "\r\n";
+  // /admin/* takes the admin key when the file has one.
+  const std::string credential =
+      key.value_or(spec.gateway.admin_key.empty() ? spec.gateway.api_key : spec.gateway.admin_key);
+  const std::string headers = credential.empty() ? "" : "Authorization: Bearer " + credential + "\r\n";
   auto given = [](double v) { return std::isnan(v) ? std::nullopt : std::optional<double>(v); };
   const std::string body = add ? replica_add_body(given(*weight), given(*ramp)) : "";
   bench::http_client client(*address, std::chrono::seconds(10));

@@ -63,8 +63,10 @@ int cluster_status_command(int argc, char** argv) {
       url.value_or("http://" + spec.gateway.host + ":" + std::to_string(spec.gateway.port));
   auto address = bench::parse_base_url(base);
   if (!address) return fail(address.err().message, 2);
-  const std::string api_key = key.value_or(spec.gateway.api_key);
-  const std::string headers = api_key.empty() ? "" : "Authorization: Bearer " + api_key + "\r\n";
+  // /admin/* takes the admin key when the file has one.
+  const std::string credential =
+      key.value_or(spec.gateway.admin_key.empty() ? spec.gateway.api_key : spec.gateway.admin_key);
+  const std::string headers = credential.empty() ? "" : "Authorization: Bearer " + credential + "\r\n";
   bench::http_client client(*address, std::chrono::seconds(10));
   std::string body;
   auto code = client.request("GET", address->path_prefix + "/admin/status", headers, "",

@@ -207,6 +207,8 @@ int cluster_up_command(int argc, char** argv) {
   g.served_model_name = spec.model.served_model_name.empty() ? spec.model.path.filename().string()
                                                               : spec.model.served_model_name;
   g.api_key = spec.gateway.api_key;
+  g.admin_key = spec.gateway.admin_key;
+  g.protect_metrics = spec.gateway.protect_metrics;
   g.max_pending = size_t(spec.gateway.max_pending);
   g.warmup_requests = *warmup;
   replica_control_functions control{[&](size_t r) {

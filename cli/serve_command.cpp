@@ -37,7 +37,7 @@ result<serve_flags> parse(int argc, char** argv) {
   }
   std::vector<char*> pointers;
   for (auto& w : words) pointers.push_back(w.data());
-  auto a = args::parse(int(pointers.size()), pointers.data(), {});
+  auto a = args::parse(int(pointers.size()), pointers.data(), {"--enforce-eager", "--protect-metrics"});
   if (!a) return a.err();
   serve_flags f;
   std::string failure;
@@ -53,6 +53,8 @@ result<serve_flags> parse(int argc, char** argv) {
   f.http.port = number("--port", 8000);
   f.gateway.served_model_name = a->take("--served-model-name").value_or(f.engine.backend.model_dir.filename().string());
   f.gateway.api_key = a->take("--api-key").value_or("");
+  f.gateway.admin_key = a->take("--admin-key").value_or("");
+  f.gateway.protect_metrics = a->take_switch("--protect-metrics");
   f.device = a->take("--device").value_or("cpu");
   f.engine.scheduler.max_num_seqs = number("--max-num-seqs", 64);
   f.engine.scheduler.max_num_batched_tokens = number("--max-num-batched-tokens", 2048);
@@ -74,6 +76,8 @@ result<serve_flags> parse(int argc, char** argv) {
   if (f.engine.progress_timeout.count() <= 0 && failure.empty()) failure = "--progress-timeout-ms must be above 0";
   if (f.http.send_timeout.count() <= 0 && failure.empty()) failure = "--send-timeout-ms must be above 0";
   if (f.gateway.warmup_requests < 0 && failure.empty()) failure = "--warmup-requests must be 0 or more";
+  if (f.gateway.protect_metrics && f.gateway.api_key.empty() && f.gateway.admin_key.empty() && failure.empty())
+    failure = "--protect-metrics needs --api-key or --admin-key to ask for";
   if (f.engine.scheduler.micro_batches < 0 && failure.empty()) failure = "--pipeline-micro-batches must be 0 or more";
   if (f.device == "cuda") f.engine.device = device_kind::cuda;
   else if (f.device != "cpu" && failure.empty()) failure = "--device must be cpu or cuda, not " + f.device;

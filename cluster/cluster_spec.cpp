@@ -124,7 +124,8 @@ status read_model(const ini_file& file, const ini_section& section, cluster_spec
 
 status read_gateway(const ini_file& file, const ini_section& section, cluster_spec& spec) {
   auto& g = spec.gateway;
-  return read_entries(file, section, {
+  int protect_line = 0;
+  auto s = read_entries(file, section, {
       {"host", [&](const ini_entry& e) -> status {
          if (auto s = check_address(file, e); !s) return s;
          g.host = e.value;
@@ -132,6 +133,11 @@ status read_gateway(const ini_file& file, const ini_section& section, cluster_sp
        }},
       {"port", integer(file, g.port, 0, 65535)},
       {"api_key", text(g.api_key)},
+      {"admin_key", text(g.admin_key)},
+      {"protect_metrics", [&](const ini_entry& e) {
+         protect_line = e.line;
+         return choice<bool>(file, g.protect_metrics, {{"yes", true}, {"no", false}})(e);
+       }},
       {"max_pending", integer(file, g.max_pending, 1)},
       {"max_connections", integer(file, g.max_connections, 1)},
       {"send_timeout_ms", positive_duration(file, g.send_timeout)},
@@ -139,7 +145,12 @@ status read_gateway(const ini_file& file, const ini_section& section, cluster_sp
       {"routing", choice<std::string>(file, g.routing, {{"round_robin", "round_robin"},
                                                         {"least_load", "least_load"},
                                                         {"prefix_aware", "prefix_aware"}})},
-  }, /*may_be_empty=*/{"api_key"});
+  }, /*may_be_empty=*/{"api_key", "admin_key"});
+  if (!s) return s;
+  if (g.protect_metrics && g.api_key.empty() && g.admin_key.empty())
+    return error{file.where(protect_line) +
+                 "protect_metrics = yes needs an `api_key` or an `admin_key` to ask for"};
+  return ok();
 }
 
 status read_engine(const ini_file& file, const ini_section& section, cluster_spec& spec) {

@@ -51,6 +51,8 @@ struct gateway_settings {
   std::string host = "127.0.0.1";
   int port = 8000;
   std::string api_key;  // empty: no authentication
+  std::string admin_key;  // for /admin/*; empty: api_key serves there too
+  bool protect_metrics = false;  // /metrics asks for api_key or admin_key
   int max_pending = 1024;
   int max_connections = 4096;  // open client connections (gateway/http_server.hpp)
   // A client whose response has waited this long without it taking any is disconnected.

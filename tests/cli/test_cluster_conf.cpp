@@ -54,12 +54,19 @@ BOOST_AUTO_TEST_CASE(only_the_keys_a_file_sets_become_flags) {
   BOOST_TEST(*cuda == (std::vector<std::string>{"--device", "cuda"}), boost::test_tools::per_element());
 }
 
-BOOST_AUTO_TEST_CASE(the_connection_cap_is_a_gateway_key) {
-  auto flags = cluster_conf_flags(write("[gateway]\nmax_connections = 77\n"));
+BOOST_AUTO_TEST_CASE(the_connection_cap_and_the_keys_are_gateway_keys) {
+  auto flags = cluster_conf_flags(
+      write("[gateway]\nmax_connections = 77\nadmin_key = sk-a\nprotect_metrics = yes\n"));
   BOOST_REQUIRE_MESSAGE(flags, (flags ? "" : flags.err().message));
-  BOOST_TEST(*flags == (std::vector<std::string>{"--max-connections", "77"}), boost::test_tools::per_element());
+  BOOST_TEST(*flags == (std::vector<std::string>{"--max-connections", "77", "--admin-key", "sk-a", "--protect-metrics"}),
+             boost::test_tools::per_element());
+  flags = cluster_conf_flags(write("[gateway]\napi_key = k\nprotect_metrics = no\n"));
+  BOOST_REQUIRE(flags);
+  BOOST_TEST(*flags == (std::vector<std::string>{"--api-key", "k"}), boost::test_tools::per_element());
   BOOST_TEST(error_of("[gateway]\nmax_connections = 0\n").find("`max_connections` must be an integer 1 or more") !=
              std::string::npos);
+  BOOST_TEST(error_of("[gateway]\nprotect_metrics = yes\n")
+                 .find(":2: protect_metrics = yes needs an `api_key` or an `admin_key` to ask for") != std::string::npos);
 }
 
 BOOST_AUTO_TEST_CASE(a_clusters_file_is_refused_naming_the_command_that_starts_it) {

@@ -8,7 +8,8 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { request } from 'node:http';
-import { makeTinyModel, startServer } from './server_process.mjs';
+import { spawnSync } from 'node:child_process';
+import { binary, makeTinyModel, startServer } from './server_process.mjs';
 import { sendGatewayDrill } from './gateway_drill.mjs';
 
 let server;
@@ -143,6 +144,37 @@ test('the API key: the scheme in any case, a wrong key refused, unknown paths co
   } finally {
     await keyed.stop();
   }
+});
+
+test('an admin key of its own guards /admin; --protect-metrics puts /metrics behind a key; probes stay open', async () => {
+  const keyed = await startServer(makeTinyModel(), ['--api-key', 'sk-api', '--admin-key', 'sk-admin', '--protect-metrics',
+                                                    '--enforce-eager']);
+  try {
+    const get = (path, key) => fetch(keyed.baseURL + path, key ? { headers: { authorization: `Bearer ${key}` } } : {});
+    assert.equal((await get('/admin/status', 'sk-api')).status, 401, 'the API key opened /admin');
+    assert.equal((await get('/admin/status')).status, 401);
+    assert.equal((await get('/admin/status', 'sk-admin')).status, 200);
+    assert.equal((await get('/v1/models', 'sk-admin')).status, 401, 'the admin key is not an API key');
+    assert.equal((await get('/v1/models', 'sk-api')).status, 200);
+    assert.equal((await get('/metrics')).status, 401);
+    assert.equal((await get('/metrics', 'sk-wrong')).status, 401);
+    assert.equal((await get('/metrics', 'sk-api')).status, 200);
+    const metrics = await get('/metrics', 'sk-admin');
+    assert.equal(metrics.status, 200);
+    assert.match(await metrics.text(), /troupe_requests_total\{endpoint="\/metrics",status="401"\} 2/);
+    let health = 0;
+    for (let i = 0; i < 100 && health !== 200; ++i) {  // 503 until the stages are ready, then 200, without a key
+      health = (await get('/health')).status;
+      if (health !== 200) await new Promise((r) => setTimeout(r, 100));
+    }
+    assert.equal(health, 200);
+    assert.equal((await get('/version')).status, 200);
+  } finally {
+    await keyed.stop();
+  }
+  const r = spawnSync(binary, ['serve', '--model', makeTinyModel(), '--port', '0', '--protect-metrics'], { encoding: 'utf8' });
+  assert.equal(r.status, 2);
+  assert.match(r.stderr, /--protect-metrics needs --api-key or --admin-key/);
 });
 
 test('a 429 says when to retry', async () => {
