@@ -165,7 +165,9 @@ using gateway_actor = caf::typed_actor<
     // the warm-up once one can.
     caf::reacts_to<tick_atom>,
     // One warm-up request ended, with its HTTP status and (when it failed) its response.
-    caf::reacts_to<warmed_atom, int, std::string>>;
+    caf::reacts_to<warmed_atom, int, std::string>,
+    // The gateway hang drill: its thread blocks this many ms, as a stuck handler would.
+    caf::reacts_to<hang_atom, int>>;
 
 // One per node process of a cluster: runs the node's part of cluster.conf (its pipeline
 // stages and expert groups, under a supervisor of its own) for the head, the process that

@@ -5,7 +5,9 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
+#include <thread>
 
+#include "actors/local_sender.hpp"
 #include "actors/replica_control.hpp"
 #include "gateway/admin_replicas_json.hpp"
 #include "gateway/admin_status_json.hpp"
@@ -711,6 +713,7 @@ gateway_actor::behavior_type gateway(gateway_actor::stateful_pointer<gateway_sta
       },
       [=](closed_atom, uint64_t call_id) { forget_call(self, call_id, 499); },
       [=](tick_atom) {
+        if (self->state.options.pulse) self->state.options.pulse->beat();
         self->request(self->state.health, std::chrono::seconds(5), health_atom::value)
             .then(
                 [=](const std::vector<component_health>& parts) {
@@ -727,6 +730,9 @@ gateway_actor::behavior_type gateway(gateway_actor::stateful_pointer<gateway_sta
         // Until the warm-up starts, a ready engine should not wait a second for it.
         const auto next = self->state.warmup_started ? std::chrono::milliseconds(1000) : std::chrono::milliseconds(50);
         self->delayed_send(self, next, tick_atom::value);
+      },
+      [=](hang_atom, int ms) {
+        if (from_this_process(self)) std::this_thread::sleep_for(std::chrono::milliseconds(ms));
       },
       [=](warmed_atom, int status, const std::string& body) {
         auto& st = self->state;

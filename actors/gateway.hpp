@@ -6,6 +6,7 @@
 #include <string>
 
 #include "actors/actors.hpp"
+#include "gateway/gateway_pulse.hpp"
 #include "gateway/generation_call.hpp"
 #include "gateway/metrics.hpp"
 #include "gateway/replica_router.hpp"
@@ -40,6 +41,8 @@ struct gateway_options {
   // Starts and stops replicas at runtime (/admin/replicas); null in one process, where
   // the one replica stays.
   replica_control_actor replica_control;
+  // Beaten on every tick, for the HTTP server's own /health when the gateway hangs; may be null.
+  std::shared_ptr<gateway_pulse> pulse;
 };
 
 struct gateway_metrics {

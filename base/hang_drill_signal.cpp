@@ -24,6 +24,17 @@ status send_hang_drill(int pid, int ms) { return send_drill(pid, ms); }
 
 status send_gateway_crash_drill(int pid) { return send_drill(pid, gateway_crash_value); }
 
+status send_gateway_hang_drill(int pid, int ms) {
+  if (ms < 2) return error{"a gateway hang drill lasts 2 ms or more"};
+  return send_drill(pid, -ms);
+}
+
+std::optional<int> gateway_hang_drill_ms(const siginfo_t& info) {
+  if (info.si_signo != hang_drill_signal || info.si_code != SI_QUEUE || info.si_value.sival_int >= gateway_crash_value)
+    return std::nullopt;
+  return -info.si_value.sival_int;
+}
+
 bool is_gateway_crash_drill(const siginfo_t& info) {
   return info.si_signo == hang_drill_signal && info.si_code == SI_QUEUE && info.si_value.sival_int == gateway_crash_value;
 }

@@ -27,4 +27,9 @@ std::optional<int> hang_drill_ms(const siginfo_t& info);
 status send_gateway_crash_drill(int pid);
 bool is_gateway_crash_drill(const siginfo_t& info);
 
+// The gateway hang drill: the value -N (N >= 2) makes the gateway actor's thread block for
+// N ms, as a handler stuck on it would; /health then answers 503 from the HTTP server.
+status send_gateway_hang_drill(int pid, int ms);
+std::optional<int> gateway_hang_drill_ms(const siginfo_t& info);
+
 }  // namespace troupe

@@ -11,6 +11,8 @@
 
 #include "actors/supervisor.hpp"
 #include "base/hang_drill_signal.hpp"
+#include "gateway/api_error.hpp"
+#include "gateway/gateway_pulse.hpp"
 
 namespace troupe::cli {
 
@@ -58,6 +60,14 @@ struct current_gateway {
   std::atomic<bool> gave_up{false};  // it failed too often: the process stops with status 1
 };
 
+// What /health says, from the HTTP server's thread, of a gateway silent for `silent`.
+std::string hung_gateway_error(std::chrono::milliseconds silent) {
+  char seconds[32];
+  std::snprintf(seconds, sizeof seconds, "%.1f", double(silent.count()) / 1000);
+  return api_error{503, "the gateway has not answered for " + std::string(seconds) + " s", "service_unavailable", {}, {}}
+      .to_json();
+}
+
 // Told of every start of the gateway, then of its supervisor (to monitor): once the
 // supervisor gives up, stops the process.
 caf::behavior gateway_listener(caf::event_based_actor* self, std::shared_ptr<current_gateway> current) {
@@ -92,6 +102,8 @@ int serve_until_stopped(caf::actor_system& system, const served_engine& e, const
   // started again within its backoff while the HTTP server keeps its socket, and the
   // requests the dead one held are answered 503 (http_call's destructor).
   auto current = std::make_shared<current_gateway>();
+  auto pulse = std::make_shared<gateway_pulse>();
+  g.pulse = pulse;
   std::vector<child_spec> gateway_spec{{"gateway", [=](caf::local_actor* parent) {
     return caf::actor_cast<caf::actor>(parent->spawn(gateway, g, codec.tok, codec.chat, e.replicas, e.health));
   }}};
@@ -101,7 +113,9 @@ int serve_until_stopped(caf::actor_system& system, const served_engine& e, const
   auto gateway_supervisor = system.spawn(supervisor, gateway_spec, policy, health_monitor_actor{}, listener);
   caf::anon_send(listener, gateway_supervisor);
   current->first_start.get_future().wait();
-  auto server = http::server::start(http, [current](http::request req, std::shared_ptr<http::responder> r) {
+  auto server = http::server::start(http, [current, pulse](http::request req, std::shared_ptr<http::responder> r) {
+    if (req.path == "/health" && pulse->silent_for() > gateway_pulse::hung_after)
+      return r->fail(503, hung_gateway_error(pulse->silent_for()));
     gateway_actor to;
     {
       std::lock_guard<std::mutex> lock(current->mutex);
@@ -131,6 +145,12 @@ int serve_until_stopped(caf::actor_system& system, const served_engine& e, const
     if (auto ms = hang_drill_ms(info)) {
       std::fprintf(stderr, "troupe: hang drill: every stage here blocks its next step for %d ms\n", *ms);
       e.hang(*ms);
+    }
+    if (auto ms = gateway_hang_drill_ms(info)) {
+      std::fprintf(stderr, "troupe: gateway hang drill: the gateway's thread blocks for %d ms\n", *ms);
+      caf::scoped_actor self{system, /*hide=*/true};
+      std::lock_guard<std::mutex> lock(current->mutex);
+      self->send(current->actor, hang_atom::value, *ms);
     }
   }
   std::fprintf(stderr, "troupe: %s: no new connections; finishing requests in flight\n", strsignal(info.si_signo));

@@ -151,7 +151,10 @@ result<int> ucx_transport::connect(const std::vector<uint8_t>& address) {
   peer& p = *peers_[size_t(it->second)];
   if (p.endpoint && p.failure == UCS_OK) return it->second;
   close_link(p);
-  if (auto s = open_link(p); !s) return s.err();
+  if (auto s = open_link(p); !s) {
+    p.failure = UCS_ERR_UNREACHABLE;
+    p.opened_at = std::chrono::steady_clock::now();
+  }
   return it->second;
 }
 

@@ -10,7 +10,7 @@ import assert from 'node:assert/strict';
 import { request } from 'node:http';
 import { spawnSync } from 'node:child_process';
 import { binary, makeTinyModel, startServer } from './server_process.mjs';
-import { sendGatewayDrill } from './gateway_drill.mjs';
+import { sendGatewayDrill, sendGatewayHangDrill } from './gateway_drill.mjs';
 
 let server;
 
@@ -215,4 +215,35 @@ test('the gateway killed under streaming load: streams end whole or with an erro
   }
   assert.match(server.stderr(), /the gateway was restarted by its supervisor/);
   await assertServes();
+});
+
+// A gateway whose thread is stuck answers nothing, /health included: the HTTP server then
+// answers /health itself, 503 with the reason, once the gateway has missed five ticks, and
+// the gateway is healthy again once its thread is free.
+test('a hung gateway: /health says so from the HTTP server within 6 s, and is 200 once it runs again', async () => {
+  const health = async () => {
+    const r = await fetch(server.baseURL + '/health', { signal: AbortSignal.timeout(2000) }).catch(() => null);
+    return r ? { status: r.status, text: await r.text() } : { status: 0, text: 'no answer within 2 s' };
+  };
+  let h = await health();
+  for (let i = 0; i < 100 && h.status !== 200; ++i) h = await health();
+  assert.equal(h.status, 200, h.text);
+  const hungAt = Date.now();
+  sendGatewayHangDrill(server.pid, 9000);
+  let seen;
+  while (Date.now() - hungAt < 8500) {
+    h = await health();
+    if (h.status === 503) {
+      seen = { after: Date.now() - hungAt, text: h.text };
+      break;
+    }
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  assert.ok(seen, `/health never said the gateway hung: ${h.status} ${h.text}`);
+  assert.ok(seen.after < 7000, `noticed after ${seen.after} ms`);
+  assert.match(seen.text, /the gateway has not answered for \d+\.\d s/);
+  const deadline = Date.now() + 10000;
+  for (h = await health(); h.status !== 200 && Date.now() < deadline; h = await health())
+    await new Promise((r) => setTimeout(r, 100));
+  assert.equal(h.status, 200, `not healthy again once the gateway ran: ${h.text}`);
 });
