@@ -13,6 +13,7 @@
 #include "gateway/admin_status_json.hpp"
 #include "gateway/admin_traffic_json.hpp"
 #include "gateway/api_error.hpp"
+#include "gateway/chat_prompt.hpp"
 #include "gateway/chat_request_json.hpp"
 #include "gateway/generation_request_json.hpp"
 #include "gateway/openai_endpoints.hpp"
@@ -258,20 +259,18 @@ void chat_completions(self_ptr self, const http_call_ptr& http) {
   auto parsed = parse_chat_request(http->request.body, st.tool_format);
   if (!parsed) return answer_error(self, http, endpoint, parsed.err());
   if (!st.chat) return answer_error(self, http, endpoint, {400, "this model has no chat template; use /v1/completions", "invalid_request_error", {}, {}});
-  auto prompt = st.chat->render(parsed->messages, parsed->tools, parsed->add_generation_prompt, parsed->template_kwargs);
-  if (!prompt) return answer_error(self, http, endpoint, bad_param("messages", "the chat template refused the messages: " + prompt.err().message));
-  auto ids = st.tok->encode(*prompt);
-  if (!ids) return answer_error(self, http, endpoint, bad_param("messages", ids.err().message));
+  auto prompt = render_chat_prompt(*st.chat, *st.tok, *parsed, st.options.special_tokens_in_content);
+  if (!prompt) return answer_error(self, http, endpoint, bad_param("messages", prompt.err().message));
   generation_options options = parsed->options;
   // Without max_tokens a chat reply may run to the end of the context, as in OpenAI's API.
-  if (options.max_tokens < 0) options.max_tokens = std::max(1, st.options.max_model_len - int(ids->size()));
-  chat_reply_parsing parsing{reasoning_parser::prompt_opens_reasoning(*prompt), std::nullopt, parsed->tool_specs};
+  if (options.max_tokens < 0) options.max_tokens = std::max(1, st.options.max_model_len - int(prompt->ids.size()));
+  chat_reply_parsing parsing{reasoning_parser::prompt_opens_reasoning(prompt->text), std::nullopt, parsed->tool_specs};
   if (parsed->parses_tool_calls()) parsing.tool_format = st.tool_format;
   // A prompt that opened <think> leaves the reasoning free: the answer is what is constrained.
   if (parsing.starts_in_reasoning && !options.output_grammar.rules.empty())
     options.output_grammar = after_reasoning(options.output_grammar);
   start_generation(self, http, endpoint, api_kind::chat, options, parsed->top_logprobs, false,
-                   {{std::move(*ids), {}}}, parsing);
+                   {{std::move(prompt->ids), {}}}, parsing);
 }
 
 // The chat form of /tokenize: the prompt the chat template makes of the messages.
@@ -281,11 +280,9 @@ void tokenize_messages(self_ptr self, const http_call_ptr& http) {
   if (!r) return answer_error(self, http, "/tokenize", r.err());
   if (r->options.model != st.options.served_model_name) return answer_error(self, http, "/tokenize", unknown_model(r->options.model));
   if (!st.chat) return answer_error(self, http, "/tokenize", {400, "this model has no chat template", "invalid_request_error", {}, {}});
-  auto prompt = st.chat->render(r->messages, r->tools, r->add_generation_prompt, r->template_kwargs);
+  auto prompt = render_chat_prompt(*st.chat, *st.tok, *r, st.options.special_tokens_in_content);
   if (!prompt) return answer_error(self, http, "/tokenize", bad_param("messages", prompt.err().message));
-  auto ids = st.tok->encode(*prompt);
-  if (!ids) return answer_error(self, http, "/tokenize", bad_param("messages", ids.err().message));
-  answer(self, http, "/tokenize", 200, tokenize_json(*ids, st.options.max_model_len));
+  answer(self, http, "/tokenize", 200, tokenize_json(prompt->ids, st.options.max_model_len));
 }
 
 void tokenize(self_ptr self, const http_call_ptr& http) {

@@ -31,6 +31,8 @@ struct gateway_options {
   std::string api_key;        // empty: no authentication
   std::string admin_key;      // for /admin/*; empty: the api_key serves there too
   bool protect_metrics = false;  // /metrics asks for the api_key or the admin_key
+  // Special-token text in a chat request's strings is read as special tokens (gateway/chat_prompt.hpp).
+  bool special_tokens_in_content = false;
   int max_model_len = 0;
   int vocab_size = 0;         // ids the model accepts
   std::vector<int> eos_token_ids;

@@ -14,7 +14,8 @@ const std::map<std::string, std::map<std::string, std::string>> flags_by_key = {
     {"model", {{"path", "--model"}, {"served_model_name", "--served-model-name"}, {"load_format", "--load-format"}}},
     {"gateway", {{"host", "--host"}, {"port", "--port"}, {"api_key", "--api-key"}, {"max_pending", "--max-pending"},
                  {"max_connections", "--max-connections"}, {"send_timeout_ms", "--send-timeout-ms"},
-                 {"admin_key", "--admin-key"}, {"protect_metrics", "--protect-metrics"}}},
+                 {"admin_key", "--admin-key"}, {"protect_metrics", "--protect-metrics"},
+                 {"special_tokens_in_content", "--special-tokens-in-content"}}},
     {"engine", {{"max_num_seqs", "--max-num-seqs"}, {"max_num_batched_tokens", "--max-num-batched-tokens"},
                 {"max_model_len", "--max-model-len"}, {"kv_cache_mb", "--kv-cache-mb"}, {"block_size", "--block-size"},
                 {"pipeline_stages", "--pipeline-stages"}, {"pipeline_micro_batches", "--pipeline-micro-batches"},
@@ -55,8 +56,8 @@ result<std::vector<std::string>> cluster_conf_flags(const std::filesystem::path&
         value = *device;
       }
       flags.push_back(flag->second);
-      if (e.key == "protect_metrics") {  // a switch
-        if (!spec->gateway.protect_metrics) flags.pop_back();
+      if (e.key == "protect_metrics" || e.key == "special_tokens_in_content") {  // switches
+        if (e.value != "yes") flags.pop_back();
         continue;
       }
       flags.push_back(value);

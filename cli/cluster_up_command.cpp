@@ -209,6 +209,7 @@ int cluster_up_command(int argc, char** argv) {
   g.api_key = spec.gateway.api_key;
   g.admin_key = spec.gateway.admin_key;
   g.protect_metrics = spec.gateway.protect_metrics;
+  g.special_tokens_in_content = spec.gateway.special_tokens_in_content;
   g.max_pending = size_t(spec.gateway.max_pending);
   g.warmup_requests = *warmup;
   replica_control_functions control{[&](size_t r) {

@@ -37,7 +37,7 @@ result<serve_flags> parse(int argc, char** argv) {
   }
   std::vector<char*> pointers;
   for (auto& w : words) pointers.push_back(w.data());
-  auto a = args::parse(int(pointers.size()), pointers.data(), {"--enforce-eager", "--protect-metrics"});
+  auto a = args::parse(int(pointers.size()), pointers.data(), {"--enforce-eager", "--protect-metrics", "--special-tokens-in-content"});
   if (!a) return a.err();
   serve_flags f;
   std::string failure;
@@ -55,6 +55,7 @@ result<serve_flags> parse(int argc, char** argv) {
   f.gateway.api_key = a->take("--api-key").value_or("");
   f.gateway.admin_key = a->take("--admin-key").value_or("");
   f.gateway.protect_metrics = a->take_switch("--protect-metrics");
+  f.gateway.special_tokens_in_content = a->take_switch("--special-tokens-in-content");
   f.device = a->take("--device").value_or("cpu");
   f.engine.scheduler.max_num_seqs = number("--max-num-seqs", 64);
   f.engine.scheduler.max_num_batched_tokens = number("--max-num-batched-tokens", 2048);

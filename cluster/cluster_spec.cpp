@@ -138,6 +138,7 @@ status read_gateway(const ini_file& file, const ini_section& section, cluster_sp
          protect_line = e.line;
          return choice<bool>(file, g.protect_metrics, {{"yes", true}, {"no", false}})(e);
        }},
+      {"special_tokens_in_content", choice<bool>(file, g.special_tokens_in_content, {{"yes", true}, {"no", false}})},
       {"max_pending", integer(file, g.max_pending, 1)},
       {"max_connections", integer(file, g.max_connections, 1)},
       {"send_timeout_ms", positive_duration(file, g.send_timeout)},

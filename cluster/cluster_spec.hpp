@@ -53,6 +53,7 @@ struct gateway_settings {
   std::string api_key;  // empty: no authentication
   std::string admin_key;  // for /admin/*; empty: api_key serves there too
   bool protect_metrics = false;  // /metrics asks for api_key or admin_key
+  bool special_tokens_in_content = false;  // chat content may hold special tokens (the old behaviour)
   int max_pending = 1024;
   int max_connections = 4096;  // open client connections (gateway/http_server.hpp)
   // A client whose response has waited this long without it taking any is disconnected.

@@ -122,10 +122,62 @@ tokenizer::tokenizer(normalizer n, pre_tokenizer p, bpe m, std::vector<added_tok
     id_bytes_[id] = byte_level_decode(id_text_[id]).value_or(id_text_[id]);
   }
   for (const added_token& t : added)
-    if (t.special) id_kind_[size_t(t.id)] = kind::special;
+    if (t.special) {
+      id_kind_[size_t(t.id)] = kind::special;
+      special_texts_.push_back(t.content);
+    }
 }
 
-result<std::vector<int>> tokenizer::encode(std::string_view text) const {
+namespace {
+
+constexpr std::string_view guard_mark = "\xEF\xB7\x90";  // U+FDD0, a noncharacter
+
+size_t utf8_length(unsigned char lead) { return lead < 0x80 ? 1 : lead < 0xE0 ? 2 : lead < 0xF0 ? 3 : 4; }
+
+// Undoes guard(): a run of n marks was n / 2 of the client's, and one guard's when odd.
+std::string unguard(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (size_t i = 0; i < text.size();) {
+    if (text.compare(i, guard_mark.size(), guard_mark) != 0) {
+      out.push_back(text[i++]);
+      continue;
+    }
+    size_t run = 0;
+    for (; text.compare(i, guard_mark.size(), guard_mark) == 0; i += guard_mark.size()) ++run;
+    for (size_t k = 0; k < run / 2; ++k) out += guard_mark;
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string tokenizer::guard(std::string_view client_text) const {
+  std::string out;
+  out.reserve(client_text.size());
+  for (size_t i = 0; i < client_text.size();) {
+    if (client_text.compare(i, guard_mark.size(), guard_mark) == 0) {
+      out += guard_mark;
+      out += guard_mark;
+      i += guard_mark.size();
+      continue;
+    }
+    const bool special_here = std::any_of(special_texts_.begin(), special_texts_.end(), [&](const std::string& t) {
+      return client_text.compare(i, t.size(), t) == 0;
+    });
+    const size_t take = special_here ? utf8_length(static_cast<unsigned char>(client_text[i])) : 1;
+    out.append(client_text.substr(i, take));
+    if (special_here) out += guard_mark;
+    i += take;
+  }
+  return out;
+}
+
+result<std::vector<int>> tokenizer::encode(std::string_view text) const { return encode(text, false); }
+
+result<std::vector<int>> tokenizer::encode_guarded(std::string_view text) const { return encode(text, true); }
+
+result<std::vector<int>> tokenizer::encode(std::string_view text, bool guarded) const {
   if (const size_t bad = find_invalid_utf8(text); bad != std::string_view::npos) {
     static const char hex[] = "0123456789abcdef";
     const auto b = static_cast<unsigned char>(text[bad]);
@@ -152,8 +204,8 @@ result<std::vector<int>> tokenizer::encode(std::string_view text) const {
         ids.push_back(s.id);
         continue;
       }
-      if (auto st = encode_text(normalized.substr(s.begin, s.end - s.begin), ids); !st)
-        return st.err();
+      const std::string_view plain = normalized.substr(s.begin, s.end - s.begin);
+      if (auto st = guarded ? encode_text(unguard(plain), ids) : encode_text(plain, ids); !st) return st.err();
     }
   }
   return ids;

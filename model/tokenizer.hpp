@@ -34,6 +34,16 @@ class tokenizer {
   // chat template places such tokens. Text that is not UTF-8 is an error.
   result<std::vector<int>> encode(std::string_view text) const;
 
+  // For text from a client that a chat template places among its own special tokens:
+  // guard() marks each special token's text in it (after its first character, with the
+  // noncharacter U+FDD0, which it doubles where the text has it), so that no special
+  // token is found there wherever the template puts it. encode_guarded() then encodes
+  // text whose client parts were guarded: special tokens where the template wrote them,
+  // the client's special-token text as plain text (HF's split_special_tokens), every
+  // mark undone.
+  std::string guard(std::string_view client_text) const;
+  result<std::vector<int>> encode_guarded(std::string_view text) const;
+
   // The text of `ids`, as HF's ByteLevel decoder gives it: ill-formed UTF-8 becomes
   // U+FFFD; ids without a token are skipped, and so are special tokens if `skip_special`.
   std::string decode(std::span<const int> ids, bool skip_special = false) const;
@@ -54,6 +64,7 @@ class tokenizer {
   enum class kind : uint8_t { none, regular, special };
 
   tokenizer(normalizer n, pre_tokenizer p, bpe m, std::vector<added_token> added);
+  result<std::vector<int>> encode(std::string_view text, bool guarded) const;
   status encode_text(std::string_view text, std::vector<int>& ids) const;
   void encode_piece(std::string_view piece, std::vector<int>& ids) const;
 
@@ -66,6 +77,7 @@ class tokenizer {
   std::vector<std::string> id_text_;
   std::vector<std::string> id_bytes_;
   std::vector<kind> id_kind_;
+  std::vector<std::string> special_texts_;  // what guard() marks
   std::unique_ptr<token_cache> cache_;
 };
 

@@ -1,6 +1,8 @@
 // libFuzzer: the Qwen3 tokenizer (tests/fuzz/README.md). Random bytes encode, or are
 // refused as not UTF-8; the ids decode to the same text in one piece and incrementally;
-// random ids decode without reading outside the vocabulary.
+// a client's text guarded (chat content) encodes without a special token, and as it did
+// unguarded when it held none; random ids decode without reading outside the vocabulary.
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -34,6 +36,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     for (int id : *ids) pieces += stream.push(id);
     pieces += stream.flush();
     TROUPE_CHECK(pieces == tok.decode(*ids), "incremental decoding differs from decode");
+    auto guarded = tok.encode_guarded(tok.guard(text));
+    TROUPE_CHECK(guarded.ok(), "guarded valid text was refused");
+    for (int id : *guarded) TROUPE_CHECK(!tok.is_special(id), "a special token in guarded client text");
+    if (std::none_of(ids->begin(), ids->end(), [&](int id) { return tok.is_special(id); }))
+      TROUPE_CHECK(*guarded == *ids, "guarding text without special tokens changed its ids");
   }
   std::vector<int> ids(size / 4);
   if (!ids.empty()) std::memcpy(ids.data(), data, ids.size() * 4);
