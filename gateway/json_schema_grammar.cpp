@@ -1,5 +1,6 @@
 #include "gateway/json_schema_grammar.hpp"
 
+#include "gateway/json_schema_limits.hpp"
 #include "model/grammar/grammar_builder.hpp"
 
 namespace troupe {
@@ -13,6 +14,7 @@ grammar json_object_grammar() {
 }
 
 result<grammar> json_schema_grammar(const json& schema) {
+  if (auto sized = check_schema_size(schema); !sized) return sized.err();
   grammar_builder b;
   json_rules rules(b);
   try {
@@ -28,6 +30,7 @@ result<grammar> tool_call_grammar(const std::vector<tool_schema>& tools, bool se
   json_rules rules(b);
   std::vector<grammar_sequence> calls;
   for (auto& tool : tools) {
+    if (auto sized = check_schema_size(tool.parameters); !sized) return error{"tool '" + tool.name + "': " + sized.err().message};
     try {
       auto arguments = tool.parameters.is_null()
                            ? rules.object(rules.value())

@@ -256,3 +256,36 @@ BOOST_AUTO_TEST_CASE(qwen3_fast_masks_are_the_trie_walks) {
   BOOST_REQUIRE(tool.ok());
   check_fast_mask(*tool, vocabulary, trie);
 }
+
+// OpenAI's limits: 1,000 enum values, 5,000 properties and 120,000 bytes of names, enum and
+// const strings in one schema, counted wherever they sit; past one, a clear refusal before
+// anything is compiled.
+BOOST_AUTO_TEST_CASE(schemas_past_openais_size_limits_are_refused_before_compiling) {
+  nlohmann::ordered_json values = nlohmann::ordered_json::array();
+  for (int i = 0; i < 30000; ++i) values.push_back("value-" + std::to_string(i));
+  auto big = troupe::json_schema_grammar({{"type", "string"}, {"enum", values}});
+  BOOST_REQUIRE(!big);
+  BOOST_TEST(big.err().message == "the schema has 30000 enum values; at most 1000 are allowed");
+
+  nlohmann::ordered_json thousand = nlohmann::ordered_json::array();
+  for (int i = 0; i < 1000; ++i) thousand.push_back(i);
+  BOOST_TEST(troupe::json_schema_grammar({{"enum", thousand}}).ok());
+  thousand.push_back(1000);
+  auto nested = troupe::json_schema_grammar(
+      {{"type", "object"}, {"properties", {{"a", {{"anyOf", {{{"enum", thousand}}}}}}}}});
+  BOOST_REQUIRE(!nested);
+  BOOST_TEST(nested.err().message == "the schema has 1001 enum values; at most 1000 are allowed");
+
+  nlohmann::ordered_json properties = nlohmann::ordered_json::object();
+  for (int i = 0; i < 5001; ++i) properties["p" + std::to_string(i)] = {{"type", "integer"}};
+  auto wide = troupe::json_schema_grammar({{"type", "object"}, {"properties", properties}});
+  BOOST_REQUIRE(!wide);
+  BOOST_TEST(wide.err().message == "the schema has 5001 object properties; at most 5000 are allowed");
+
+  auto long_const = troupe::json_schema_grammar({{"const", std::string(120001, 'x')}});
+  BOOST_REQUIRE(!long_const);
+  BOOST_TEST(long_const.err().message.find("hold 120001 bytes; at most 120000") != std::string::npos);
+  auto tools = troupe::tool_call_grammar({{"f", {{"type", "string"}, {"enum", values}}}}, false);
+  BOOST_REQUIRE(!tools);
+  BOOST_TEST(tools.err().message == "tool 'f': the schema has 30000 enum values; at most 1000 are allowed");
+}
