@@ -151,10 +151,7 @@ result<int> ucx_transport::connect(const std::vector<uint8_t>& address) {
   peer& p = *peers_[size_t(it->second)];
   if (p.endpoint && p.failure == UCS_OK) return it->second;
   close_link(p);
-  if (auto s = open_link(p); !s) {
-    p.failure = UCS_ERR_UNREACHABLE;
-    p.opened_at = std::chrono::steady_clock::now();
-  }
+  if (auto s = open_link(p); !s) return s.err();
   return it->second;
 }
 
@@ -174,6 +171,8 @@ status ucx_transport::repoint(int peer_id, const std::vector<uint8_t>& address) 
   return open_link(p);
 }
 
+// A link that cannot be opened (the peer is down, or cut off) is tried again by the first
+// send a second later: until then sends fail at once.
 status ucx_transport::open_link(peer& p) {
   ucp_ep_params_t params{};
   params.field_mask =
@@ -184,6 +183,8 @@ status ucx_transport::open_link(peer& p) {
   params.err_handler.arg = &p;
   if (auto s = ucp_ep_create(worker_.get(), &params, &p.endpoint); s != UCS_OK) {
     p.endpoint = nullptr;
+    p.failure = UCS_ERR_UNREACHABLE;
+    p.opened_at = std::chrono::steady_clock::now();
     return ucx_error("ucp_ep_create", s);
   }
   p.failure = UCS_OK;

@@ -42,9 +42,8 @@ class ucx_transport final : public transport {
 
   std::vector<uint8_t> address() const override { return address_; }
   // Connecting again to a peer whose link failed (or was closed by a timed-out send)
-  // makes a new link under the same peer id. A peer that cannot be reached now (its process
-  // died with this one's) still gets its id: its sends fail until a send a second later
-  // reaches it, or until repoint gives its new address.
+  // makes a new link under the same peer id. A link that cannot be opened (by connect or
+  // repoint: the peer is down or cut off) is tried again by the first send a second later.
   result<int> connect(const std::vector<uint8_t>& address) override;
   // Closes the peer's link and opens one to the new address under the same id.
   status repoint(int peer, const std::vector<uint8_t>& address) override;

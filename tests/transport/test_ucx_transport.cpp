@@ -319,28 +319,6 @@ BOOST_AUTO_TEST_CASE(repoint_moves_a_peer_id_to_a_restarted_process) {
   BOOST_TEST(!a->repoint(99, other->address()), "a peer id never handed out");
 }
 
-// A peer that is down when it is connected to (two nodes killed at once, the first back
-// reaching for the second) still gets an id; sends to it fail until repoint gives the
-// address of its new process, which then gets them.
-BOOST_AUTO_TEST_CASE(a_peer_down_at_connect_gets_an_id_that_repoint_brings_up) {
-  auto a = make_endpoint();
-  auto dead = make_endpoint();
-  const auto address = dead->address();
-  dead.reset();
-  auto id = a->connect(address);
-  BOOST_REQUIRE_MESSAGE(id, test::error_text(id));
-  const auto bytes = test::byte_pattern(256, 3);
-  BOOST_TEST(!a->send(*id, make_tag(channel::residual, 0, 1), bytes.data(), bytes.size(), 1s), "a send reached no one");
-  auto back = make_endpoint();
-  const status moved = a->repoint(*id, back->address());
-  BOOST_REQUIRE_MESSAGE(moved, test::error_text(moved));
-  const status sent = a->send(*id, make_tag(channel::residual, 0, 2), bytes.data(), bytes.size(), patience);
-  BOOST_REQUIRE_MESSAGE(sent, test::error_text(sent));
-  auto m = back->receive(make_tag(channel::residual, 0, 2), exact, patience);
-  BOOST_REQUIRE_MESSAGE(m, test::error_text(m));
-  BOOST_TEST((m->bytes == bytes));
-}
-
 // A reply awaited from one peer whose process dies: receive_from fails when UCX sees the
 // connection go, long before its timeout; a receive from any peer would wait it out.
 BOOST_AUTO_TEST_CASE(receive_from_a_peer_killed_meanwhile_fails_at_once) {
