@@ -22,13 +22,20 @@ using tls::file_ptr;
 using tls::pkey_ptr;
 using tls::read_pem;
 using tls::x509_ptr;
-constexpr long days = 24L * 60 * 60;
+
+constexpr long seconds_a_day = 24L * 60 * 60;
 
 // A new file at `path`, created with `mode` (never an existing one overwritten).
 result<file_ptr> create(const std::filesystem::path& path, mode_t mode) {
   const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode);
   if (fd < 0) return error{path.string() + ": " + std::strerror(errno)};
-  return file_ptr(fdopen(fd, "w"), &std::fclose);
+  file_ptr f(fdopen(fd, "w"), &std::fclose);
+  if (!f) {
+    const int why = errno;
+    close(fd);
+    return error{path.string() + ": " + std::strerror(why)};
+  }
+  return f;
 }
 
 status add_extension(X509* cert, X509V3_CTX* context, int nid, const std::string& value) {
@@ -52,7 +59,7 @@ result<x509_ptr> make_certificate(EVP_PKEY* key, const std::string& common_name,
   X509_set_version(cert.get(), 2);
   BN_to_ASN1_INTEGER(number.get(), X509_get_serialNumber(cert.get()));
   X509_gmtime_adj(X509_getm_notBefore(cert.get()), -60 * 60);  // clocks of the nodes differ a little
-  X509_gmtime_adj(X509_getm_notAfter(cert.get()), valid_days * days);
+  X509_gmtime_adj(X509_getm_notAfter(cert.get()), valid_days * seconds_a_day);
   X509_set_pubkey(cert.get(), key);
   X509_NAME* name = X509_get_subject_name(cert.get());
   X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_UTF8, reinterpret_cast<const unsigned char*>(common_name.c_str()), -1,
