@@ -2,9 +2,9 @@
 // How a head proves to a node that it knows the cluster's secret, without sending it: the
 // node hands out a fresh random nonce, the head answers HMAC-SHA256(secret, cluster name,
 // nonce), and the node compares in constant time. A stranger who reaches a node's control
-// port without the secret can start nothing there. (CAF 0.17's middleman has no
-// authentication of its own; the link itself is not encrypted: keep control ports on a
-// private network, as the README says.)
+// port without the secret can start nothing there. The link itself is mutual TLS
+// (cli/cluster_system.hpp) unless cluster.conf says `insecure = yes`; the secret is a
+// second key, one a certificate's holder needs too.
 #include <cstdint>
 #include <string_view>
 #include <vector>
