@@ -1,6 +1,6 @@
 // What the cluster tests share: a fixture model with a tokenizer, cluster.conf files,
 // `troupe cluster up` as a child process, and greedy completions through the openai SDK.
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { copyFileSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -71,6 +71,23 @@ ${progressTimeout ? `progress_timeout_ms = ${progressTimeout}\n` : ''}
 ${body}`);
   if (tls) execFileSync(binary, ['cluster', 'certs', path], { stdio: 'ignore' });
   return path;
+}
+
+// `troupe node` for node `name` of `conf`, on a port it picks, started by the test rather
+// than by a head: resolves to the process and its control port once it announces it.
+export async function startNodeProcess(conf, name) {
+  const child = spawn(binary, ['node', '--config', conf, '--name', name, '--port', '0'],
+                      { stdio: ['ignore', 'pipe', 'pipe'] });
+  const port = await new Promise((resolve, reject) => {
+    let out = '';
+    child.stdout.on('data', (d) => {
+      out += d;
+      const m = out.match(/control on 127\.0\.0\.1:(\d+)/);
+      if (m) resolve(Number(m[1]));
+    });
+    child.on('exit', (code) => reject(new Error(`node ${name} exited with ${code}`)));
+  });
+  return { child, port };
 }
 
 // Runs `troupe cluster up FILE --port 0` until it serves.

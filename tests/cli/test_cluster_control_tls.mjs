@@ -6,14 +6,15 @@
 // another CA signed, or that speaks plaintext, is refused by the head with a clear error.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync } from 'node:fs';
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { binary } from '../gateway/server_process.mjs';
-import { clientOf, fixtureModel, golden, greedy, nodesOf, startCluster, threeNodes, writeConf } from './cluster_process.mjs';
+import { clientOf, fixtureModel, golden, greedy, nodesOf, startCluster, startNodeProcess, threeNodes,
+         writeConf } from './cluster_process.mjs';
 
 let work, modelDir, cluster, client, conf;
 
@@ -140,18 +141,9 @@ test('a plaintext peer never reaches BASP: no handshake for it, and its bytes en
 // names it at that port.
 async function strangerNode(dir, options) {
   mkdirSync(dir, { recursive: true });
-  const stranger = spawn(binary, ['node', '--config', writeConf(join(dir, 'node.conf'), modelDir, threeNodes(), options),
-                                  '--name', 'second', '--port', '0'], { stdio: ['ignore', 'pipe', 'pipe'] });
-  const port = await new Promise((resolve, reject) => {
-    let out = '';
-    stranger.stdout.on('data', (d) => {
-      out += d;
-      const m = out.match(/control on 127\.0\.0\.1:(\d+)/);
-      if (m) resolve(Number(m[1]));
-    });
-    stranger.on('exit', (code) => reject(new Error(`the node exited with ${code}`)));
-  });
-  return { stranger, port };
+  const { child, port } = await startNodeProcess(writeConf(join(dir, 'node.conf'), modelDir, threeNodes(), options),
+                                                 'second');
+  return { stranger: child, port };
 }
 
 function headFor(port) {

@@ -6,28 +6,12 @@
 // start it again when the test kills it: a dead replica stays dead.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { binary } from '../gateway/server_process.mjs';
-import { clientOf, fixtureModel, golden, greedy, startCluster, writeConf } from './cluster_process.mjs';
+import { clientOf, fixtureModel, golden, greedy, startCluster, startNodeProcess, writeConf } from './cluster_process.mjs';
 
 let cluster, client, node;
-
-// `troupe node` for node second of `conf`, on a port it picks; resolves to the port.
-function startNode(conf) {
-  node = spawn(binary, ['node', '--config', conf, '--name', 'second', '--port', '0'], { stdio: ['ignore', 'pipe', 'pipe'] });
-  return new Promise((resolve, reject) => {
-    let out = '';
-    node.stdout.on('data', (d) => {
-      out += d;
-      const m = out.match(/control on 127\.0\.0\.1:(\d+)/);
-      if (m) resolve(Number(m[1]));
-    });
-    node.on('exit', (code) => reject(new Error(`node second exited with ${code}`)));
-  });
-}
 
 before(async () => {
   const work = mkdtempSync(join(tmpdir(), 'troupe_replicas_'));
@@ -50,7 +34,10 @@ stages = second:0-1, second:2-3
 experts = second:0-15
 weight = 0
 `;
-  const port = await startNode(writeConf(join(work, 'node.conf'), model, body(0), { gateway: 'routing = least_load' }));
+  const started = await startNodeProcess(writeConf(join(work, 'node.conf'), model, body(0),
+                                                  { gateway: 'routing = least_load' }), 'second');
+  node = started.child;
+  const port = started.port;
   cluster = await startCluster(writeConf(join(work, 'replicas.conf'), model, body(port),
                                          { gateway: 'routing = least_load' }));
   client = clientOf(cluster);

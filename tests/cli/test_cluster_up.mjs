@@ -6,13 +6,14 @@
 // file and GPU nodes without a GPU each end `cluster up` with a clear error and a non-zero exit.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { binary, startServer } from '../gateway/server_process.mjs';
-import { clientOf, fixtureModel, golden, greedy, nodesOf, startCluster, threeNodes, writeConf } from './cluster_process.mjs';
+import { clientOf, fixtureModel, golden, greedy, nodesOf, startCluster, startNodeProcess, threeNodes,
+         writeConf } from './cluster_process.mjs';
 
 let work, modelDir, cluster, single;
 
@@ -85,18 +86,8 @@ test("concurrent requests give one process's tokens and log-probs", async () => 
 });
 
 test('a node with another secret refuses the head: a clear error, exit 1, no hang', async () => {
-  const stranger = spawn(binary, ['node', '--config', conf('other.conf', { secret: 'not-the-secret' }), '--name',
-                                  'second', '--port', '0'], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const { child: stranger, port } = await startNodeProcess(conf('other.conf', { secret: 'not-the-secret' }), 'second');
   try {
-    const port = await new Promise((resolve, reject) => {
-      let out = '';
-      stranger.stdout.on('data', (d) => {
-        out += d;
-        const m = out.match(/control on 127\.0\.0\.1:(\d+)/);
-        if (m) resolve(Number(m[1]));
-      });
-      stranger.on('exit', (code) => reject(new Error(`the node exited with ${code}`)));
-    });
     const r = spawnSync(binary, ['cluster', 'up', conf('head.conf', { nodes: { second: port } }), '--port', '0'],
                         { encoding: 'utf8', timeout: 90000 });
     assert.equal(r.status, 1, r.stderr);
