@@ -125,6 +125,7 @@ tokenizer::tokenizer(normalizer n, pre_tokenizer p, bpe m, std::vector<added_tok
     if (t.special) {
       id_kind_[size_t(t.id)] = kind::special;
       special_texts_.push_back(t.content);
+      if (!t.content.empty()) special_starts_[static_cast<unsigned char>(t.content[0])] = true;
     }
 }
 
@@ -162,9 +163,10 @@ std::string tokenizer::guard(std::string_view client_text) const {
       i += guard_mark.size();
       continue;
     }
-    const bool special_here = std::any_of(special_texts_.begin(), special_texts_.end(), [&](const std::string& t) {
-      return client_text.compare(i, t.size(), t) == 0;
-    });
+    const bool special_here =
+        special_starts_[static_cast<unsigned char>(client_text[i])] &&
+        std::any_of(special_texts_.begin(), special_texts_.end(),
+                    [&](const std::string& t) { return client_text.compare(i, t.size(), t) == 0; });
     const size_t take = special_here ? utf8_length(static_cast<unsigned char>(client_text[i])) : 1;
     out.append(client_text.substr(i, take));
     if (special_here) out += guard_mark;

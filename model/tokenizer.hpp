@@ -78,6 +78,7 @@ class tokenizer {
   std::vector<std::string> id_bytes_;
   std::vector<kind> id_kind_;
   std::vector<std::string> special_texts_;  // what guard() marks
+  bool special_starts_[256] = {};           // whether one of them starts with this byte
   std::unique_ptr<token_cache> cache_;
 };
 
