@@ -181,7 +181,8 @@ using node_agent_actor = caf::typed_actor<
     // Loads the model for the node's stages and expert groups: the KV blocks each of its
     // stages holds (0 when it has no stage).
     caf::replies_to<load_atom>::with<int>,
-    // Every node's transport address, in cluster.conf's order, the head's scheduler of each
+    // Every node's transport address, in cluster.conf's order (empty for a node that is down:
+    // its address comes by repoint when it is back), the head's scheduler of each
     // replica (in the file's order; a null one for a replica that is not running) and its
     // health monitor: the node links to its peers and starts its stages and expert groups
     // of the running replicas, which report to them. The answer: how many it started.

@@ -182,14 +182,17 @@ status rejoin_node(caf::actor_system& system, const cluster_spec& spec, running_
   cluster.agents[node] = agent;
   cluster.addresses[node] = *address;
   // A node that does not take the new address is down too (both killed at once): it gets
-  // every address when it rejoins, so this node's rejoin does not wait for it.
+  // every address when it rejoins, and until then this node knows it has none, so this
+  // node's rejoin does not wait for it.
   for (size_t i = 0; i < cluster.agents.size(); ++i)
     if (i != node)
       if (auto moved = ask<int>(self, cluster.agents[i], quick_control_timeout(spec), spec.nodes[i].name,
                                 repoint_atom::value, int(node), *address);
-          !moved)
+          !moved) {
         std::fprintf(stderr, "troupe cluster up: node %s is back, but %s (it gets node %s's address when it rejoins)\n",
                      name.c_str(), moved.err().message.c_str(), name.c_str());
+        cluster.addresses[i].clear();
+      }
   auto started = ask<int>(self, agent, control, name, start_atom::value, cluster.addresses, cluster.schedulers,
                           cluster.health);
   if (!started) return started.err();

@@ -247,7 +247,7 @@ node_agent_actor::behavior_type node_agent(self_ptr self, node_agent_options opt
                                  std::to_string(spec.nodes.size()) + " and " + std::to_string(spec.replicas.size()));
         st.peers.clear();
         for (size_t i = 0; i < addresses.size(); ++i) {
-          auto peer = st.options.link->connect(addresses[i]);
+          auto peer = addresses[i].empty() ? st.options.link->absent_peer() : st.options.link->connect(addresses[i]);
           if (!peer) return refused(st, "reaching node " + spec.nodes[i].name + ": " + peer.err().message);
           st.peers.push_back(*peer);
         }

@@ -38,6 +38,10 @@ status in_process_transport::repoint(int peer, const std::vector<uint8_t>&) {
   return error{"in-process peer " + std::to_string(peer) + " cannot move: its endpoint lives as long as this process"};
 }
 
+result<int> in_process_transport::absent_peer() {
+  return error{"an in-process peer is never absent: its endpoint lives as long as this process"};
+}
+
 status in_process_transport::send(int peer, uint64_t tag, const void* data, size_t bytes, std::chrono::milliseconds) {
   std::shared_ptr<in_process_hub::inbox> to;
   {

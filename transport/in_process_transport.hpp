@@ -38,6 +38,7 @@ class in_process_transport final : public transport {
   result<int> connect(const std::vector<uint8_t>& address) override;
   // An endpoint of a hub lives as long as its process: none is ever started again.
   status repoint(int peer, const std::vector<uint8_t>& address) override;
+  result<int> absent_peer() override;
   status send(int peer, uint64_t tag, const void* data, size_t bytes, std::chrono::milliseconds timeout) override;
   result<message> receive(uint64_t tag, uint64_t mask, std::chrono::milliseconds timeout) override;
   // An in-process peer lives as long as this process: as receive, once it is known.

@@ -34,6 +34,10 @@ class transport {
   // sent to its old one went nowhere. Its id stays, so whoever holds it reaches the new one.
   virtual status repoint(int peer, const std::vector<uint8_t>& address) = 0;
 
+  // A peer id for a node that is down now, so it has no address: sends to it fail as to a
+  // dead peer until repoint gives it the address of its new process.
+  virtual result<int> absent_peer() = 0;
+
   // Sends `bytes` to `peer` under `tag`. It never waits for the peer's receive (the bytes
   // are copied), so peers that send to each other before receiving cannot block each
   // other. An error when the link to the peer is down; a peer that does not take the bytes

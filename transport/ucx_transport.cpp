@@ -163,7 +163,7 @@ status ucx_transport::repoint(int peer_id, const std::vector<uint8_t>& address) 
   if (auto it = peer_ids_.find(key); it != peer_ids_.end() && it->second != peer_id)
     return error{"that address is UCX peer " + std::to_string(it->second) + "'s"};
   peer& p = *peers_[size_t(peer_id)];
-  peer_ids_.erase(std::string(p.address.begin(), p.address.end()));
+  if (!p.address.empty()) peer_ids_.erase(std::string(p.address.begin(), p.address.end()));
   peer_ids_[key] = peer_id;
   p.address = address;
   ++p.repoints;
@@ -171,9 +171,21 @@ status ucx_transport::repoint(int peer_id, const std::vector<uint8_t>& address) 
   return open_link(p);
 }
 
+result<int> ucx_transport::absent_peer() {
+  std::lock_guard lock(mutex_);
+  // Unreachable, as if a link had failed: the address comes with repoint.
+  peers_.push_back(std::make_unique<peer>(peer{{}, nullptr, UCS_ERR_UNREACHABLE, std::chrono::steady_clock::now()}));
+  return int(peers_.size() - 1);
+}
+
 // A link that cannot be opened (the peer is down, or cut off) is tried again by the first
 // send a second later: until then sends fail at once.
 status ucx_transport::open_link(peer& p) {
+  if (p.address.empty()) {
+    p.failure = UCS_ERR_UNREACHABLE;
+    p.opened_at = std::chrono::steady_clock::now();
+    return error{"the peer's node is down: it has no address yet"};
+  }
   ucp_ep_params_t params{};
   params.field_mask =
       UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE | UCP_EP_PARAM_FIELD_ERR_HANDLER;

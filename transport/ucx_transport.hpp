@@ -47,6 +47,7 @@ class ucx_transport final : public transport {
   result<int> connect(const std::vector<uint8_t>& address) override;
   // Closes the peer's link and opens one to the new address under the same id.
   status repoint(int peer, const std::vector<uint8_t>& address) override;
+  result<int> absent_peer() override;
   // Copies the bytes and returns: the peer's transport takes them as soon as its process
   // runs. A send the peer has not taken within `timeout` (its process is stopped or hung)
   // closes the link to it (UCX cannot cancel one send), dropping what it still held; the

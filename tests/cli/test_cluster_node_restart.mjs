@@ -100,3 +100,21 @@ for (const victim of ['second', 'third']) {
   });
 }
 
+// Restarting a node must not wait for a peer that is down too: both die at once, each comes
+// back, in whatever order the head restarts them, and the streams go on.
+test('both nodes killed at once: each started again, every stream ends with the fault-free tokens', async () => {
+  const clean = await Promise.all(prompts.map((p) => streamed(p, maxTokens)));
+  const [second] = nodesOf(conf, 'second');
+  const [third] = nodesOf(conf, 'third');
+  const { runs, running } = streamsUnderWay(prompts, (p, onToken) => streamed(p, maxTokens, onToken));
+  await running;
+  process.kill(second, 'SIGKILL');
+  process.kill(third, 'SIGKILL');
+  const faulty = await Promise.all(runs);
+  assert.notEqual(await restarted('second', second), second);
+  assert.notEqual(await restarted('third', third), third);
+  faulty.forEach((r, i) => {
+    assert.equal(r.finish, 'length', `stream ${i} ended with ${r.finish}`);
+    assert.deepEqual(r.ids, clean[i].ids, `stream ${i}: its tokens differ from the fault-free run's`);
+  });
+});
