@@ -27,9 +27,12 @@ struct http_call {
 };
 using http_call_ptr = std::shared_ptr<http_call>;
 
+struct prepared_request;  // gateway/request_preparation.hpp: what a preparer makes of an http_call
+
 }  // namespace troupe
 
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::http_call_ptr)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(std::shared_ptr<troupe::prepared_request>)
 
 namespace troupe {
 
@@ -68,6 +71,7 @@ using warmed_atom = caf::atom_constant<caf::atom("warmed")>;
 using add_replica_atom = caf::atom_constant<caf::atom("addrep")>;
 using remove_replica_atom = caf::atom_constant<caf::atom("rmrep")>;
 using forget_atom = caf::atom_constant<caf::atom("forget")>;
+using prepare_atom = caf::atom_constant<caf::atom("prepare")>;
 
 // A pipeline stage: a contiguous range of layers on one device, with their KV pool. A step
 // enters at the first stage and each stage hands it on: the plan as a message, its
@@ -199,6 +203,13 @@ using node_agent_actor = caf::typed_actor<
     // Replica R is being removed: the node stops its stages and expert groups of R and
     // answers, once they have ended, how many there were.
     caf::replies_to<remove_replica_atom, int>::with<int>>;
+
+// One of the gateway's preparer threads: it parses, renders and tokenizes the requests
+// whose cost grows with their size, so that the gateway actor does not.
+using request_preparer_actor = caf::typed_actor<
+    // The request to an endpoint of gateway/request_preparation.hpp, prepared for the engine
+    // (or answered: an error, /tokenize's ids).
+    caf::replies_to<prepare_atom, http_call_ptr>::with<std::shared_ptr<prepared_request>>>;
 
 // The head's control of a cluster's replicas at runtime, for the gateway: it blocks on the
 // nodes, so it runs detached.

@@ -9,15 +9,12 @@
 
 #include "actors/local_sender.hpp"
 #include "actors/replica_control.hpp"
+#include "actors/request_preparer.hpp"
 #include "gateway/admin_replicas_json.hpp"
 #include "gateway/admin_status_json.hpp"
 #include "gateway/admin_traffic_json.hpp"
 #include "gateway/api_error.hpp"
-#include "gateway/chat_prompt.hpp"
-#include "gateway/chat_request_json.hpp"
-#include "gateway/generation_request_json.hpp"
 #include "gateway/openai_endpoints.hpp"
-#include "gateway/reasoning_grammar.hpp"
 #include "gateway/warmup.hpp"
 
 namespace troupe {
@@ -153,7 +150,6 @@ void start_generation(self_ptr self, const http_call_ptr& http, const std::strin
                       const generation_options& options, int logprobs, bool echo,
                       std::vector<generation_call::choice_prompt> prompts, const chat_reply_parsing& parsing = {}) {
   auto& st = self->state;
-  if (options.model != st.options.served_model_name) return answer_error(self, http, endpoint, unknown_model(options.model));
   // Pending work is counted in sequences (prompts x n), which is what the engine runs.
   const size_t sequences = prompts.size() * size_t(options.n);
   if (sequences > st.options.max_pending)
@@ -235,65 +231,39 @@ void start_generation(self_ptr self, const http_call_ptr& http, const std::strin
   }
 }
 
-void completions(self_ptr self, const http_call_ptr& http) {
-  const std::string endpoint = "/v1/completions";
-  auto parsed = parse_completion_request(http->request.body);
-  if (!parsed) return answer_error(self, http, endpoint, parsed.err());
-  std::vector<generation_call::choice_prompt> prompts;
-  for (auto& p : parsed->prompts) {
-    if (p.is_ids) {
-      prompts.push_back({std::move(p.ids), {}});
-      continue;
-    }
-    auto ids = self->state.tok->encode(p.text);
-    if (!ids) return answer_error(self, http, endpoint, bad_param("prompt", ids.err().message));
-    prompts.push_back({std::move(*ids), std::move(p.text)});
-  }
-  start_generation(self, http, endpoint, api_kind::completion, parsed->options, parsed->logprobs, parsed->echo,
-                   std::move(prompts));
+// What a preparer made of a request: the engine's work, or its answer.
+void prepared(self_ptr self, const http_call_ptr& http, const std::string& endpoint, prepared_request& p) {
+  if (auto* e = std::get_if<api_error>(&p.what)) return answer_error(self, http, endpoint, *e);
+  if (auto* t = std::get_if<tokenize_answer>(&p.what)) return answer(self, http, endpoint, 200, std::move(t->json));
+  auto& g = std::get<prepared_generation>(p.what);
+  start_generation(self, http, endpoint, g.kind, g.options, g.logprobs, g.echo, std::move(g.prompts), g.parsing);
 }
 
-void chat_completions(self_ptr self, const http_call_ptr& http) {
-  const std::string endpoint = "/v1/chat/completions";
+// The request goes to the preparer with the least work queued; the gateway takes other
+// requests meanwhile. Requests being prepared count as pending.
+void prepare(self_ptr self, const http_call_ptr& http) {
   auto& st = self->state;
-  auto parsed = parse_chat_request(http->request.body, st.tool_format);
-  if (!parsed) return answer_error(self, http, endpoint, parsed.err());
-  if (!st.chat) return answer_error(self, http, endpoint, {400, "this model has no chat template; use /v1/completions", "invalid_request_error", {}, {}});
-  auto prompt = render_chat_prompt(*st.chat, *st.tok, *parsed, st.options.special_tokens_in_content);
-  if (!prompt) return answer_error(self, http, endpoint, bad_param("messages", prompt.err().message));
-  generation_options options = parsed->options;
-  // Without max_tokens a chat reply may run to the end of the context, as in OpenAI's API.
-  if (options.max_tokens < 0) options.max_tokens = std::max(1, st.options.max_model_len - int(prompt->ids.size()));
-  chat_reply_parsing parsing{reasoning_parser::prompt_opens_reasoning(prompt->text), std::nullopt, parsed->tool_specs};
-  if (parsed->parses_tool_calls()) parsing.tool_format = st.tool_format;
-  // A prompt that opened <think> leaves the reasoning free: the answer is what is constrained.
-  if (parsing.starts_in_reasoning && !options.output_grammar.rules.empty())
-    options.output_grammar = after_reasoning(options.output_grammar);
-  start_generation(self, http, endpoint, api_kind::chat, options, parsed->top_logprobs, false,
-                   {{std::move(prompt->ids), {}}}, parsing);
-}
-
-// The chat form of /tokenize: the prompt the chat template makes of the messages.
-void tokenize_messages(self_ptr self, const http_call_ptr& http) {
-  auto& st = self->state;
-  auto r = parse_chat_request(http->request.body, st.tool_format);
-  if (!r) return answer_error(self, http, "/tokenize", r.err());
-  if (r->options.model != st.options.served_model_name) return answer_error(self, http, "/tokenize", unknown_model(r->options.model));
-  if (!st.chat) return answer_error(self, http, "/tokenize", {400, "this model has no chat template", "invalid_request_error", {}, {}});
-  auto prompt = render_chat_prompt(*st.chat, *st.tok, *r, st.options.special_tokens_in_content);
-  if (!prompt) return answer_error(self, http, "/tokenize", bad_param("messages", prompt.err().message));
-  answer(self, http, "/tokenize", 200, tokenize_json(prompt->ids, st.options.max_model_len));
-}
-
-void tokenize(self_ptr self, const http_call_ptr& http) {
-  auto& st = self->state;
-  if (has_messages(http->request.body)) return tokenize_messages(self, http);
-  auto r = parse_tokenize_request(http->request.body);
-  if (!r) return answer_error(self, http, "/tokenize", r.err());
-  if (r->model != st.options.served_model_name) return answer_error(self, http, "/tokenize", unknown_model(r->model));
-  auto ids = st.tok->encode(r->prompt);
-  if (!ids) return answer_error(self, http, "/tokenize", bad_param("prompt", ids.err().message));
-  answer(self, http, "/tokenize", 200, tokenize_json(*ids, st.options.max_model_len));
+  const std::string endpoint = http->request.path;
+  if (st.preparing + st.by_request.size() >= st.options.max_pending)
+    return answer_error(self, http, endpoint, {429, "the server has too many requests queued; retry later", "rate_limit_error", {}, {}});
+  const size_t w = size_t(std::min_element(st.preparing_on.begin(), st.preparing_on.end()) - st.preparing_on.begin());
+  ++st.preparing_on[w];
+  ++st.preparing;
+  auto done = [self, w] {
+    --self->state.preparing_on[w];
+    --self->state.preparing;
+  };
+  self->request(st.preparers[w], caf::infinite, prepare_atom::value, http)
+      .then(
+          [=](const std::shared_ptr<prepared_request>& p) {
+            done();
+            contained(self, http, "a request", [&] { prepared(self, http, endpoint, *p); });
+          },
+          [=](const caf::error& e) {
+            done();
+            answer_error(self, http, endpoint,
+                         {500, "preparing the request failed: " + error_message(e), "internal_server_error", {}, {}});
+          });
 }
 
 void detokenize(self_ptr self, const http_call_ptr& http) {
@@ -561,9 +531,9 @@ const endpoint endpoints[] = {
      [](self_ptr s, const http_call_ptr& h) {
        answer(s, h, "/v1/models", 200, models_json(s->state.options.served_model_name, s->state.options.max_model_len));
      }},
-    {"/v1/completions", true, completions},
-    {"/v1/chat/completions", true, chat_completions},
-    {"/tokenize", true, tokenize},
+    {"/v1/completions", true, prepare},
+    {"/v1/chat/completions", true, prepare},
+    {"/tokenize", true, prepare},
     {"/detokenize", true, detokenize},
 };
 
@@ -679,6 +649,13 @@ gateway_actor::behavior_type gateway(gateway_actor::stateful_pointer<gateway_sta
   st.tok = std::move(tok);
   st.chat = std::move(chat);
   if (st.chat) st.tool_format = tool_call_parser::format_of_template(st.chat->tools_source());
+  // Its own threads, a few: one large request waits for none but those queued behind it.
+  const preparation_context context{st.options.served_model_name, st.tok, st.chat, st.tool_format,
+                                    st.options.max_model_len, st.options.special_tokens_in_content};
+  const unsigned preparers = std::clamp(std::thread::hardware_concurrency(), 2u, 4u);
+  for (unsigned i = 0; i < preparers; ++i)
+    st.preparers.push_back(self->spawn<caf::detached + caf::linked>(request_preparer, context));
+  st.preparing_on.assign(preparers, 0);
   std::vector<std::string> names;
   std::vector<double> weights;
   for (const auto& r : replicas) names.push_back(r.name), weights.push_back(r.weight);

@@ -93,6 +93,9 @@ struct gateway_state {
   std::shared_ptr<metrics::registry> registry;
   std::unique_ptr<gateway_metrics> metrics;
   std::map<uint64_t, call> calls;
+  std::vector<request_preparer_actor> preparers;  // linked: they end with the gateway
+  std::vector<size_t> preparing_on;               // by preparer: requests it holds
+  size_t preparing = 0;                           // requests at the preparers
   std::map<request_id, std::pair<uint64_t, int>> by_request;  // -> (call, choice)
   uint64_t next_call = 1;
   request_id next_request = 1;

@@ -217,6 +217,35 @@ test('the gateway killed under streaming load: streams end whole or with an erro
   await assertServes();
 });
 
+// Parsing and tokenizing take time in proportion to a request: they run on the gateway's
+// preparer threads, so the gateway actor answers /v1/models (and streams tokens) while
+// three 30 MB prompts are tokenized (about a second each here; it used to answer nothing
+// meanwhile).
+test('30 MB prompts are tokenized off the gateway: /v1/models answers meanwhile', async () => {
+  const words = 'the quick brown fox jumps over a lazy dog 12345 ';
+  const prompt = words.repeat(Math.floor((30 << 20) / words.length));
+  let pending = 3;
+  const big = Array.from({ length: 3 }, () => post('/tokenize', JSON.stringify({ model: 'tiny', prompt })).then((r) => {
+    pending -= 1;
+    return r;
+  }));
+  await new Promise((r) => setTimeout(r, 300));  // their bodies are in
+  const latencies = [];
+  while (pending > 0 && latencies.length < 200) {
+    const start = Date.now();
+    const res = await get('/v1/models');
+    assert.equal(res.status, 200, res.text);
+    if (pending > 0) latencies.push(Date.now() - start);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  for (const r of await Promise.all(big)) {
+    assert.equal(r.status, 200, r.text.slice(0, 300));
+    assert.ok(JSON.parse(r.text).count > 1000000);
+  }
+  assert.ok(latencies.length >= 3, `the prompts were tokenized before /v1/models was asked 3 times (${latencies})`);
+  assert.ok(Math.max(...latencies) < 1000, `/v1/models waited ${Math.max(...latencies)} ms behind the prompts (${latencies})`);
+});
+
 // A gateway whose thread is stuck answers nothing, /health included: the HTTP server then
 // answers /health itself, 503 with the reason, once the gateway has missed five ticks, and
 // the gateway is healthy again once its thread is free.

@@ -1,0 +1,87 @@
+#include "gateway/request_preparation.hpp"
+
+#include <algorithm>
+
+#include "gateway/chat_prompt.hpp"
+#include "gateway/chat_request_json.hpp"
+#include "gateway/generation_request_json.hpp"
+#include "gateway/openai_endpoints.hpp"
+#include "gateway/reasoning_grammar.hpp"
+#include "gateway/reasoning_parser.hpp"
+
+namespace troupe {
+namespace {
+
+api_error unknown_model(const std::string& name) {
+  return {404, "The model `" + name + "` does not exist.", "NotFoundError", "model", "model_not_found"};
+}
+
+prepared_request completion(const preparation_context& c, const http::request& request) {
+  auto parsed = parse_completion_request(request.body);
+  if (!parsed) return {parsed.err()};
+  if (parsed->options.model != c.served_model_name) return {unknown_model(parsed->options.model)};
+  prepared_generation g{api_kind::completion, std::move(parsed->options), parsed->logprobs, parsed->echo, {}, {}};
+  for (auto& p : parsed->prompts) {
+    if (p.is_ids) {
+      g.prompts.push_back({std::move(p.ids), {}});
+      continue;
+    }
+    auto ids = c.tok->encode(p.text);
+    if (!ids) return {bad_param("prompt", ids.err().message)};
+    g.prompts.push_back({std::move(*ids), std::move(p.text)});
+  }
+  return {std::move(g)};
+}
+
+prepared_request chat_completion(const preparation_context& c, const http::request& request) {
+  auto parsed = parse_chat_request(request.body, c.tool_format);
+  if (!parsed) return {parsed.err()};
+  if (parsed->options.model != c.served_model_name) return {unknown_model(parsed->options.model)};
+  if (!c.chat) return {api_error{400, "this model has no chat template; use /v1/completions", "invalid_request_error", {}, {}}};
+  auto prompt = render_chat_prompt(*c.chat, *c.tok, *parsed, c.special_tokens_in_content);
+  if (!prompt) return {bad_param("messages", prompt.err().message)};
+  prepared_generation g{api_kind::chat, std::move(parsed->options), parsed->top_logprobs, false, {}, {}};
+  // Without max_tokens a chat reply may run to the end of the context, as in OpenAI's API.
+  if (g.options.max_tokens < 0) g.options.max_tokens = std::max(1, c.max_model_len - int(prompt->ids.size()));
+  g.parsing = {reasoning_parser::prompt_opens_reasoning(prompt->text), std::nullopt, parsed->tool_specs};
+  if (parsed->parses_tool_calls()) g.parsing.tool_format = c.tool_format;
+  // A prompt that opened <think> leaves the reasoning free: the answer is what is constrained.
+  if (g.parsing.starts_in_reasoning && !g.options.output_grammar.rules.empty())
+    g.options.output_grammar = after_reasoning(g.options.output_grammar);
+  g.prompts.push_back({std::move(prompt->ids), {}});
+  return {std::move(g)};
+}
+
+// /tokenize with `messages`: the prompt the chat template makes of them; with `prompt`: its ids.
+prepared_request tokenize(const preparation_context& c, const http::request& request) {
+  if (has_messages(request.body)) {
+    auto r = parse_chat_request(request.body, c.tool_format);
+    if (!r) return {r.err()};
+    if (r->options.model != c.served_model_name) return {unknown_model(r->options.model)};
+    if (!c.chat) return {api_error{400, "this model has no chat template", "invalid_request_error", {}, {}}};
+    auto prompt = render_chat_prompt(*c.chat, *c.tok, *r, c.special_tokens_in_content);
+    if (!prompt) return {bad_param("messages", prompt.err().message)};
+    return {tokenize_answer{tokenize_json(prompt->ids, c.max_model_len)}};
+  }
+  auto r = parse_tokenize_request(request.body);
+  if (!r) return {r.err()};
+  if (r->model != c.served_model_name) return {unknown_model(r->model)};
+  auto ids = c.tok->encode(r->prompt);
+  if (!ids) return {bad_param("prompt", ids.err().message)};
+  return {tokenize_answer{tokenize_json(*ids, c.max_model_len)}};
+}
+
+}  // namespace
+
+bool prepared_off_the_gateway(std::string_view path) {
+  return path == "/v1/completions" || path == "/v1/chat/completions" || path == "/tokenize";
+}
+
+prepared_request prepare_request(const preparation_context& context, const http::request& request) {
+  if (request.path == "/v1/completions") return completion(context, request);
+  if (request.path == "/v1/chat/completions") return chat_completion(context, request);
+  if (request.path == "/tokenize") return tokenize(context, request);
+  return {api_error{404, "no endpoint " + request.path, "invalid_request_error", {}, {}}};
+}
+
+}  // namespace troupe

@@ -1,0 +1,55 @@
+#pragma once
+// The work a request needs before the engine sees it, which grows with the request: its
+// JSON, the JSON Schema's grammar, the chat template, tokenization. It runs on a preparer
+// thread (actors/request_preparer.hpp), off the gateway actor, so one large request holds
+// up neither the others nor /health and /v1/models.
+#include <memory>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include "gateway/api_error.hpp"
+#include "gateway/generation_call.hpp"
+#include "gateway/http_request.hpp"
+#include "model/chat_template.hpp"
+#include "model/tokenizer.hpp"
+
+namespace troupe {
+
+struct preparation_context {
+  std::string served_model_name;
+  std::shared_ptr<const tokenizer> tok;
+  std::shared_ptr<const chat_template> chat;  // null when the model ships none
+  tool_call_format tool_format = tool_call_format::hermes;  // the markup the chat template teaches
+  int max_model_len = 0;
+  bool special_tokens_in_content = false;  // gateway/chat_prompt.hpp
+};
+
+// What a /v1/completions or /v1/chat/completions request asks of the engine.
+struct prepared_generation {
+  api_kind kind = api_kind::completion;
+  generation_options options;
+  int logprobs = -1;
+  bool echo = false;
+  std::vector<generation_call::choice_prompt> prompts;
+  chat_reply_parsing parsing;
+};
+
+// A /tokenize request's whole 200 answer.
+struct tokenize_answer {
+  std::string json;
+};
+
+struct prepared_request {
+  std::variant<prepared_generation, tokenize_answer, api_error> what;
+};
+
+// Whether prepare_request takes requests to this path.
+bool prepared_off_the_gateway(std::string_view path);
+
+// The request to /v1/completions, /v1/chat/completions or /tokenize, parsed, rendered and
+// tokenized; an error names the field at fault.
+prepared_request prepare_request(const preparation_context& context, const http::request& request);
+
+}  // namespace troupe
