@@ -69,9 +69,10 @@ result<engine> start_local_engine(caf::actor_system& system, const engine_option
                         }});
   }
   // Requests with the same response_format or tools reuse a compiled grammar; each keeps a
-  // bitset of the vocabulary per grammar context it met, so only so many are kept.
-  constexpr size_t cached_grammars = 64;
-  const auto grammars = std::make_shared<grammar_cache>(cached_grammars);
+  // bitset of the vocabulary per grammar context it met, so only so many, and so many
+  // bytes of those, are kept.
+  constexpr size_t cached_grammars = 64, grammar_classes_bytes = size_t{512} << 20;
+  const auto grammars = std::make_shared<grammar_cache>(cached_grammars, grammar_classes_bytes);
   // The stages hand their rows on through one in-process endpoint, a peer of itself.
   auto rows = std::make_shared<in_process_transport>(std::make_shared<in_process_hub>());
   auto self_peer = rows->connect(rows->address());

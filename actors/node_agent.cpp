@@ -88,8 +88,8 @@ std::vector<child_spec> node_children(self_ptr self, size_t r, const health_moni
                                                         c.hidden_size, timeout)
                      : nullptr;
   // As in one process: requests with the same response_format or tools reuse a grammar.
-  constexpr size_t cached_grammars = 64;
-  const auto grammars = std::make_shared<grammar_cache>(cached_grammars);
+  constexpr size_t cached_grammars = 64, grammar_classes_bytes = size_t{512} << 20;
+  const auto grammars = std::make_shared<grammar_cache>(cached_grammars, grammar_classes_bytes);
   for (size_t k = 0; k < replica.stages.size(); ++k) {
     const placement& p = replica.stages[k];
     if (p.node != me) continue;

@@ -54,7 +54,19 @@ bool has_cycle_from(int32_t r, const std::vector<std::vector<int32_t>>& corners,
 
 }  // namespace
 
-result<compiled_grammar> compiled_grammar::compile(const grammar& g) {
+bool classes_budget::take(size_t bytes) {
+  size_t used = used_.load();
+  do {
+    if (used + bytes > limit_) return false;
+  } while (!used_.compare_exchange_weak(used, used + bytes));
+  return true;
+}
+
+compiled_grammar::classes_cache::~classes_cache() {
+  if (budget) budget->give_back(bytes);
+}
+
+result<compiled_grammar> compiled_grammar::compile(const grammar& g, std::shared_ptr<classes_budget> budget) {
   auto rule_count = int32_t(g.rules.size());
   auto set_count = int32_t(g.byte_sets.size());
   if (g.root < 0 || g.root >= rule_count) return error{"grammar: the root rule does not exist"};
@@ -80,6 +92,7 @@ result<compiled_grammar> compiled_grammar::compile(const grammar& g) {
   }
 
   compiled_grammar c;
+  c.classes_->budget = std::move(budget);
   c.code_.push_back({symbol_kind::rule, g.root});
   c.code_.push_back({symbol_kind::end});
   for (auto& set : g.byte_sets) c.byte_sets_.push_back({set.words[0], set.words[1], set.words[2], set.words[3]});
@@ -135,8 +148,21 @@ std::shared_ptr<const compiled_grammar::token_classes> compiled_grammar::find_cl
 
 void compiled_grammar::keep_classes(const void* trie, std::vector<int32_t> context,
                                     std::shared_ptr<const token_classes> classes) const {
+  // The bitset, the exits, the key and about a map node.
+  const size_t bytes = sizeof(token_classes) + classes->accepted.size() * sizeof(uint64_t) +
+                       classes->exits.size() * sizeof(int32_t) + context.size() * sizeof(int32_t) + 96;
   std::lock_guard lock(classes_->mutex);
-  classes_->by_context.emplace(std::pair{trie, std::move(context)}, std::move(classes));
+  if (classes_->budget && !classes_->budget->take(bytes)) return;
+  if (!classes_->by_context.emplace(std::pair{trie, std::move(context)}, std::move(classes)).second) {
+    if (classes_->budget) classes_->budget->give_back(bytes);  // another matcher kept the same
+    return;
+  }
+  classes_->bytes += bytes;
+}
+
+size_t compiled_grammar::classes_bytes() const {
+  std::lock_guard lock(classes_->mutex);
+  return classes_->bytes;
 }
 
 }  // namespace troupe

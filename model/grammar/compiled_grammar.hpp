@@ -3,6 +3,8 @@
 // of positions, each alternative followed by an end marker, so a parser stack is a list of
 // positions ("match from here next").
 #include <array>
+#include <atomic>
+#include <cstddef>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -16,11 +18,29 @@
 
 namespace troupe {
 
+// The bytes the token classes of several grammars (a grammar_cache's) may keep in all: a
+// grammar past the limit works out the classes it lacks at each mask instead of keeping
+// them, so one hostile schema (a long enum meets a context per byte) cannot fill memory.
+class classes_budget {
+ public:
+  explicit classes_budget(size_t limit) : limit_(limit) {}
+  // False, and nothing taken, when `bytes` more would pass the limit.
+  bool take(size_t bytes);
+  void give_back(size_t bytes) { used_ -= bytes; }
+  size_t used() const { return used_; }
+  size_t limit() const { return limit_; }
+
+ private:
+  const size_t limit_;
+  std::atomic<size_t> used_{0};
+};
+
 class compiled_grammar {
  public:
   // An error names the rule when one is left-recursive (the matcher would expand it
   // forever), has no alternatives, or refers to a rule or byte set that does not exist.
-  static result<compiled_grammar> compile(const grammar& g);
+  // The token classes it gathers draw on `budget`; none: they are all kept.
+  static result<compiled_grammar> compile(const grammar& g, std::shared_ptr<classes_budget> budget = nullptr);
 
   enum class symbol_kind : uint8_t { byte_set, rule, end };
   // What the matcher asks of a position, kept together: the symbol, and whether the rest of
@@ -68,11 +88,16 @@ class compiled_grammar {
   };
   std::shared_ptr<const token_classes> find_classes(const void* trie, const std::vector<int32_t>& context) const;
   void keep_classes(const void* trie, std::vector<int32_t> context, std::shared_ptr<const token_classes> classes) const;
+  // What the kept token classes take, in bytes.
+  size_t classes_bytes() const;
 
  private:
   struct classes_cache {
+    ~classes_cache();
     std::mutex mutex;
     std::map<std::pair<const void*, std::vector<int32_t>>, std::shared_ptr<const token_classes>> by_context;
+    std::shared_ptr<classes_budget> budget;
+    size_t bytes = 0;  // taken from the budget
   };
   std::shared_ptr<classes_cache> classes_ = std::make_shared<classes_cache>();
   std::vector<position_symbol> code_;

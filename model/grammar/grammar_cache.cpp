@@ -14,14 +14,14 @@ result<std::shared_ptr<const compiled_grammar>> grammar_cache::get(const grammar
     recent_.splice(recent_.begin(), recent_, found->second);
     return found->second->second;
   }
-  auto compiled = compiled_grammar::compile(g);
+  auto compiled = compiled_grammar::compile(g, budget_);
   if (!compiled) return compiled.err();
-  recent_.emplace_front(key, std::make_shared<const compiled_grammar>(std::move(compiled).value()));
-  by_key_[std::move(key)] = recent_.begin();
-  if (recent_.size() > capacity_) {
+  while (!recent_.empty() && (recent_.size() >= capacity_ || budget_->used() > budget_->limit() / 2)) {
     by_key_.erase(recent_.back().first);
     recent_.pop_back();
   }
+  recent_.emplace_front(key, std::make_shared<const compiled_grammar>(std::move(compiled).value()));
+  by_key_[std::move(key)] = recent_.begin();
   return recent_.front().second;
 }
 

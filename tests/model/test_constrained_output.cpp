@@ -39,7 +39,7 @@ std::vector<int> allowed_ids(constrained_output& c) {
 }
 
 constrained_output yes_or_no_output() {
-  grammar_cache cache(4);
+  grammar_cache cache(4, size_t{1} << 30);
   return constrained_output(cache.get(yes_or_no()).value(), {end_token}, small_vocabulary());
 }
 
@@ -72,7 +72,7 @@ BOOST_AUTO_TEST_CASE(tokens_outside_the_grammar_and_special_ones_are_refused) {
 }
 
 BOOST_AUTO_TEST_CASE(equal_grammars_share_one_compiled_grammar_and_the_cache_is_bounded) {
-  grammar_cache cache(2);
+  grammar_cache cache(2, size_t{1} << 30);
   auto a = cache.get(yes_or_no()).value();
   BOOST_TEST(cache.get(yes_or_no()).value() == a);
   grammar_builder b;
@@ -87,8 +87,67 @@ BOOST_AUTO_TEST_CASE(equal_grammars_share_one_compiled_grammar_and_the_cache_is_
   BOOST_TEST(cache.get(other).value() != o);
 }
 
+// A long literal meets a context per byte: each keeps a bitset of the vocabulary.
+grammar long_literal(char c) {
+  grammar_builder b;
+  return b.finish(b.literal(std::string(200, c)));
+}
+
+// The masks of `g` along its one sentence, by byte.
+std::vector<std::vector<int>> masks_along(std::shared_ptr<const compiled_grammar> g, char c) {
+  constrained_output out(std::move(g), {end_token}, small_vocabulary());
+  std::vector<std::vector<int>> masks;
+  for (int i = 0; i < 200; ++i) {
+    masks.push_back(allowed_ids(out));
+    BOOST_REQUIRE(out.advance(c));
+  }
+  masks.push_back(allowed_ids(out));
+  return masks;
+}
+
+BOOST_AUTO_TEST_CASE(token_classes_keep_within_the_budget_and_the_masks_stay_right) {
+  const auto unbounded = std::make_shared<const compiled_grammar>(compiled_grammar::compile(long_literal('a')).value());
+  const auto expected = masks_along(unbounded, 'a');
+  const size_t all = unbounded->classes_bytes();
+  BOOST_TEST(all > 0u);
+
+  const auto budget = std::make_shared<classes_budget>(all / 4);
+  const auto bounded = std::make_shared<const compiled_grammar>(compiled_grammar::compile(long_literal('a'), budget).value());
+  BOOST_TEST(masks_along(bounded, 'a') == expected);  // the classes it could not keep, worked out again
+  BOOST_TEST(bounded->classes_bytes() <= all / 4);
+  BOOST_TEST(bounded->classes_bytes() > all / 8, "it kept what fitted");
+  BOOST_TEST(budget->used() == bounded->classes_bytes());
+  const size_t kept = bounded->classes_bytes();
+  BOOST_TEST(masks_along(bounded, 'a') == expected);
+  BOOST_TEST(bounded->classes_bytes() == kept);
+}
+
+BOOST_AUTO_TEST_CASE(a_new_grammar_drops_old_ones_while_their_classes_take_over_half_the_budget) {
+  const size_t one = compiled_grammar::compile(long_literal('a')).value().classes_bytes();  // none yet
+  BOOST_TEST(one == 0u);
+  const auto probe = std::make_shared<const compiled_grammar>(compiled_grammar::compile(long_literal('a')).value());
+  masks_along(probe, 'a');
+  const size_t per_grammar = probe->classes_bytes();
+
+  grammar_cache cache(64, per_grammar * 3 / 2);  // one grammar's classes take over half
+  masks_along(cache.get(long_literal('a')).value(), 'a');
+  BOOST_TEST(cache.classes_bytes() == per_grammar);
+  masks_along(cache.get(long_literal('b')).value(), 'b');
+  BOOST_TEST(cache.size() == 1u, "over half the budget taken: the first grammar went");
+  BOOST_TEST(cache.classes_bytes() == per_grammar, "and gave its classes' bytes back");
+  masks_along(cache.get(long_literal('c')).value(), 'c');
+  BOOST_TEST(cache.size() == 1u);
+  BOOST_TEST(cache.classes_bytes() == per_grammar);
+  {
+    auto held = cache.get(long_literal('c')).value();  // a sequence still decodes with it
+    cache.get(long_literal('d'));
+    BOOST_TEST(cache.classes_bytes() == per_grammar, "held: its classes stay until it is let go");
+  }
+  BOOST_TEST(cache.classes_bytes() == 0u);
+}
+
 BOOST_AUTO_TEST_CASE(a_grammar_that_does_not_compile_is_an_error) {
-  grammar_cache cache(2);
+  grammar_cache cache(2, size_t{1} << 30);
   grammar g;  // rule 0 refers to itself first: left recursion
   g.rules.push_back({{{{grammar_symbol{true, 0}}}}});
   BOOST_TEST(!cache.get(g).ok());
