@@ -103,7 +103,10 @@ std::optional<api_error> parse_tool_choice(const json& body, const std::vector<t
 result<chat_request, api_error> parse_chat_request(std::string_view text, tool_call_format calls_format) {
   auto parsed = parse_json_object(text);
   if (!parsed) return parsed.err();
-  json& body = *parsed;
+  return parse_chat_object(std::move(*parsed), calls_format);
+}
+
+result<chat_request, api_error> parse_chat_object(json body, tool_call_format calls_format) {
   auto options = parse_generation_options(body);
   if (!options) return options.err();
   chat_request r{std::move(*options), {}, {}, {}, tool_choice::automatic, {}, true, true, {}, -1};

@@ -39,5 +39,7 @@ inline constexpr size_t max_tools = 512;
 
 // calls_format: the markup the chat template teaches, which a forced tool call is held to.
 result<chat_request, api_error> parse_chat_request(std::string_view body, tool_call_format calls_format);
+// The same of a body already read as a JSON object (gateway/json_body.hpp).
+result<chat_request, api_error> parse_chat_object(nlohmann::ordered_json body, tool_call_format calls_format);
 
 }  // namespace troupe

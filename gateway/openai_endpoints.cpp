@@ -34,22 +34,16 @@ std::string models_json(const std::string& served_name, int max_model_len) {
 
 std::string version_json() { return dump({{"version", TROUPE_VERSION}}); }
 
-result<tokenize_request, api_error> parse_tokenize_request(std::string_view body) {
-  auto j = object_body(body);
-  if (!j) return j.err();
-  tokenize_request r{(*j)["model"].get<std::string>(), {}, true};
-  if (!j->contains("prompt") || !(*j)["prompt"].is_string()) return bad_param("prompt", "prompt is required and must be a string");
-  r.prompt = (*j)["prompt"].get<std::string>();
-  if (j->contains("add_special_tokens")) {
-    if (!(*j)["add_special_tokens"].is_boolean()) return bad_param("add_special_tokens", "add_special_tokens must be true or false");
-    r.add_special_tokens = (*j)["add_special_tokens"].get<bool>();
+result<tokenize_request, api_error> parse_tokenize_request(const json& body) {
+  if (!body.contains("model") || !body["model"].is_string()) return bad_param("model", "model is required and must be a string");
+  tokenize_request r{body["model"].get<std::string>(), {}, true};
+  if (!body.contains("prompt") || !body["prompt"].is_string()) return bad_param("prompt", "prompt is required and must be a string");
+  r.prompt = body["prompt"].get<std::string>();
+  if (body.contains("add_special_tokens")) {
+    if (!body["add_special_tokens"].is_boolean()) return bad_param("add_special_tokens", "add_special_tokens must be true or false");
+    r.add_special_tokens = body["add_special_tokens"].get<bool>();
   }
   return r;
-}
-
-bool has_messages(std::string_view body) {
-  auto j = parse_json_object(body);
-  return j && j->contains("messages");
 }
 
 std::string tokenize_json(const std::vector<int>& tokens, int max_model_len) {

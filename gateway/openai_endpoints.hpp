@@ -4,6 +4,8 @@
 #include <string_view>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "base/result.hpp"
 #include "gateway/api_error.hpp"
 
@@ -17,9 +19,9 @@ struct tokenize_request {
   std::string prompt;  // when given as text
   bool add_special_tokens = true;
 };
-result<tokenize_request, api_error> parse_tokenize_request(std::string_view body);
-// Whether a /tokenize body is the chat form ({"messages": ...}) rather than {"prompt": ...}.
-bool has_messages(std::string_view body);
+// A /tokenize body of the text form ({"prompt": ...}; the chat form, {"messages": ...}, is a
+// chat request), already read as a JSON object (gateway/json_body.hpp).
+result<tokenize_request, api_error> parse_tokenize_request(const nlohmann::ordered_json& body);
 std::string tokenize_json(const std::vector<int>& tokens, int max_model_len);
 
 struct detokenize_request {

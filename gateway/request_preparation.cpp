@@ -5,6 +5,7 @@
 #include "gateway/chat_prompt.hpp"
 #include "gateway/chat_request_json.hpp"
 #include "gateway/generation_request_json.hpp"
+#include "gateway/json_body.hpp"
 #include "gateway/openai_endpoints.hpp"
 #include "gateway/reasoning_grammar.hpp"
 #include "gateway/reasoning_parser.hpp"
@@ -54,8 +55,10 @@ prepared_request chat_completion(const preparation_context& c, const http::reque
 
 // /tokenize with `messages`: the prompt the chat template makes of them; with `prompt`: its ids.
 prepared_request tokenize(const preparation_context& c, const http::request& request) {
-  if (has_messages(request.body)) {
-    auto r = parse_chat_request(request.body, c.tool_format);
+  auto body = parse_json_object(request.body);
+  if (!body) return {body.err()};
+  if (body->contains("messages")) {
+    auto r = parse_chat_object(std::move(*body), c.tool_format);
     if (!r) return {r.err()};
     if (r->options.model != c.served_model_name) return {unknown_model(r->options.model)};
     if (!c.chat) return {api_error{400, "this model has no chat template", "invalid_request_error", {}, {}}};
@@ -63,7 +66,7 @@ prepared_request tokenize(const preparation_context& c, const http::request& req
     if (!prompt) return {bad_param("messages", prompt.err().message)};
     return {tokenize_answer{tokenize_json(prompt->ids, c.max_model_len)}};
   }
-  auto r = parse_tokenize_request(request.body);
+  auto r = parse_tokenize_request(*body);
   if (!r) return {r.err()};
   if (r->model != c.served_model_name) return {unknown_model(r->model)};
   auto ids = c.tok->encode(r->prompt);

@@ -10,6 +10,7 @@
 #include "gateway/admin_traffic_json.hpp"
 #include "gateway/chat_request_json.hpp"
 #include "gateway/generation_request_json.hpp"
+#include "gateway/json_body.hpp"
 #include "gateway/openai_endpoints.hpp"
 
 namespace {
@@ -35,7 +36,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     case 0: check(parse_chat_request(body, tool_call_format::hermes)); break;
     case 1: check(parse_chat_request(body, tool_call_format::xml)); break;
     case 2: check(parse_completion_request(body)); break;
-    case 3: check(parse_tokenize_request(body)); break;
+    case 3:
+      if (auto j = parse_json_object(body)) check(parse_tokenize_request(*j));
+      break;
     case 4: check(parse_detokenize_request(body)); break;
     case 5: check(parse_traffic_request(body)); break;
     case 6: check(parse_replica_change("green/add", body)); break;
