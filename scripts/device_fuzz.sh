@@ -15,6 +15,7 @@ shift 3 || shift $#
 export LD_LIBRARY_PATH=$PWD/.device/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+[ -f .device/tokenizer/tokenizer.json ] && export TROUPE_FUZZ_TOKENIZER=$PWD/.device/tokenizer/tokenizer.json
 out=${OUT:-/tmp}/fuzz
 mkdir -p "$out"
 names=("$@")
