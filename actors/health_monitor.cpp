@@ -29,13 +29,20 @@ clock_type::time_point whole_since(const health_monitor_state& st, const std::st
   return it == st.unsettled.end() ? clock_type::time_point{} : it->second;
 }
 
-// In one step past the timeout, counted from when its replica was last whole: a stage
+// The progress timeout, doubled for each time the component was declared stuck without
+// finishing a step since: a restart that did not help (a link too slow for any step to
+// finish in time) is not repeated at the same pace.
+std::chrono::milliseconds timeout_of(const health_monitor_state& st, const component& c) {
+  return st.progress_timeout * (1 << std::min(c.strikes, 3));
+}
+
+// In one step past its timeout, counted from when its replica was last whole: a stage
 // that waits on a peer which is down (a node restarting) waits, it is not stuck.
 bool stuck_now(const health_monitor_state& st, const std::string& name, const component& c,
                clock_type::time_point now) {
   if (c.stuck) return true;
   if (!c.busy_since) return false;
-  return now - std::max(*c.busy_since, whole_since(st, group_of(name), now)) > st.progress_timeout;
+  return now - std::max(*c.busy_since, whole_since(st, group_of(name), now)) > timeout_of(st, c);
 }
 
 // The component `name` when the current message comes from the actor that said it is
@@ -52,9 +59,11 @@ void declare_stuck(self_ptr self, const std::string& name, component& c) {
   auto& st = self->state;
   c.stuck = true;
   const double in_step = std::chrono::duration<double>(clock_type::now() - *c.busy_since).count();
-  std::fprintf(stderr, "troupe: %s has been in one step for %.1f s without progress (progress timeout %lld ms): "
-               "declared failed%s\n", name.c_str(), in_step, static_cast<long long>(st.progress_timeout.count()),
+  std::fprintf(stderr, "troupe: %s has been in one step for %.1f s without progress (progress timeout %lld ms%s): "
+               "declared failed%s\n", name.c_str(), in_step, static_cast<long long>(timeout_of(st, c).count()),
+               c.strikes ? ", doubled for each failure since its last finished step" : "",
                c.progressed ? "" : "; its supervisor does not replace it again, as it has finished no step since");
+  ++c.strikes;
   for (const caf::actor& s : st.subscribers) caf::anon_send(s, stuck_atom::value, name);
   if (std::exchange(c.progressed, false) && c.supervisor) caf::anon_send(c.supervisor, stuck_atom::value, name);
 }
@@ -107,6 +116,7 @@ health_monitor_actor::behavior_type health_monitor(self_ptr self, std::chrono::m
           c->busy_since.reset();
           c->stuck = false;  // it was slow, not dead; nobody replaced it meanwhile
           c->progressed = true;
+          c->strikes = 0;
         }
       },
       [=, &components](restarted_atom, const std::string& name) {

@@ -23,6 +23,9 @@ struct health_monitor_state {
     // again (an in-process replacement stuck before any progress waits on something
     // outside it, which a next one would wait on too).
     bool progressed = true;
+    // Times declared stuck since its last finished step: each doubles its progress timeout
+    // (up to 8x), so that a stage slow on a congested link is not restarted again and again.
+    int strikes = 0;
   };
   std::chrono::milliseconds progress_timeout{30000};
   std::map<std::string, component> components;

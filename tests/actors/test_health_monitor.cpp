@@ -179,6 +179,53 @@ BOOST_AUTO_TEST_CASE(a_component_in_one_step_past_the_progress_timeout_is_stuck)
   self->send_exit(h, caf::exit_reason::user_shutdown);
 }
 
+// A component declared stuck again before it finished a step (its node restarted, and the
+// new one's first step as slow: a congested link) gets twice the timeout each time, up to
+// eight times; a finished step brings it back to the progress timeout.
+BOOST_AUTO_TEST_CASE(stuck_again_without_a_finished_step_doubles_the_timeout) {
+  caf::actor_system system{test::engine_config()};
+  caf::scoped_actor self{system};
+  const auto timeout = std::chrono::milliseconds(200);
+  auto h = system.spawn(health_monitor, timeout);
+  caf::scoped_actor subscriber{system};
+  self->send(h, subscribe_atom::value, caf::actor(subscriber));
+  auto stage = component_actor(system, h, "stage_1");
+  self->send(stage, std::string("ready"));
+  BOOST_TEST(test::eventually([&] { return all_ready(ask(self, h)); }));
+  // How long a step of a ready component runs before it is declared stuck (which is what
+  // restarts its node).
+  auto declared_after = [&] {
+    self->send(stage, std::string("busy"));
+    const auto busy = std::chrono::steady_clock::now();
+    BOOST_REQUIRE(next_stuck(subscriber, std::chrono::seconds(5)) == "stage_1");
+    return std::chrono::steady_clock::now() - busy;
+  };
+  auto restart = [&] {
+    self->send(h, restarted_atom::value, std::string("stage_1"));
+    self->send(stage, std::string("ready"));
+    BOOST_REQUIRE(test::eventually([&] { return all_ready(ask(self, h)); }));
+  };
+  const auto first = declared_after();
+  BOOST_TEST((first >= timeout && first < timeout * 2));
+  restart();
+  const auto second = declared_after();
+  BOOST_TEST((second >= timeout * 2 && second < timeout * 4));
+  restart();
+  const auto third = declared_after();
+  BOOST_TEST((third >= timeout * 4 && third < timeout * 8));
+  restart();
+  BOOST_TEST((declared_after() >= timeout * 8));
+  restart();
+  const auto capped = declared_after();
+  BOOST_TEST((capped >= timeout * 8 && capped < timeout * 12), "eight times at most");
+  self->send(stage, std::string("progress"));  // a finished step
+  BOOST_REQUIRE(test::eventually([&] { return all_ready(ask(self, h)); }));
+  const auto back = declared_after();
+  BOOST_TEST((back >= timeout && back < timeout * 2));
+  self->send_exit(stage, caf::exit_reason::user_shutdown);
+  self->send_exit(h, caf::exit_reason::user_shutdown);
+}
+
 // A stage waiting while another component of its replica is down (a node restarting) is
 // waiting, not stuck: its step counts from when the replica is whole again. Another
 // replica's stage is stuck all the same.
