@@ -6,6 +6,7 @@
 
 #include "actors/health_monitor.hpp"
 #include "actors/kv_manager.hpp"
+#include "actors/replica_control.hpp"
 #include "cluster/join_proof.hpp"
 
 namespace troupe {
@@ -181,18 +182,26 @@ status rejoin_node(caf::actor_system& system, const cluster_spec& spec, running_
                  std::to_string(cluster.num_blocks) + " the cluster runs with"};
   cluster.agents[node] = agent;
   cluster.addresses[node] = *address;
-  // A node that does not take the new address is down too (both killed at once): it gets
-  // every address when it rejoins, and until then this node knows it has none, so this
-  // node's rejoin does not wait for it.
-  for (size_t i = 0; i < cluster.agents.size(); ++i)
-    if (i != node)
-      if (auto moved = ask<int>(self, cluster.agents[i], quick_control_timeout(spec), spec.nodes[i].name,
-                                repoint_atom::value, int(node), *address);
-          !moved) {
-        std::fprintf(stderr, "troupe cluster up: node %s is back, but %s (it gets node %s's address when it rejoins)\n",
-                     name.c_str(), moved.err().message.c_str(), name.c_str());
-        cluster.addresses[i].clear();
-      }
+  // A node that does not answer is down too (both killed at once): it gets every address
+  // when it rejoins, and until then this node is started with none for it, so that it does
+  // not wait on a dead one. A node that answers with an error (it cannot reach this one
+  // yet: a cut link) is up: its transport keeps the new address and reaches it once it can.
+  for (size_t i = 0; i < cluster.agents.size(); ++i) {
+    if (i == node) continue;
+    bool silent = false;
+    std::string why;
+    self->request(cluster.agents[i], caf::duration{quick_control_timeout(spec)}, repoint_atom::value, int(node),
+                  *address)
+        .receive([](int) {},
+                 [&](caf::error& e) {
+                   silent = e == caf::sec::request_timeout || e == caf::sec::request_receiver_down;
+                   why = silent ? "node " + spec.nodes[i].name + " does not answer" : error_message(e);
+                 });
+    if (why.empty()) continue;
+    std::fprintf(stderr, "troupe cluster up: node %s is back, but %s (%s)\n", name.c_str(), why.c_str(),
+                 silent ? "it gets the address when it rejoins" : "it reaches it once it can");
+    if (silent) cluster.addresses[i].clear();
+  }
   auto started = ask<int>(self, agent, control, name, start_atom::value, cluster.addresses, cluster.schedulers,
                           cluster.health);
   if (!started) return started.err();
