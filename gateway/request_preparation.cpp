@@ -76,10 +76,6 @@ prepared_request tokenize(const preparation_context& c, const http::request& req
 
 }  // namespace
 
-bool prepared_off_the_gateway(std::string_view path) {
-  return path == "/v1/completions" || path == "/v1/chat/completions" || path == "/tokenize";
-}
-
 prepared_request prepare_request(const preparation_context& context, const http::request& request) {
   if (request.path == "/v1/completions") return completion(context, request);
   if (request.path == "/v1/chat/completions") return chat_completion(context, request);

@@ -45,9 +45,6 @@ struct prepared_request {
   std::variant<prepared_generation, tokenize_answer, api_error> what;
 };
 
-// Whether prepare_request takes requests to this path.
-bool prepared_off_the_gateway(std::string_view path);
-
 // The request to /v1/completions, /v1/chat/completions or /tokenize, parsed, rendered and
 // tokenized; an error names the field at fault.
 prepared_request prepare_request(const preparation_context& context, const http::request& request);
