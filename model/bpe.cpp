@@ -42,12 +42,15 @@ result<bpe> bpe::from_json(const json& model, std::string_view source) {
   if (vocab == model.end() || !vocab->is_object())
     return bad("BPE model without a \"vocab\" object");
   b.vocab_.reserve(vocab->size());
+  // Ids are dense, as Hugging Face tokenizers counts them (added tokens follow the
+  // vocab's size): an id past it would also size the id table by a stranger's number.
+  b.tokens_.resize(vocab->size());
   for (const auto& [text, id] : vocab->items()) {
-    if (!id.is_number_integer() || id.get<int64_t>() < 0 || id.get<int64_t>() > INT32_MAX)
-      return bad("vocab entry \"" + text + "\" has no valid id");
+    if (!id.is_number_integer() || id.get<int64_t>() < 0 || id.get<int64_t>() >= int64_t(vocab->size()))
+      return bad("vocab entry \"" + text + "\" has no valid id (the vocab's " + std::to_string(vocab->size()) +
+                 " entries have ids 0 to " + std::to_string(vocab->size() - 1) + ")");
     const int i = id.get<int>();
     b.vocab_.emplace(text, i);
-    if (size_t(i) >= b.tokens_.size()) b.tokens_.resize(size_t(i) + 1);
     b.tokens_[size_t(i)] = text;
     if (auto bytes = byte_level_decode(text)) b.vocab_by_bytes_.emplace(std::move(*bytes), i);
   }

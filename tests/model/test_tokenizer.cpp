@@ -297,9 +297,14 @@ BOOST_AUTO_TEST_CASE(load_errors_name_the_file_and_the_construct) {
   BOOST_TEST(load_error(c) ==
              "x/tokenizer.json: merge \"q z9\" uses a token missing from the vocab");
   c = base;
+  c["model"]["vocab"]["not a byte"] = c["model"]["vocab"]["\u0120"];  // its id stays taken
   c["model"]["vocab"].erase("\u0120");
   BOOST_TEST(load_error(c) ==
              "x/tokenizer.json: the vocab lacks byte 0x20: not a byte-level BPE vocabulary");
+  c = base;
+  c["model"]["vocab"]["far"] = 2147483647;  // would size the id table at 2^31 entries
+  BOOST_TEST(load_error(c) == "x/tokenizer.json: vocab entry \"far\" has no valid id (the vocab's 262 entries "
+                              "have ids 0 to 261)");
   c = base;
   c["added_tokens"] = json::array({added(300, "<s>", "special")});  // {x} alone is x itself under clang
   BOOST_TEST(load_error(c) ==
