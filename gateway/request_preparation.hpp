@@ -5,7 +5,6 @@
 // up neither the others nor /health and /v1/models.
 #include <memory>
 #include <string>
-#include <string_view>
 #include <variant>
 #include <vector>
 
