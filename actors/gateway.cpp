@@ -38,10 +38,6 @@ void answer_error(self_ptr self, const http_call_ptr& http, const std::string& e
   answer(self, http, endpoint, e.status, e.to_json());
 }
 
-api_error unknown_model(const std::string& name) {
-  return {404, "The model `" + name + "` does not exist.", "NotFoundError", "model", "model_not_found"};
-}
-
 // A removed replica has been stopped (or failed to): it leaves routing, and its series
 // leave /metrics.
 void replica_stopped(self_ptr self, size_t r, const std::string& failure) {

@@ -14,6 +14,11 @@ struct api_error {
   std::string to_json() const;
 };
 
+// A request naming a model this server does not serve, as OpenAI answers it.
+inline api_error unknown_model(const std::string& name) {
+  return {404, "The model `" + name + "` does not exist.", "NotFoundError", "model", "model_not_found"};
+}
+
 inline api_error bad_param(std::string param, std::string message) {
   return {400, std::move(message), "invalid_request_error", std::move(param), {}};
 }

@@ -13,10 +13,6 @@
 namespace troupe {
 namespace {
 
-api_error unknown_model(const std::string& name) {
-  return {404, "The model `" + name + "` does not exist.", "NotFoundError", "model", "model_not_found"};
-}
-
 prepared_request completion(const preparation_context& c, const http::request& request) {
   auto parsed = parse_completion_request(request.body);
   if (!parsed) return {parsed.err()};
