@@ -31,6 +31,7 @@ struct expr {
   };
   kind type = kind::literal;
   int line = 0;
+  int depth = 1;  // levels of the tree this node heads; the parser bounds it
   value literal;
   std::string name;      // name, attribute, filter or test name, or the operator
   bool negated = false;  // `is not`

@@ -4,9 +4,15 @@
 #include <optional>
 
 #include "model/jinja/lexer.hpp"
+#include "model/jinja/nesting_level.hpp"
 
 namespace troupe::jinja {
 namespace {
+
+// Parsing, checking and freeing a template recurse once per level of its nesting, which the
+// parser bounds (real chat templates nest under 15 levels); rendering bounds its own, as
+// macro calls add up.
+constexpr int max_nesting = 64;
 
 // Stops at the first error: `fail` records it and every step checks `failed()`.
 class parser {
@@ -86,6 +92,11 @@ class parser {
   // end of the template when `ends` is empty. `opened` is the line of the enclosing block.
   body parse_body(std::initializer_list<std::string_view> ends, int opened) {
     body out;
+    const nesting_level nested(block_depth_);
+    if (nested.deeper_than(max_nesting)) {
+      fail(opened, "blocks nest more than " + std::to_string(max_nesting) + " levels deep");
+      return out;
+    }
     while (!failed()) {
       const token& t = peek();
       if (t.type == token::kind::end) {
@@ -256,22 +267,46 @@ class parser {
     e->name = std::move(name);
     return e;
   }
+  // Makes `child` an operand of `parent`: chains like `a ~ b ~ c` or `x.y.z` deepen the tree
+  // without deepening the parser's recursion, so the tree's depth is checked here.
+  void adopt(expr& parent, expr_ptr child) {
+    deepen(parent, child);
+    parent.args.push_back(std::move(child));
+  }
+  void adopt_keyword(expr& parent, std::string key, expr_ptr child) {
+    deepen(parent, child);
+    parent.keywords.emplace_back(std::move(key), std::move(child));
+  }
+  void deepen(expr& parent, const expr_ptr& child) {
+    if (!child || child->depth < parent.depth) return;
+    parent.depth = child->depth + 1;
+    if (parent.depth > max_nesting) fail_too_deep(parent.line);
+  }
+  void fail_too_deep(int line) {
+    fail(line, "expressions nest more than " + std::to_string(max_nesting) + " levels deep");
+  }
+
   expr_ptr binary(std::string op, expr_ptr lhs, expr_ptr rhs) {
     auto e = node(expr::kind::binary, lhs ? lhs->line : 0, std::move(op));
-    e->args.push_back(std::move(lhs));
-    e->args.push_back(std::move(rhs));
+    adopt(*e, std::move(lhs));
+    adopt(*e, std::move(rhs));
     return e;
   }
 
   expr_ptr parse_expression(bool with_ternary = true) {
+    const nesting_level nested(expression_depth_);
+    if (nested.deeper_than(max_nesting)) {
+      fail_too_deep(peek().line);
+      return node(expr::kind::literal, peek().line);
+    }
     expr_ptr e = parse_or();
     while (with_ternary && !failed() && is_name("if")) {
       auto t = node(expr::kind::ternary, take().line);
       expr_ptr condition = parse_or();
       expr_ptr otherwise = accept_name("else") ? parse_expression() : nullptr;
-      t->args.push_back(std::move(condition));
-      t->args.push_back(std::move(e));
-      t->args.push_back(std::move(otherwise));
+      adopt(*t, std::move(condition));
+      adopt(*t, std::move(e));
+      adopt(*t, std::move(otherwise));
       e = std::move(t);
     }
     return e;
@@ -292,7 +327,12 @@ class parser {
   expr_ptr parse_not() {
     if (is_name("not")) {
       auto e = node(expr::kind::unary, take().line, "not");
-      e->args.push_back(parse_not());
+      const nesting_level nested(expression_depth_);
+      if (nested.deeper_than(max_nesting)) {
+        fail_too_deep(e->line);
+        return e;
+      }
+      adopt(*e, parse_not());
       return e;
     }
     return parse_compare();
@@ -354,7 +394,12 @@ class parser {
     if (is_op("-") || is_op("+")) {
       const token& t = take();
       e = node(expr::kind::unary, t.line, t.text);
-      e->args.push_back(parse_unary(false));
+      const nesting_level nested(expression_depth_);
+      if (nested.deeper_than(max_nesting)) {
+        fail_too_deep(e->line);
+        return e;
+      }
+      adopt(*e, parse_unary(false));
     } else {
       e = parse_primary();
     }
@@ -409,8 +454,8 @@ class parser {
       return e;
     }
     auto tuple = node(expr::kind::list, line);
-    tuple->args.push_back(std::move(e));
-    while (!failed() && accept_op(",") && !is_op(")")) tuple->args.push_back(parse_expression());
+    adopt(*tuple, std::move(e));
+    while (!failed() && accept_op(",") && !is_op(")")) adopt(*tuple, parse_expression());
     expect_op(")");
     return tuple;
   }
@@ -422,7 +467,7 @@ class parser {
         expect_op(",");
         if (accept_op(close)) break;
       }
-      e->args.push_back(parse_expression());
+      adopt(*e, parse_expression());
     }
     return e;
   }
@@ -434,9 +479,9 @@ class parser {
         expect_op(",");
         if (accept_op("}")) break;
       }
-      e->args.push_back(parse_expression());
+      adopt(*e, parse_expression());
       expect_op(":");
-      e->args.push_back(parse_expression());
+      adopt(*e, parse_expression());
     }
     return e;
   }
@@ -447,12 +492,12 @@ class parser {
         const int line = take().line;
         if (peek().type == token::kind::integer) {
           auto item = node(expr::kind::item, line);
-          item->args.push_back(std::move(e));
-          item->args.push_back(literal(line, value(take().integer)));
+          adopt(*item, std::move(e));
+          adopt(*item, literal(line, value(take().integer)));
           e = std::move(item);
         } else {
           auto attr = node(expr::kind::attribute, line, expect_name());
-          attr->args.push_back(std::move(e));
+          adopt(*attr, std::move(e));
           e = std::move(attr);
         }
       } else if (is_op("[")) {
@@ -478,14 +523,14 @@ class parser {
     expect_op("]");
     if (colons == 0) {
       auto item = node(expr::kind::item, line);
-      item->args.push_back(std::move(target));
-      item->args.push_back(std::move(bounds[0]));
+      adopt(*item, std::move(target));
+      adopt(*item, std::move(bounds[0]));
       if (!failed() && !item->args[1]) fail(line, "empty subscript");
       return item;
     }
     auto slice = node(expr::kind::slice, line);
-    slice->args.push_back(std::move(target));
-    for (expr_ptr& b : bounds) slice->args.push_back(std::move(b));
+    adopt(*slice, std::move(target));
+    for (expr_ptr& b : bounds) adopt(*slice, std::move(b));
     return slice;
   }
 
@@ -505,18 +550,18 @@ class parser {
       if (peek().type == token::kind::name && is_op("=", 1)) {
         std::string key = take().text;
         ++i_;
-        e.keywords.emplace_back(std::move(key), parse_expression());
+        adopt_keyword(e, std::move(key), parse_expression());
       } else if (!e.keywords.empty()) {
         fail(peek().line, "positional argument after a keyword argument");
       } else {
-        e.args.push_back(parse_expression());
+        adopt(e, parse_expression());
       }
     }
   }
 
   expr_ptr parse_call(expr_ptr callee) {
     auto call = node(expr::kind::call, peek().line);
-    call->args.push_back(std::move(callee));
+    adopt(*call, std::move(callee));
     parse_arguments(*call);
     return call;
   }
@@ -526,7 +571,7 @@ class parser {
       if (is_op("|")) {
         const int line = take().line;
         auto f = node(expr::kind::filter, line, expect_name());
-        f->args.push_back(std::move(e));
+        adopt(*f, std::move(e));
         if (is_op("(")) parse_arguments(*f);
         e = std::move(f);
       } else if (is_name("is")) {
@@ -534,11 +579,11 @@ class parser {
         const bool negated = accept_name("not");
         auto t = node(expr::kind::test, line, expect_name());
         t->negated = negated;
-        t->args.push_back(std::move(e));
+        adopt(*t, std::move(e));
         if (is_op("(")) {
           parse_arguments(*t);
         } else if (starts_test_argument()) {
-          t->args.push_back(parse_postfix(parse_primary()));
+          adopt(*t, parse_postfix(parse_primary()));
         }
         e = std::move(t);
       } else if (is_op("(")) {
@@ -560,6 +605,8 @@ class parser {
 
   std::vector<token> t_;
   std::size_t i_ = 0;
+  int block_depth_ = 0;
+  int expression_depth_ = 0;
   std::optional<error> error_;
 };
 

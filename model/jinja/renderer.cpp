@@ -6,6 +6,7 @@
 #include "model/jinja/filters.hpp"
 #include "model/jinja/globals.hpp"
 #include "model/jinja/methods.hpp"
+#include "model/jinja/nesting_level.hpp"
 #include "model/jinja/operators.hpp"
 #include "model/jinja/predicates.hpp"
 #include "model/jinja/to_string.hpp"
@@ -51,6 +52,9 @@ namespace {
 
 // Python recurses about this deep before giving up on a template.
 constexpr int max_macro_depth = 128;
+// Rendering recurses once per block and expression level, through macro calls too: past
+// this many it fails, as Python would with a RecursionError, well inside a thread's stack.
+constexpr int max_render_depth = 1000;
 
 class renderer {
  public:
@@ -76,6 +80,11 @@ class renderer {
   // ---- statements ----
 
   flow exec_body(const body& b, const frame_ptr& f, std::string& out) {
+    const nesting_level nested(render_depth_);
+    if (nested.deeper_than(max_render_depth) && !b.empty()) {
+      fail_too_deep(b.front()->line);
+      return flow::next;
+    }
     for (const auto& s : b) {
       const flow r = exec(*s, f, out);
       if (failed()) return flow::next;
@@ -380,8 +389,15 @@ class renderer {
     return obj.is_array() ? value(std::move(items)) : value(std::move(text));
   }
 
+  value fail_too_deep(int line) {
+    return fail(line, "the template nests more than " + std::to_string(max_render_depth) +
+                          " levels deep as rendered (blocks and expressions, through macro calls)");
+  }
+
   value eval(const expr& e, const frame_ptr& f) {
     if (failed()) return {};
+    const nesting_level nested(render_depth_);
+    if (nested.deeper_than(max_render_depth)) return fail_too_deep(e.line);
     switch (e.type) {
       case expr::kind::literal: return e.literal;
       case expr::kind::name: return lookup(e.name, f);
@@ -447,7 +463,8 @@ class renderer {
   // ({% set ns.self = ns %}) would otherwise never be freed.
   std::vector<value> namespaces_;
   std::optional<error> error_;
-  int depth_ = 0;
+  int depth_ = 0;  // macro calls
+  int render_depth_ = 0;
 };
 
 }  // namespace

@@ -108,3 +108,48 @@ BOOST_AUTO_TEST_CASE(macro_call_errors) {
                  "{% set ns.f = m %}{% endfor %}{% set m = ns.f %}{{ m() }}") ==
              "line 1: macro 'm' was called outside the loop that defined it");
 }
+
+// Parsing, rendering and freeing a template recurse once per level of nesting: the parser
+// refuses nesting past 64 levels, whatever builds it, instead of overflowing the stack.
+BOOST_AUTO_TEST_CASE(nesting_is_bounded) {
+  auto repeat = [](const std::string& s, int n) {
+    std::string out;
+    for (int i = 0; i < n; ++i) out += s;
+    return out;
+  };
+  const std::string too_deep = "line 1: expressions nest more than 64 levels deep";
+  BOOST_TEST(compile_error("{{ " + repeat("(", 63) + "1" + repeat(")", 63) + " }}") ==
+             "(compiled)");
+  BOOST_TEST(compile_error("{{ " + repeat("(", 64) + "1" + repeat(")", 64) + " }}") == too_deep);
+  BOOST_TEST(compile_error("{{ " + repeat("(", 100000) + " }}") == too_deep);
+  BOOST_TEST(compile_error("{{ " + repeat("[", 100000) + " }}") == too_deep);
+  BOOST_TEST(compile_error("{{ " + repeat("{1: ", 100000) + "1" + repeat("}", 100000) + " }}") ==
+             too_deep);
+  BOOST_TEST(compile_error("{{ " + repeat("not ", 100000) + "x }}") == too_deep);
+  BOOST_TEST(compile_error("{{ " + repeat("-", 100000) + "1 }}") == too_deep);
+  BOOST_TEST(compile_error("{{ f(" + repeat("f(", 100000) + " }}") == too_deep);
+  // Chains deepen the tree without deepening the parser's recursion.
+  BOOST_TEST(compile_error("{{ 1" + repeat(" ~ 1", 63) + " }}") == "(compiled)");
+  BOOST_TEST(compile_error("{{ 1" + repeat(" ~ 1", 64) + " }}") == too_deep);
+  BOOST_TEST(compile_error("{{ x" + repeat(".a", 100000) + " }}") == too_deep);
+  BOOST_TEST(compile_error("{{ x" + repeat("[0]", 100000) + " }}") == too_deep);
+  BOOST_TEST(compile_error("{{ x" + repeat("|string", 100000) + " }}") == too_deep);
+  BOOST_TEST(compile_error("{{ x" + repeat(" if x", 100000) + " }}") == too_deep);
+  BOOST_TEST(compile_error(repeat("{% if x %}", 62) + repeat("{% endif %}", 62)) == "(compiled)");
+  BOOST_TEST(compile_error(repeat("{% if x %}", 100000)) ==
+             "line 1: blocks nest more than 64 levels deep");
+  BOOST_TEST(compile_error(repeat("{% for x in y %}", 100000)) ==
+             "line 1: blocks nest more than 64 levels deep");
+
+  // Macro calls add up: each of these nests about 125 levels (60 blocks, then a call at the
+  // bottom of an expression 62 deep), so 7 calls render and 8 pass the renderer's 1000.
+  auto deep_calls = [&](int calls) {
+    return "{% macro f(n) %}" + repeat("{% if true %}", 60) + "{% if n > 0 %}{{ f(n - 1)" +
+           repeat(" ~ ''", 60) + " ~ n }}{% endif %}" + repeat("{% endif %}", 60) +
+           "{% endmacro %}{{ f(" + std::to_string(calls) + ") }}";
+  };
+  BOOST_TEST(troupe::test::render(deep_calls(7)) == "1234567");
+  BOOST_TEST(render_error(deep_calls(8)) ==
+             "line 1: the template nests more than 1000 levels deep as rendered (blocks and "
+             "expressions, through macro calls)");
+}
