@@ -1,0 +1,152 @@
+// What grammars the engine has not seen cost the sequences beside them: 16 free sequences
+// decode while 16 constrained ones arrive at once, each with a json_schema of its own (an
+// enum of 1000 strings of about 110 bytes, near the gateway's limits); then again with the
+// same schemas, compiled and cached; first with 16 unconstrained ones, for scale. Per
+// round: the gaps between each free sequence's tokens while the others run (median, p99,
+// max: a stalled step shows in all of them) and the others' time to first token. Through
+// the one-node CPU engine (scheduler, stages, sampler: the path a served request takes).
+// Run from the source tree: build/bench/bench_grammar_admission [--model models/demo]
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "actors/local_engine.hpp"
+#include "actors/message_types.hpp"
+#include "gateway/json_schema_grammar.hpp"
+#include "model/tokenizer.hpp"
+
+using namespace troupe;
+using clock_type = std::chrono::steady_clock;
+
+namespace {
+
+constexpr int free_sequences = 16, constrained_sequences = 16;
+
+double percentile(std::vector<double> v, double p) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return v[std::min(v.size() - 1, size_t(p * double(v.size())))];
+}
+
+grammar enum_grammar(int schema) {
+  nlohmann::ordered_json values = nlohmann::ordered_json::array();
+  for (int i = 0; i < 1000; ++i) {
+    std::string v = "schema " + std::to_string(schema) + " value " + std::to_string(i) + ": ";
+    while (v.size() < 110) v += char('a' + (v.size() * 7 + size_t(i)) % 26);
+    values.push_back(v);
+  }
+  return json_schema_grammar(nlohmann::ordered_json{{"enum", values}}).value();
+}
+
+struct round_figures {
+  std::vector<double> free_gaps_ms;
+  std::vector<double> first_token_ms;
+};
+
+// One round: the free sequences first, until each has a token; then every constrained one
+// at once. Ends once the constrained ones are done; the free ones are cancelled then.
+round_figures run_round(caf::scoped_actor& self, const engine& e, const tokenizer& tok,
+                        const std::vector<grammar>& grammars, request_id& next_id) {
+  std::map<request_id, clock_type::time_point> last_token;
+  std::map<request_id, bool> is_free;
+  generation_request r;
+  r.prompt = tok.encode("Write a long story about a lighthouse keeper.").value();
+  r.sampling.temperature = 1.0f;
+  r.max_tokens = 100000;
+  r.stop_token_ids = {};
+  for (int i = 0; i < free_sequences; ++i) {
+    r.id = next_id++;
+    r.sampling.seed = r.id;
+    is_free[r.id] = true;
+    self->send(e.scheduler, submit_atom::value, r, caf::actor(self));
+  }
+  size_t started = 0;
+  while (started < free_sequences)
+    self->receive([&](const token_event& ev) {
+      if (!last_token.count(ev.id)) ++started;
+      last_token[ev.id] = clock_type::now();
+    });
+
+  round_figures out;
+  std::map<request_id, clock_type::time_point> submitted;
+  r.prompt = tok.encode("Pick one:").value();
+  r.max_tokens = 24;
+  r.stop_token_ids = e.config.eos_token_ids;
+  for (const grammar& g : grammars) {
+    r.id = next_id++;
+    r.sampling.seed = r.id;
+    r.output_grammar = g;
+    is_free[r.id] = false;
+    submitted[r.id] = clock_type::now();
+    self->send(e.scheduler, submit_atom::value, r, caf::actor(self));
+  }
+  size_t finished = 0;
+  while (finished < grammars.size())
+    self->receive([&](const token_event& ev) {
+      const auto now = clock_type::now();
+      if (is_free[ev.id]) {
+        out.free_gaps_ms.push_back(std::chrono::duration<double, std::milli>(now - last_token[ev.id]).count());
+        last_token[ev.id] = now;
+        return;
+      }
+      if (!ev.tokens.empty() && submitted.count(ev.id)) {
+        out.first_token_ms.push_back(std::chrono::duration<double, std::milli>(now - submitted[ev.id]).count());
+        submitted.erase(ev.id);
+      }
+      if (ev.finish != uint8_t(finish_reason::none)) ++finished;
+    });
+  for (const auto& [id, free] : is_free)
+    if (free) self->send(e.scheduler, cancel_atom::value, id);
+  // Drain the cancelled ones' last events.
+  size_t ended = 0;
+  while (ended < free_sequences)
+    self->receive([&](const token_event& ev) {
+      if (is_free[ev.id] && ev.finish != uint8_t(finish_reason::none)) ++ended;
+    });
+  return out;
+}
+
+void print(const char* label, const round_figures& f) {
+  std::printf("%-22s free gaps ms: median %6.1f  p99 %7.1f  max %7.1f (%zu gaps)   arrivals' TTFT ms: median "
+              "%7.1f  max %7.1f\n",
+              label, percentile(f.free_gaps_ms, 0.5), percentile(f.free_gaps_ms, 0.99),
+              percentile(f.free_gaps_ms, 1.0), f.free_gaps_ms.size(), percentile(f.first_token_ms, 0.5),
+              percentile(f.first_token_ms, 1.0));
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string dir = "models/demo";
+  for (int i = 1; i + 1 < argc; i += 2) {
+    std::string flag = argv[i], value = argv[i + 1];
+    if (flag == "--model") dir = value;
+    else return std::fprintf(stderr, "unknown flag %s\n", flag.c_str()), 2;
+  }
+  auto tok = tokenizer::load(dir + "/tokenizer.json");
+  if (!tok) return std::fprintf(stderr, "%s\n", tok.err().message.c_str()), 1;
+  caf::actor_system_config config;
+  add_message_types(config);
+  caf::actor_system system{config};
+  engine_options options;
+  options.backend.model_dir = dir;
+  options.vocabulary = vocabulary_of(*tok);
+  auto e = start_local_engine(system, options);
+  if (!e) return std::fprintf(stderr, "%s\n", e.err().message.c_str()), 1;
+  std::vector<grammar> grammars;
+  for (int i = 0; i < constrained_sequences; ++i) grammars.push_back(enum_grammar(i));
+  caf::scoped_actor self{system};
+  request_id next_id = 1;
+  std::printf("model %s, CPU: %d free sequences, %d constrained ones arriving at once (a 1000-string enum each)\n",
+              dir.c_str(), free_sequences, constrained_sequences);
+  print("no schema:", run_round(self, *e, *tok, std::vector<grammar>(constrained_sequences), next_id));
+  print("new schemas:", run_round(self, *e, *tok, grammars, next_id));
+  print("same schemas, cached:", run_round(self, *e, *tok, grammars, next_id));
+  e->stop(system);
+  return 0;
+}
