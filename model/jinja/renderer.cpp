@@ -250,8 +250,9 @@ class renderer {
     if (c.macro) return call_macro(c, args, line);
     if (!c.method.empty()) return settle(line, call_method(c.self, c.method, args));
     if (c.global == "raise_exception") {
-      if (!error_)
-        error_ = error{args.positional.empty() ? std::string() : to_string(args.positional[0])};
+      std::string message = args.positional.empty() ? std::string() : to_string(args.positional[0]);
+      if (message.empty()) return fail(line, "the template raised an exception without a message");
+      if (!error_) error_ = error{std::move(message)};
       return {};
     }
     value made = settle(line, call_global(c.global, args));

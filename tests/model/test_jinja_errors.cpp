@@ -52,6 +52,11 @@ BOOST_AUTO_TEST_CASE(raise_exception_is_the_whole_message) {
       render_error(
           "{% macro m() %}{{ raise_exception('from ' ~ 'macro') }}{% endmacro %}x{{ m() }}") ==
       "from macro");
+  // Without a message the error still says what happened, and where.
+  BOOST_TEST(render_error("\n{{ raise_exception('') }}") ==
+             "line 2: the template raised an exception without a message");
+  BOOST_TEST(render_error("{{ raise_exception() }}") ==
+             "line 1: the template raised an exception without a message");
 }
 
 BOOST_AUTO_TEST_CASE(type_errors_fail_at_render) {
