@@ -48,8 +48,9 @@ struct round_figures {
   std::vector<double> first_token_ms;
 };
 
-// One round: the free sequences first, until each has a token; then every constrained one
-// at once. Ends once the constrained ones are done; the free ones are cancelled then.
+// One round: the free sequences first, until each has a token; then every other one at
+// once (constrained unless its grammar is empty). Ends once those are done, cancelling the
+// free ones.
 round_figures run_round(caf::scoped_actor& self, const engine& e, const tokenizer& tok,
                         const std::vector<grammar>& grammars, request_id& next_id) {
   std::map<request_id, clock_type::time_point> last_token;
@@ -68,6 +69,7 @@ round_figures run_round(caf::scoped_actor& self, const engine& e, const tokenize
   size_t started = 0;
   while (started < free_sequences)
     self->receive([&](const token_event& ev) {
+      if (!is_free.count(ev.id)) return;  // an earlier round's
       if (!last_token.count(ev.id)) ++started;
       last_token[ev.id] = clock_type::now();
     });
@@ -89,6 +91,7 @@ round_figures run_round(caf::scoped_actor& self, const engine& e, const tokenize
   while (finished < grammars.size())
     self->receive([&](const token_event& ev) {
       const auto now = clock_type::now();
+      if (!is_free.count(ev.id)) return;
       if (is_free[ev.id]) {
         out.free_gaps_ms.push_back(std::chrono::duration<double, std::milli>(now - last_token[ev.id]).count());
         last_token[ev.id] = now;
@@ -100,14 +103,9 @@ round_figures run_round(caf::scoped_actor& self, const engine& e, const tokenize
       }
       if (ev.finish != uint8_t(finish_reason::none)) ++finished;
     });
+  // Cancelled, they send nothing more but what was in flight, which later rounds ignore.
   for (const auto& [id, free] : is_free)
     if (free) self->send(e.scheduler, cancel_atom::value, id);
-  // Drain the cancelled ones' last events.
-  size_t ended = 0;
-  while (ended < free_sequences)
-    self->receive([&](const token_event& ev) {
-      if (is_free[ev.id] && ev.finish != uint8_t(finish_reason::none)) ++ended;
-    });
   return out;
 }
 
