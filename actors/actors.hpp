@@ -72,6 +72,7 @@ using add_replica_atom = caf::atom_constant<caf::atom("addrep")>;
 using remove_replica_atom = caf::atom_constant<caf::atom("rmrep")>;
 using forget_atom = caf::atom_constant<caf::atom("forget")>;
 using prepare_atom = caf::atom_constant<caf::atom("prepare")>;
+using grammar_atom = caf::atom_constant<caf::atom("grammar")>;
 
 // A pipeline stage: a contiguous range of layers on one device, with their KV pool. A step
 // enters at the first stage and each stage hands it on: the plan as a message, its
@@ -94,7 +95,15 @@ using stage_actor = caf::typed_actor<
     caf::reacts_to<crash_atom>,
     // Blocks its next step this many milliseconds, as a hung device or a collective that
     // does not return would (chaos drills and tests).
-    caf::reacts_to<hang_atom, int>>;
+    caf::reacts_to<hang_atom, int>,
+    // Readies a constrained sequence's grammar before the scheduler admits it, beside the
+    // steps (the last stage's grammar_warmer): true once it is, false where it was not
+    // (another stage, or it does not compile); the scheduler admits the sequence either way.
+    caf::replies_to<grammar_atom, grammar>::with<bool>>;
+
+// The last stage's grammar warmer (actors/grammar_warmer.hpp): compiles the grammar into the
+// engine's cache and gathers its first mask's token classes; false if it does not compile.
+using grammar_warmer_actor = caf::typed_actor<caf::replies_to<grammar_atom, grammar>::with<bool>>;
 
 // Pipeline stage k's name: what supervisors, health reports and crash drills call it.
 inline std::string stage_name(int k) { return "stage_" + std::to_string(k); }

@@ -225,6 +225,17 @@ int step_share(const scheduler_state& st, int active) {
   return std::max(1, (active + batches - 1) / batches);
 }
 
+// A sequence whose grammar the last stage readied (or failed to: its first step compiles
+// the grammar then) joins the queue.
+void wait_for_admission(self_ptr self, request_id id) {
+  auto& st = self->state;
+  auto it = st.sequences.find(id);
+  if (it == st.sequences.end() || !it->second.readying_grammar) return;
+  it->second.readying_grammar = false;
+  st.waiting.push_back(id);
+  schedule(self);
+}
+
 void schedule(self_ptr self) {
   auto& st = self->state;
   if (st.kv_in_flight || st.steps_in_flight >= micro_batches(st.options)) return;
@@ -309,9 +320,16 @@ scheduler_actor::behavior_type scheduler(scheduler_actor::stateful_pointer<sched
           return;
         }
         const request_id id = s.request.id;
-        st.sequences[id] = std::move(s);
-        st.waiting.push_back(id);
-        schedule(self);
+        sequence& added = st.sequences[id] = std::move(s);
+        if (added.request.output_grammar.rules.empty() || !st.stages.back()) {
+          st.waiting.push_back(id);
+          return schedule(self);
+        }
+        // Compiling a new grammar and gathering its first mask would stall a step with every
+        // sequence in it: the last stage does both beside its steps before this one waits.
+        added.readying_grammar = true;
+        self->request(st.stages.back(), st.options.stage_timeout, grammar_atom::value, added.request.output_grammar)
+            .then([=](bool) { wait_for_admission(self, id); }, [=](const caf::error&) { wait_for_admission(self, id); });
       },
       [=](cancel_atom, request_id id) {
         auto& st = self->state;
@@ -324,7 +342,7 @@ scheduler_actor::behavior_type scheduler(scheduler_actor::stateful_pointer<sched
       [=](stats_atom) -> caf::result<engine_stats> {
         auto& st = self->state;
         st.stats.running = int(st.running.size());
-        st.stats.waiting = int(st.waiting.size());
+        st.stats.waiting = int(st.sequences.size() - st.running.size());
         auto promise = self->make_response_promise<engine_stats>();
         self->request(st.kv, caf::infinite, usage_atom::value)
             .then([=](const kv_usage& u) mutable {

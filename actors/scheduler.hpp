@@ -48,6 +48,7 @@ struct scheduler_state {
     bool cancelled = false;
     int state_slot = -1;      // its recurrent state (models with linear-attention layers)
     bool in_step = false;     // in a step in flight: the next plans leave it out
+    bool readying_grammar = false;  // not yet waiting: the last stage readies its grammar
   };
   scheduler_options options;
   std::unordered_map<request_id, sequence> sequences;

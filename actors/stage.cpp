@@ -4,6 +4,7 @@
 #include <cstring>
 #include <thread>
 
+#include "actors/grammar_warmer.hpp"
 #include "actors/local_sender.hpp"
 #include "base/check.hpp"
 #include "transport/tags.hpp"
@@ -141,6 +142,9 @@ stage_actor::behavior_type stage(self_ptr self, stage_options options, step_runn
   if (runner) {
     st.runner = std::move(*runner);
     self->send(health, ready_atom::value, st.options.name);
+    if (st.options.last_stage && st.options.grammars)
+      st.grammar_warmer = self->spawn<caf::detached + caf::linked>(grammar_warmer, st.options.grammars,
+                                                                   st.options.vocabulary);
   } else {  // e.g. no device memory left for its KV pool: its supervisor decides
     self->quit(caf::make_error(caf::sec::runtime_error, st.options.name + ": " + runner.err().message));
   }
@@ -172,6 +176,10 @@ stage_actor::behavior_type stage(self_ptr self, stage_options options, step_runn
       },
       [=](hang_atom, int ms) {
         if (from_this_process(self)) self->state.hang = std::chrono::milliseconds(ms);
+      },
+      [=](grammar_atom, const grammar& g) -> caf::result<bool> {
+        if (!self->state.grammar_warmer) return false;
+        return self->delegate(self->state.grammar_warmer, grammar_atom::value, g);
       },
   };
 }

@@ -63,6 +63,7 @@ struct stage_state {
   std::unordered_map<request_id, token_history> histories;
   std::unordered_map<request_id, constrained_output> constraints;
   health_monitor_actor health;
+  grammar_warmer_actor grammar_warmer;  // the last stage's, when it has a grammar cache
   std::chrono::milliseconds hang{0};  // a drill's: how long the next step blocks
 };
 

@@ -72,7 +72,9 @@ BOOST_AUTO_TEST_CASE(crashed_stages_and_expert_groups_are_restarted_without_gaps
 
 BOOST_AUTO_TEST_CASE(too_long_prompts_and_cancellations_end_exactly_once) {
   caf::actor_system system{test::engine_config()};
-  auto e = start_local_engine(system, test::fixture_options());
+  auto options = test::fixture_options();
+  options.vocabulary = test::json_vocabulary(384, 382);
+  auto e = start_local_engine(system, options);
   BOOST_REQUIRE(e);
   caf::scoped_actor self{system};
   generation_request too_long;
@@ -88,12 +90,22 @@ BOOST_AUTO_TEST_CASE(too_long_prompts_and_cancellations_end_exactly_once) {
   r.max_tokens = 1000;
   self->send(e->scheduler, submit_atom::value, r, caf::actor(self));
   self->send(e->scheduler, cancel_atom::value, request_id(2));
+  // Also one cancelled while the last stage readies its grammar, before it waits.
+  generation_request constrained = r;
+  constrained.id = 4;
+  constrained.output_grammar = json_schema_grammar(test::status_schema()).value();
+  constrained.stop_token_ids = {e->config.eos_token_ids.at(0)};
+  self->send(e->scheduler, submit_atom::value, constrained, caf::actor(self));
+  self->send(e->scheduler, cancel_atom::value, request_id(4));
   // Cancelled requests send nothing more once the cancel is processed; the engine goes on.
   generation_request after = r;
   after.id = 3;
   after.max_tokens = 3;
   auto later = test::run_requests(self, *e, {after});
   BOOST_TEST(later.at(3).tokens.size() == 3u);
+  BOOST_TEST(later.count(2) == 0u);
+  BOOST_TEST(later.count(4) == 0u);
+  BOOST_TEST(test::stats_of(self, *e).waiting == 0);
   e->stop(system);
 }
 
