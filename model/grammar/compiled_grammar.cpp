@@ -148,9 +148,10 @@ std::shared_ptr<const compiled_grammar::token_classes> compiled_grammar::find_cl
 
 void compiled_grammar::keep_classes(const void* trie, std::vector<int32_t> context,
                                     std::shared_ptr<const token_classes> classes) const {
-  // The bitset, the exits, the key and about a map node.
-  const size_t bytes = sizeof(token_classes) + classes->accepted.size() * sizeof(uint64_t) +
-                       classes->exits.size() * sizeof(int32_t) + context.size() * sizeof(int32_t) + 96;
+  // The accepted tokens, the exits, the key and about a map node.
+  const size_t bytes = sizeof(token_classes) + classes->accepted_ids.size() * sizeof(int32_t) +
+                       classes->accepted_bits.size() * sizeof(uint64_t) + classes->exits.size() * sizeof(int32_t) +
+                       context.size() * sizeof(int32_t) + 96;
   std::lock_guard lock(classes_->mutex);
   if (classes_->budget && !classes_->budget->take(bytes)) return;
   if (!classes_->by_context.emplace(std::pair{trie, std::move(context)}, std::move(classes)).second) {

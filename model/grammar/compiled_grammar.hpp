@@ -82,9 +82,17 @@ class compiled_grammar {
   // these). Kept per trie (known by its address, so a trie must outlive the grammars it
   // served) and context on first use, shared by every matcher of the grammar.
   struct token_classes {
-    std::vector<uint64_t> accepted;
+    // The tokens the context matches alone: their ids, or a bitset where that is smaller
+    // (most contexts take a few tokens, and a grammar may meet thousands of contexts).
+    std::vector<int32_t> accepted_ids;
+    std::vector<uint64_t> accepted_bits;
     std::vector<int32_t> exits;
     int64_t exit_nodes = 0;  // the trie nodes below the exits: the work they leave
+
+    void add_accepted_to(std::vector<uint64_t>& mask) const {
+      for (size_t w = 0; w < accepted_bits.size(); ++w) mask[w] |= accepted_bits[w];
+      for (int32_t id : accepted_ids) mask[size_t(id) >> 6] |= uint64_t(1) << (id & 63);
+    }
   };
   std::shared_ptr<const token_classes> find_classes(const void* trie, const std::vector<int32_t>& context) const;
   void keep_classes(const void* trie, std::vector<int32_t> context, std::shared_ptr<const token_classes> classes) const;

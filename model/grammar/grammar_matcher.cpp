@@ -1,6 +1,7 @@
 #include "model/grammar/grammar_matcher.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <utility>
 
 namespace troupe {
@@ -142,7 +143,7 @@ std::shared_ptr<const compiled_grammar::token_classes> grammar_matcher::classes_
     const token_trie& trie, const std::vector<int32_t>& context) {
   if (auto found = grammar_->find_classes(&trie, context)) return found;
   auto classes = std::make_shared<compiled_grammar::token_classes>();
-  classes->accepted.assign(size_t(trie.vocab_size() + 63) / 64, 0);
+  classes_scratch_.resize(size_t(trie.vocab_size() + 63) / 64, 0);  // all zero between walks
   size_t committed = arena_.size();
   int32_t parent = exit_marker;
   for (size_t k = context.size(); k-- > 0;) {
@@ -153,13 +154,28 @@ std::shared_ptr<const compiled_grammar::token_classes> grammar_matcher::classes_
     arena_.push_back({context[k], parent});
     parent = int32_t(arena_.size() - 1);
   }
-  walk_subtree(trie, 0, {parent}, classes->accepted, &classes->exits);
+  walk_subtree(trie, 0, {parent}, classes_scratch_, &classes->exits);
   arena_.resize(committed);
+  keep_accepted(classes_scratch_, *classes);
   std::sort(classes->exits.begin(), classes->exits.end());
   classes->exits.erase(std::unique(classes->exits.begin(), classes->exits.end()), classes->exits.end());
   for (int32_t exit : classes->exits) classes->exit_nodes += trie.nodes()[size_t(exit)].subtree_end - exit;
   grammar_->keep_classes(&trie, context, classes);
   return classes;
+}
+
+void grammar_matcher::keep_accepted(std::vector<uint64_t>& bits, compiled_grammar::token_classes& classes) {
+  size_t count = 0;
+  for (uint64_t w : bits) count += size_t(std::popcount(w));
+  if (count * sizeof(int32_t) >= bits.size() * sizeof(uint64_t)) {
+    classes.accepted_bits = bits;
+    std::fill(bits.begin(), bits.end(), 0);
+    return;
+  }
+  classes.accepted_ids.reserve(count);
+  for (size_t w = 0; w < bits.size(); ++w)
+    for (; bits[w] != 0; bits[w] &= bits[w] - 1)
+      classes.accepted_ids.push_back(int32_t(w * 64 + size_t(std::countr_zero(bits[w]))));
 }
 
 void grammar_matcher::stack_mask(const token_trie& trie, int32_t top, std::vector<uint64_t>& mask) {
@@ -178,7 +194,7 @@ void grammar_matcher::stack_mask(const token_trie& trie, int32_t top, std::vecto
       if (below < 0) context.push_back(-1);
       classes = classes_of(trie, context);
     } while (below >= 0 && classes->exit_nodes > max_exit_nodes);
-    for (size_t w = 0; w < mask.size(); ++w) mask[w] |= classes->accepted[w];
+    classes->add_accepted_to(mask);
     if (below < 0) return;
     bool exits_at_root = false;
     for (int32_t exit : classes->exits) {

@@ -63,6 +63,8 @@ class grammar_matcher {
                     std::vector<uint64_t>& mask, std::vector<int32_t>* exits);
   std::shared_ptr<const compiled_grammar::token_classes> classes_of(const token_trie& trie,
                                                                    const std::vector<int32_t>& context);
+  // Moves the tokens set in `bits` into the classes' accepted tokens, leaving `bits` zero.
+  static void keep_accepted(std::vector<uint64_t>& bits, compiled_grammar::token_classes& classes);
   // Sets the bits of the tokens the stack with top arena node `top` takes: the classes of
   // its top position, widened to the positions below while they leave much to walk.
   void stack_mask(const token_trie& trie, int32_t top, std::vector<uint64_t>& mask);
@@ -79,6 +81,7 @@ class grammar_matcher {
   std::vector<size_t> level_arena_size_;
   std::vector<int32_t> level_node_;
   bool exited_ = false;
+  std::vector<uint64_t> classes_scratch_;  // classes_of's walk, all zero between walks
   const token_trie* cached_trie_ = nullptr;
   std::map<std::vector<int32_t>, std::vector<uint64_t>> cached_masks_;
 };
