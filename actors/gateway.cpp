@@ -539,6 +539,7 @@ std::string endpoint_label(const std::string& path) {
   for (const auto& e : endpoints)
     if (path == e.path) return path;
   if (path == "/admin/traffic") return path;
+  if (model_id_of_path(path)) return "/v1/models";
   if (path == "/admin/replicas" || path.rfind("/admin/replicas/", 0) == 0) return "/admin/replicas";
   return "other";
 }
@@ -555,6 +556,13 @@ void route(self_ptr self, const http_call_ptr& http) {
     if (!get && !post)
       return answer_error(self, http, path, {405, "method " + req.method + " is not allowed on " + path, "invalid_request_error", {}, {}});
     return admin_traffic(self, http);
+  }
+  if (std::optional<std::string> id = model_id_of_path(path)) {
+    if (!get)
+      return answer_error(self, http, "/v1/models", {405, "method " + req.method + " is not allowed on " + path, "invalid_request_error", {}, {}});
+    const auto& o = self->state.options;
+    if (*id != o.served_model_name) return answer_error(self, http, "/v1/models", unknown_model(*id));
+    return answer(self, http, "/v1/models", 200, model_json(o.served_model_name, o.max_model_len));
   }
   for (const auto& e : endpoints) {
     if (path != e.path) continue;

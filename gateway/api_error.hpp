@@ -16,7 +16,7 @@ struct api_error {
 
 // A request naming a model this server does not serve, as OpenAI answers it.
 inline api_error unknown_model(const std::string& name) {
-  return {404, "The model `" + name + "` does not exist.", "NotFoundError", "model", "model_not_found"};
+  return {404, "The model `" + name + "` does not exist.", "invalid_request_error", "model", "model_not_found"};
 }
 
 inline api_error bad_param(std::string param, std::string message) {

@@ -15,7 +15,9 @@ using json = nlohmann::ordered_json;
 
 // One message as templates expect it: text parts joined into one string, a null content
 // (an assistant turn that only calls tools) as "", tool-call arguments given as a JSON
-// string parsed into an object (templates iterate them), as vLLM does.
+// string parsed into an object (templates iterate them), as vLLM does. A `developer`
+// message (OpenAI's name for system instructions) is a system one, and an assistant's
+// `reasoning` (vLLM's newer name) is the `reasoning_content` Qwen's templates read.
 result<json, api_error> normalise_message(const json& m, size_t i) {
   const std::string where = "messages[" + std::to_string(i) + "]";
   if (!m.is_object()) return bad_param(where, where + " must be an object");
@@ -24,6 +26,12 @@ result<json, api_error> normalise_message(const json& m, size_t i) {
   if (role != "system" && role != "developer" && role != "user" && role != "assistant" && role != "tool")
     return bad_param(where + ".role", "unknown role \"" + role + "\" (system, developer, user, assistant or tool)");
   json out = m;
+  if (role == "developer") out["role"] = "system";
+  if (m.contains("reasoning") && !m["reasoning"].is_null()) {
+    if (!m["reasoning"].is_string()) return bad_param(where + ".reasoning", where + ".reasoning must be a string");
+    if (!m.contains("reasoning_content") || m["reasoning_content"].is_null()) out["reasoning_content"] = m["reasoning"];
+    out.erase("reasoning");
+  }
   const json content = m.value("content", json(nullptr));
   if (content.is_array()) {
     std::string text;
@@ -75,19 +83,36 @@ result<std::vector<tool_spec>, api_error> parse_tools(const json& tools) {
   return specs;
 }
 
+// The function a tool_choice object names: OpenAI's {"type": "function", "function":
+// {"name": N}}, the Responses API's {"type": "function", "name": N}, or a bare {"name": N};
+// empty when it names none.
+std::string named_choice(const json& c) {
+  if (c.contains("type") && c["type"] != "function") return {};
+  if (c.contains("function") && c["function"].is_object() && c["function"].contains("name") &&
+      c["function"]["name"].is_string())
+    return c["function"]["name"].get<std::string>();
+  if (c.contains("name") && c["name"].is_string()) return c["name"].get<std::string>();
+  return {};
+}
+
+// A mode named by a string, or by an object's type alone ({"type": "auto"}, as some
+// clients and deployment scripts send it).
+std::optional<tool_choice> choice_mode(const json& c) {
+  const json& mode = c.is_object() && c.size() == 1 && c.contains("type") ? c["type"] : c;
+  if (mode == "auto") return tool_choice::automatic;
+  if (mode == "none") return tool_choice::none;
+  if (mode == "required") return tool_choice::required;
+  return std::nullopt;
+}
+
 // Sets r.choice and r.choice_name; an error when tool_choice is malformed.
 std::optional<api_error> parse_tool_choice(const json& body, const std::vector<tool_spec>& tools, chat_request& r) {
   const json& c = body["tool_choice"];
-  if (c.is_string()) {
-    const std::string mode = c.get<std::string>();
-    if (mode == "auto") r.choice = tool_choice::automatic;
-    else if (mode == "none") r.choice = tool_choice::none;
-    else if (mode == "required") r.choice = tool_choice::required;
-    else return bad_param("tool_choice", "tool_choice must be \"auto\", \"none\", \"required\" or a named function");
-  } else if (c.is_object() && c.contains("type") && c["type"] == "function" && c.contains("function") && c["function"].is_object() &&
-             c["function"].contains("name") && c["function"]["name"].is_string()) {
+  if (std::optional<tool_choice> mode = choice_mode(c)) {
+    r.choice = *mode;
+  } else if (c.is_object() && !named_choice(c).empty()) {
     r.choice = tool_choice::function;
-    r.choice_name = c["function"]["name"].get<std::string>();
+    r.choice_name = named_choice(c);
     if (std::none_of(tools.begin(), tools.end(), [&](const tool_spec& t) { return t.name == r.choice_name; }))
       return bad_param("tool_choice", "tool_choice names the function \"" + r.choice_name + "\", which is not in tools");
   } else {

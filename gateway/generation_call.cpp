@@ -19,10 +19,11 @@ std::vector<int> bytes_of(const std::string& s) {
   return out;
 }
 
-// As OpenAI: content is null when the reply only calls tools.
+// As OpenAI: content is null when the reply only calls tools. The reasoning goes under both
+// names vLLM has used (`reasoning` since 2026): clients read either.
 json message_json(const std::string& content, const std::string& reasoning, const std::vector<tool_call>& calls) {
   json m{{"role", "assistant"}, {"content", content.empty() && !calls.empty() ? json(nullptr) : json(content)}};
-  if (!reasoning.empty()) m["reasoning_content"] = reasoning;
+  if (!reasoning.empty()) m["reasoning"] = m["reasoning_content"] = reasoning;
   if (calls.empty()) return m;
   json list = json::array();
   for (const tool_call& call : calls)
@@ -183,7 +184,7 @@ std::string generation_call::chat_chunks(int index, const reply_delta& d, size_t
   std::vector<json> deltas;
   if (!d.reasoning.empty() || !d.content.empty() || !lps.empty()) {
     json text = json::object();
-    if (!d.reasoning.empty()) text["reasoning_content"] = d.reasoning;
+    if (!d.reasoning.empty()) text["reasoning"] = text["reasoning_content"] = d.reasoning;
     if (!d.content.empty()) text["content"] = d.content;
     deltas.push_back(std::move(text));
   }

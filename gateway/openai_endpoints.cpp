@@ -21,15 +21,39 @@ result<json, api_error> object_body(std::string_view body) {
   return j;
 }
 
+json model_object(const std::string& served_name, int max_model_len) {
+  const auto created = std::chrono::duration_cast<std::chrono::seconds>(
+                           std::chrono::system_clock::now().time_since_epoch()).count();
+  return {{"id", served_name}, {"object", "model"}, {"created", created}, {"owned_by", "troupe"},
+          {"root", served_name}, {"parent", nullptr}, {"max_model_len", max_model_len}};
+}
+
 }  // namespace
 
 std::string models_json(const std::string& served_name, int max_model_len) {
-  const auto created = std::chrono::duration_cast<std::chrono::seconds>(
-                           std::chrono::system_clock::now().time_since_epoch()).count();
-  return dump({{"object", "list"},
-               {"data", json::array({{{"id", served_name}, {"object", "model"}, {"created", created},
-                                      {"owned_by", "troupe"}, {"root", served_name}, {"parent", nullptr},
-                                      {"max_model_len", max_model_len}}})}});
+  return dump({{"object", "list"}, {"data", json::array({model_object(served_name, max_model_len)})}});
+}
+
+std::string model_json(const std::string& served_name, int max_model_len) {
+  return dump(model_object(served_name, max_model_len));
+}
+
+std::optional<std::string> model_id_of_path(std::string_view path) {
+  constexpr std::string_view prefix = "/v1/models/";
+  if (path.substr(0, prefix.size()) != prefix) return std::nullopt;
+  auto hex = [](char c) {
+    return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+  };
+  std::string id;
+  for (size_t i = prefix.size(); i < path.size(); ++i) {
+    if (path[i] == '%' && i + 2 < path.size() && hex(path[i + 1]) >= 0 && hex(path[i + 2]) >= 0) {
+      id += char(hex(path[i + 1]) * 16 + hex(path[i + 2]));
+      i += 2;
+    } else {
+      id += path[i];
+    }
+  }
+  return id;
 }
 
 std::string version_json() { return dump({{"version", TROUPE_VERSION}}); }

@@ -1,5 +1,6 @@
 #pragma once
 // JSON of the small endpoints: /v1/models, /version, /tokenize, /detokenize.
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -12,6 +13,11 @@
 namespace troupe {
 
 std::string models_json(const std::string& served_name, int max_model_len);
+// GET /v1/models/{id} of the served model (the SDKs' models.retrieve).
+std::string model_json(const std::string& served_name, int max_model_len);
+// The id of a /v1/models/{id} path, percent-decoded (SDKs encode "org/name" as
+// "org%2Fname"); none for another path.
+std::optional<std::string> model_id_of_path(std::string_view path);
 std::string version_json();
 
 struct tokenize_request {

@@ -51,7 +51,7 @@ std::pair<std::string, std::string> run(const std::string& text, bool stream, co
 // The stream's deltas put together as the SDK's stream helper does, checking that each
 // call opens with its id, type, name and empty arguments.
 json assemble(const std::string& sse) {
-  json message{{"content", ""}, {"reasoning_content", ""}, {"tool_calls", json::array()}};
+  json message{{"content", ""}, {"reasoning", ""}, {"reasoning_content", ""}, {"tool_calls", json::array()}};
   std::string finish;
   for (size_t at = 0; (at = sse.find("data: ", at)) != std::string::npos;) {
     const size_t end = sse.find("\n\n", at);
@@ -63,8 +63,8 @@ json assemble(const std::string& sse) {
     if (!choice["finish_reason"].is_null()) finish = choice["finish_reason"];
     const json& d = choice["delta"];
     if (d.contains("content")) message["content"] = message["content"].get<std::string>() + d["content"].get<std::string>();
-    if (d.contains("reasoning_content"))
-      message["reasoning_content"] = message["reasoning_content"].get<std::string>() + d["reasoning_content"].get<std::string>();
+    for (const char* name : {"reasoning", "reasoning_content"})
+      if (d.contains(name)) message[name] = message[name].get<std::string>() + d[name].get<std::string>();
     for (const json& t : d.value("tool_calls", json::array())) {
       const size_t index = t["index"];
       json& calls = message["tool_calls"];
@@ -90,6 +90,7 @@ json flatten(const std::string& body) {
   const json choice = json::parse(body)["choices"][0];
   const json& m = choice["message"];
   return {{"content", m["content"].is_null() ? "" : m["content"].get<std::string>()},
+          {"reasoning", m.value("reasoning", "")},
           {"reasoning_content", m.value("reasoning_content", "")},
           {"tool_calls", m.value("tool_calls", json::array())},
           {"finish_reason", choice["finish_reason"]}};
@@ -118,6 +119,7 @@ BOOST_AUTO_TEST_CASE(hermes_call_after_reasoning_and_text) {
       "Let me check.\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"北京\", \"days\": 2}}\n</tool_call>",
       parsing(false, tool_call_format::hermes));
   BOOST_TEST(m["reasoning_content"] == "The user wants Beijing's weather. I should call get_weather.");
+  BOOST_TEST(m["reasoning"] == m["reasoning_content"]);  // vLLM's newer name, streamed alike
   BOOST_TEST(m["content"] == "Let me check.");
   BOOST_REQUIRE(m["tool_calls"].size() == 1u);
   BOOST_TEST(m["tool_calls"][0]["type"] == "function");

@@ -32,9 +32,14 @@ async function greedyIds(prompt, maxTokens) {
   return idsOf(r.choices[0]);
 }
 
-test('lists the served model', async () => {
+test('lists the served model, and retrieves it by id', async () => {
   const models = await client.models.list();
   assert.deepEqual(models.data.map((m) => m.id), ['tiny']);
+  const tiny = await client.models.retrieve('tiny');
+  assert.equal(tiny.id, 'tiny');
+  assert.equal(tiny.object, 'model');
+  await assert.rejects(client.models.retrieve('org/other'), (e) => e.status === 404 &&
+    e.code === 'model_not_found' && e.type === 'invalid_request_error' && e.message.includes('`org/other`'));
 });
 
 test('completion: text prompt, usage and finish reason', async () => {
@@ -120,6 +125,37 @@ test('chat with tools: tool_choice and parallel_tool_calls accepted, malformed o
   }
 });
 
+test('tool_choice short forms act as the OpenAI forms they stand for', async () => {
+  const tools = [{ type: 'function', function: { name: 'get_weather',
+    parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] } } }];
+  const reply = async (toolChoice) => {
+    const r = await client.chat.completions.create({ model: 'tiny', tools, tool_choice: toolChoice, temperature: 0,
+      max_tokens: 24, messages: [{ role: 'user', content: 'Weather in Paris?' }] });
+    const m = r.choices[0].message;
+    return { content: m.content, calls: (m.tool_calls ?? []).map((c) => c.function), finish: r.choices[0].finish_reason };
+  };
+  const named = { type: 'function', function: { name: 'get_weather' } };
+  for (const [short, openai] of [[{ type: 'auto' }, 'auto'], [{ type: 'none' }, 'none'],
+    [{ type: 'required' }, 'required'], [{ name: 'get_weather' }, named],
+    [{ type: 'function', name: 'get_weather' }, named]]) {
+    assert.deepEqual(await reply(short), await reply(openai), JSON.stringify(short));
+  }
+  assert.notDeepEqual(await reply({ type: 'required' }), await reply({ type: 'none' }), 'a forced call is constrained');
+});
+
+test('developer messages are system ones; an assistant turn\'s reasoning is its reasoning_content', async () => {
+  const ids = async (messages) => (await (await fetch(server.baseURL + '/tokenize', { method: 'POST',
+    body: JSON.stringify({ model: 'tiny', messages }) })).json()).tokens;
+  const user = { role: 'user', content: 'Hi' };
+  const developer = await ids([{ role: 'developer', content: 'Be terse.' }, user]);
+  assert.deepEqual(developer, await ids([{ role: 'system', content: 'Be terse.' }, user]));
+  assert.notDeepEqual(developer, await ids([user]));
+  const answered = (extra) => ids([user, { role: 'assistant', content: 'Hello.', ...extra }]);
+  const reasoning = await answered({ reasoning: 'greet back' });
+  assert.deepEqual(reasoning, await answered({ reasoning_content: 'greet back' }));
+  assert.notDeepEqual(reasoning, await answered({}));
+});
+
 test('chat log-probs in OpenAI format', async () => {
   const r = await client.chat.completions.create({ model: 'tiny', messages: [{ role: 'user', content: 'Hi' }],
     max_tokens: 4, logprobs: true, top_logprobs: 3, ignore_eos: true });
@@ -177,7 +213,7 @@ test('64 concurrent streams all complete with usage', async () => {
 
 test('errors come back in OpenAI shape with the right status', async () => {
   await assert.rejects(client.completions.create({ model: 'nope', prompt: 'x' }),
-    (e) => e.status === 404 && e.code === 'model_not_found');
+    (e) => e.status === 404 && e.code === 'model_not_found' && e.type === 'invalid_request_error');
   await assert.rejects(client.completions.create({ model: 'tiny', prompt: 'x', temperature: 7 }),
     (e) => e.status === 400 && e.param === 'temperature');
   await assert.rejects(client.completions.create({ model: 'tiny', prompt: [1, 2], max_tokens: 100000 }),
