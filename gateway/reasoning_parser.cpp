@@ -19,7 +19,7 @@ void drop_leading_space(std::string& s) {
 }  // namespace
 
 reasoning_parser::reasoning_parser(bool starts_in_reasoning)
-    : state_(starts_in_reasoning ? state::reasoning : state::start), skip_space_(true) {}
+    : state_(starts_in_reasoning ? state::reasoning : state::start), trim_reasoning_start_(starts_in_reasoning) {}
 
 bool reasoning_parser::prompt_opens_reasoning(std::string_view prompt) {
   const size_t open = prompt.rfind(open_tag);
@@ -37,11 +37,6 @@ reasoning_parser::output reasoning_parser::push(std::string_view text) {
 
 void reasoning_parser::advance(output& out) {
   for (;;) {
-    if (skip_space_) {
-      drop_leading_space(held_);
-      if (held_.empty()) return;
-      skip_space_ = false;
-    }
     switch (state_) {
       case state::start:
         // Only a reply that opens with `<think>` reasons; the tag later on is answer text.
@@ -49,19 +44,24 @@ void reasoning_parser::advance(output& out) {
         if (held_.starts_with(open_tag)) {
           held_.erase(0, open_tag.size());
           state_ = state::reasoning;
-          skip_space_ = true;
+          trim_reasoning_start_ = true;
         } else {
           state_ = state::answer;
         }
         continue;
       case state::reasoning: {
+        if (trim_reasoning_start_) {
+          drop_leading_space(held_);
+          if (held_.empty()) return;
+          trim_reasoning_start_ = false;
+        }
         if (const size_t end = held_.find(close_tag); end != std::string::npos) {
           size_t keep = end;
           while (keep > 0 && is_ascii_space(held_[keep - 1])) --keep;
           out.reasoning += held_.substr(0, keep);
           held_.erase(0, end + close_tag.size());
           state_ = state::answer;
-          skip_space_ = true;
+          answer_newlines_ = 2;
           continue;
         }
         // Hold a possible partial tag and the whitespace before it: it is trimmed if the
@@ -73,6 +73,12 @@ void reasoning_parser::advance(output& out) {
         return;
       }
       case state::answer:
+        while (answer_newlines_ > 0 && !held_.empty() && held_[0] == '\n') {
+          held_.erase(0, 1);
+          --answer_newlines_;
+        }
+        if (held_.empty()) return;
+        answer_newlines_ = 0;
         out.content += held_;
         held_.clear();
         return;

@@ -1,7 +1,9 @@
 #pragma once
 // Splits a chat reply's `<think>...</think>` reasoning from its answer while the text
 // streams in, in pieces of any size: a tag split across pieces is held back until it is
-// whole, so no part of the markup reaches either side.
+// whole, so no part of the markup reaches either side. The answer is the reply's text
+// byte for byte but for the two newlines Qwen's template writes after `</think>`; the
+// reasoning is trimmed of the whitespace around it.
 #include <string>
 #include <string_view>
 
@@ -31,7 +33,8 @@ class reasoning_parser {
 
   state state_;
   std::string held_;
-  bool skip_space_;  // drop whitespace right after a tag (templates put newlines there)
+  bool trim_reasoning_start_;  // whitespace after `<think>` is not reasoning
+  int answer_newlines_ = 0;    // newlines after `</think>` still to drop
 };
 
 }  // namespace troupe

@@ -72,6 +72,18 @@ BOOST_AUTO_TEST_CASE(no_reasoning_at_all) {
   check("<thin", false, "", "<thin");
 }
 
+// An answer keeps its leading whitespace (indented code); after `</think>` only the two
+// newlines the template writes there go.
+BOOST_AUTO_TEST_CASE(the_answer_is_byte_exact) {
+  check("    indented();\n", false, "", "    indented();\n");
+  check("\n\nTwo blank lines first.", false, "", "\n\nTwo blank lines first.");
+  check("<think>\nhm\n</think>\n\n    indented();", false, "hm", "    indented();");
+  check("<think>\nhm\n</think>\n\n\nA third newline stays.", false, "hm", "\nA third newline stays.");
+  check("<think>\nhm\n</think>\n  one newline, then spaces", false, "hm", "  one newline, then spaces");
+  check("<think>\nhm\n</think> right after", false, "hm", " right after");
+  check("hm\n</think>\n\n\tTabbed.", true, "hm", "\tTabbed.");
+}
+
 BOOST_AUTO_TEST_CASE(think_tag_later_in_the_answer_is_answer_text) {
   check("Use <think> tags to reason.", false, "", "Use <think> tags to reason.");
 }
