@@ -31,6 +31,7 @@ struct chat_request {
   int top_logprobs = -1;          // -1: no log-probs
 
   bool parses_tool_calls() const { return !tool_specs->empty() && choice != tool_choice::none; }
+  bool forces_tool_calls() const { return choice == tool_choice::required || choice == tool_choice::function; }
 };
 
 // What one request may list (a 400 past it).

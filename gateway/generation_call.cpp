@@ -19,10 +19,13 @@ std::vector<int> bytes_of(const std::string& s) {
   return out;
 }
 
-// As OpenAI: content is null when the reply only calls tools. The reasoning goes under both
-// names vLLM has used (`reasoning` since 2026): clients read either.
-json message_json(const std::string& content, const std::string& reasoning, const std::vector<tool_call>& calls) {
-  json m{{"role", "assistant"}, {"content", content.empty() && !calls.empty() ? json(nullptr) : json(content)}};
+// As OpenAI: content is null when the reply only calls tools, as it must under a forced
+// tool_choice. The reasoning goes under both names vLLM has used (`reasoning` since 2026):
+// clients read either.
+json message_json(const std::string& content, const std::string& reasoning, const std::vector<tool_call>& calls,
+                  bool forced_calls) {
+  const bool null_content = content.empty() && (forced_calls || !calls.empty());
+  json m{{"role", "assistant"}, {"content", null_content ? json(nullptr) : json(content)}};
   if (!reasoning.empty()) m["reasoning"] = m["reasoning_content"] = reasoning;
   if (calls.empty()) return m;
   json list = json::array();
@@ -39,7 +42,8 @@ generation_call::generation_call(api_kind kind, std::string id, const generation
                                  std::shared_ptr<const tokenizer> tok, const chat_reply_parsing& parsing)
     : kind_(kind), id_(std::move(id)),
       created_(std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count()),
-      options_(options), logprobs_(logprobs), echo_(echo), tokenizer_(std::move(tok)) {
+      options_(options), logprobs_(logprobs), echo_(echo), tokenizer_(std::move(tok)),
+      forced_calls_(parsing.forced_calls) {
   for (auto& p : prompts) {
     choices_.push_back({std::move(p), incremental_detokenizer(*tokenizer_, options_.skip_special_tokens),
                         stop_matcher(options_.stop), {}, {}, 0, {}, {}, {}, {}, {}});
@@ -131,7 +135,8 @@ generation_call::reply_delta generation_call::split_reply(choice& c, const std::
     t.content += tail.content;
     t.calls.insert(t.calls.end(), tail.calls.begin(), tail.calls.end());
   }
-  d.content = std::move(t.content);
+  // The grammar let only calls through: what is left is a call cut short.
+  d.content = forced_calls_ ? std::string() : std::move(t.content);
   d.calls = std::move(t.calls);
   return d;
 }
@@ -240,7 +245,7 @@ std::string generation_call::response_body() const {
   for (size_t i = 0; i < choices_.size(); ++i) {
     const choice& c = choices_[i];
     json ch{{"index", i}};
-    if (kind_ == api_kind::chat) ch["message"] = message_json(c.text, c.reasoning_text, c.calls);
+    if (kind_ == api_kind::chat) ch["message"] = message_json(c.text, c.reasoning_text, c.calls, forced_calls_);
     else ch["text"] = c.text;
     ch["logprobs"] = logprobs_json(c.logprobs);
     ch["finish_reason"] = or_null(c.finish);

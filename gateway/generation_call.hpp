@@ -28,6 +28,9 @@ struct chat_reply_parsing {
   bool starts_in_reasoning = false;  // the prompt left a <think> block open
   std::optional<tool_call_format> tool_format;  // none: the answer is not searched for calls
   std::shared_ptr<const std::vector<tool_spec>> tools;
+  // tool_choice required or named: the answer is calls alone, its content null; a call cut
+  // short (max_tokens) is dropped, never shown as markup.
+  bool forced_calls = false;
 };
 
 class generation_call {
@@ -105,6 +108,7 @@ class generation_call {
   int logprobs_;
   bool echo_;
   std::shared_ptr<const tokenizer> tokenizer_;
+  bool forced_calls_ = false;  // chat_reply_parsing's
   std::vector<choice> choices_;
   int finished_ = 0;
   int cached_tokens_ = 0;

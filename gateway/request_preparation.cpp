@@ -42,6 +42,7 @@ prepared_request chat_completion(const preparation_context& c, const http::reque
   if (g.options.max_tokens < 0) g.options.max_tokens = std::max(1, c.max_model_len - int(prompt->ids.size()));
   g.parsing = {reasoning_parser::prompt_opens_reasoning(prompt->text), std::nullopt, parsed->tool_specs};
   if (parsed->parses_tool_calls()) g.parsing.tool_format = c.tool_format;
+  g.parsing.forced_calls = parsed->forces_tool_calls();
   // A prompt that opened <think> leaves the reasoning free: the answer is what is constrained.
   if (g.parsing.starts_in_reasoning && !g.options.output_grammar.rules.empty())
     g.options.output_grammar = after_reasoning(g.options.output_grammar);

@@ -67,6 +67,21 @@ export function forcedToolCallTests(client, tools) {
     assert.ok(several > 0, 'some answer makes several calls');
   });
 
+  test('a forced call cut short by max_tokens is dropped: content null, no markup, finish "length"', async () => {
+    for (const seed of seeds.slice(0, 3)) {
+      const args = chat({ tools, seed, max_tokens: 6, tool_choice: { type: 'function', function: { name: 'search' } } });
+      const whole = await client().chat.completions.create(args);
+      assert.equal(whole.choices[0].finish_reason, 'length');
+      assert.equal(whole.choices[0].message.content, null);
+      assert.equal((whole.choices[0].message.tool_calls ?? []).length, 0);
+      const chunks = [];
+      for await (const chunk of await client().chat.completions.create({ ...args, stream: true })) chunks.push(chunk);
+      const text = chunks.map((c) => c.choices[0]?.delta?.content ?? '').join('');
+      assert.equal(text, '');
+      assert.equal(chunks.at(-1).choices[0].finish_reason, 'length');
+    }
+  });
+
   test('streamed tool calls, reassembled by the SDK stream helper, equal the non-streamed ones', async () => {
     for (const extra of [{ tool_choice: { type: 'function', function: { name: 'get_weather' } } },
       { tool_choice: 'required', max_tokens: 2000 }]) {

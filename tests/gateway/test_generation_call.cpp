@@ -26,21 +26,22 @@ chat_reply_parsing parsing(bool starts_in_reasoning, std::optional<tool_call_for
               {"get_weather", {{"city", "string"}, {"days", "integer"}}}})};
 }
 
-// Runs one choice over `text` (then <|im_end|>), `per_event` tokens at a time; returns
-// what the call sent (SSE text when streaming) and, after it, the response body.
+// Runs one choice over `text` (then <|im_end|> when it ends with a stop), `per_event`
+// tokens at a time; returns what the call sent (SSE text when streaming) and, after it,
+// the response body.
 std::pair<std::string, std::string> run(const std::string& text, bool stream, const chat_reply_parsing& p,
-                                        size_t per_event) {
+                                        size_t per_event, finish_reason end = finish_reason::stop) {
   generation_options options;
   options.model = "m";
   options.stream = stream;
   generation_call call(api_kind::chat, "chatcmpl-1", options, -1, false, {{{1, 2, 3}, {}}}, qwen3(), p);
   std::vector<int> ids = test::qwen3_tokenizer().encode(text).value();
-  ids.push_back(im_end);
+  if (end == finish_reason::stop) ids.push_back(im_end);
   std::string sent = call.stream_start();
   for (size_t at = 0; at < ids.size(); at += per_event) {
     token_event ev;
     for (size_t i = at; i < std::min(ids.size(), at + per_event); ++i) ev.tokens.push_back({ids[i], 0.0f, {}});
-    if (at + per_event >= ids.size()) ev.finish = uint8_t(finish_reason::stop);
+    if (at + per_event >= ids.size()) ev.finish = uint8_t(end);
     bool cancel = false;
     sent += call.on_event(0, ev, cancel);
   }
@@ -149,6 +150,35 @@ BOOST_AUTO_TEST_CASE(content_is_null_when_the_reply_only_calls) {
   BOOST_TEST(m["content"].is_null());
   BOOST_TEST(!m.contains("reasoning_content"));
   BOOST_TEST(m["tool_calls"][0]["id"].get<std::string>().size() == 29u);
+}
+
+// Under a forced tool_choice the reply is calls alone: content null, and a call cut short
+// by max_tokens dropped (finish_reason length), whole or streamed; no markup leaks.
+BOOST_AUTO_TEST_CASE(a_forced_reply_is_calls_alone) {
+  chat_reply_parsing forced = parsing(false, tool_call_format::hermes);
+  forced.forced_calls = true;
+  const std::string call = "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n</tool_call>";
+  const json whole = expect_both_ways(call, forced);
+  BOOST_TEST(whole["tool_calls"].size() == 1u);
+  BOOST_TEST(whole["finish_reason"] == "tool_calls");
+  BOOST_TEST(json::parse(run(call, false, forced, 3).second)["choices"][0]["message"]["content"].is_null());
+
+  const std::string cut = call + "\n<tool_call>\n{\"name\": \"get_weather\", \"argu";
+  for (size_t per_event : {1, 4}) {
+    const auto [body_sent, body] = run(cut, false, forced, per_event, finish_reason::length);
+    const json choice = json::parse(body)["choices"][0];
+    BOOST_TEST(choice["message"]["content"].is_null());
+    BOOST_TEST(choice["message"]["tool_calls"].size() == 1u);
+    BOOST_TEST(choice["finish_reason"] == "length");
+    const std::string sse = run(cut, true, forced, per_event, finish_reason::length).first;
+    BOOST_TEST(sse.find("<tool_call>") == std::string::npos);
+    BOOST_TEST(assemble(sse)["content"] == "");
+    BOOST_TEST(assemble(sse)["tool_calls"].size() == 1u);
+  }
+  // Unforced, the cut block is what the model said: content.
+  const auto [sent, body] = run(cut, false, parsing(false, tool_call_format::hermes), 4, finish_reason::length);
+  BOOST_TEST(json::parse(body)["choices"][0]["message"]["content"].get<std::string>().find("<tool_call>") !=
+             std::string::npos);
 }
 
 BOOST_AUTO_TEST_CASE(unknown_tool_and_broken_block_are_content_and_the_reply_stops) {
