@@ -166,14 +166,18 @@ void start_generation(self_ptr self, const http_call_ptr& http, const std::strin
                                                                            std::to_string(st.options.vocab_size - 1) + ")"));
     const int len = int(p.ids.size());
     if (len == 0) return answer_error(self, http, endpoint, bad_param("prompt", "the prompt is empty"));
-    if (len + options.max_tokens > st.options.max_model_len)
-      return answer_error(self, http, endpoint,
-                          bad_param(kind == api_kind::chat ? "messages" : "prompt",
-                                    "This model's maximum context length is " + std::to_string(st.options.max_model_len) +
-                                        " tokens. However, you requested " + std::to_string(len + options.max_tokens) +
-                                        " tokens (" + std::to_string(len) + " in the prompt, " +
-                                        std::to_string(options.max_tokens) + " in the completion). Please reduce the "
-                                        "length of the prompt or the completion."));
+    if (len + options.max_tokens > st.options.max_model_len) {
+      // The field to shorten: the prompt when it alone is too long, else max_tokens.
+      const char* prompt_param = kind == api_kind::chat ? "messages" : "prompt";
+      api_error e = bad_param(len < st.options.max_model_len ? "max_tokens" : prompt_param,
+                              "This model's maximum context length is " + std::to_string(st.options.max_model_len) +
+                                  " tokens. However, you requested " + std::to_string(len + options.max_tokens) +
+                                  " tokens (" + std::to_string(len) + " in the " + prompt_param + ", " +
+                                  std::to_string(options.max_tokens) + " in the completion). Please reduce the "
+                                  "length of the " + prompt_param + " or the completion.");
+      e.code = "context_length_exceeded";
+      return answer_error(self, http, endpoint, std::move(e));
+    }
   }
   std::vector<int> stops = options.stop_token_ids;
   // A constrained output ends where its grammar does: with eos, ignore_eos or not.

@@ -217,7 +217,12 @@ test('errors come back in OpenAI shape with the right status', async () => {
   await assert.rejects(client.completions.create({ model: 'tiny', prompt: 'x', temperature: 7 }),
     (e) => e.status === 400 && e.param === 'temperature');
   await assert.rejects(client.completions.create({ model: 'tiny', prompt: [1, 2], max_tokens: 100000 }),
-    (e) => e.status === 400 && /maximum context length/.test(e.message));
+    (e) => e.status === 400 && /maximum context length/.test(e.message) && e.param === 'max_tokens' &&
+      e.code === 'context_length_exceeded');
+  await assert.rejects(client.completions.create({ model: 'tiny', prompt: new Array(5000).fill(1), max_tokens: 1 }),
+    (e) => e.status === 400 && /5000 in the prompt/.test(e.message) && e.param === 'prompt');
+  await assert.rejects(client.chat.completions.create({ model: 'tiny', messages: [{ role: 'user', content: 'Hi' }],
+    max_tokens: 5000 }), (e) => e.status === 400 && e.param === 'max_tokens' && /in the messages/.test(e.message));
   await assert.rejects(client.completions.create({ model: 'tiny', prompt: [999999999] }),
     (e) => e.status === 400 && e.param === 'prompt');
   const bad = await fetch(server.baseURL + '/v1/chat/completions', { method: 'POST', body: '{not json' });
