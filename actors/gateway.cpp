@@ -155,7 +155,7 @@ void start_generation(self_ptr self, const http_call_ptr& http, const std::strin
                                   "takes at most " + std::to_string(st.options.max_pending) + " at once"));
   if (st.by_request.size() + sequences > st.options.max_pending)
     return answer_error(self, http, endpoint, {429, "the server has too many requests queued; retry later", "rate_limit_error", {}, {}});
-  for (const auto& [id, bias] : options.logit_bias)
+  for (const auto& [id, bias] : options.sampling.logit_bias)
     if (id >= st.options.vocab_size)
       return answer_error(self, http, endpoint, bad_param("logit_bias", "token id " + std::to_string(id) + " is outside the vocabulary (0.." +
                                                                             std::to_string(st.options.vocab_size - 1) + ")"));

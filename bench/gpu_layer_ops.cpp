@@ -131,7 +131,8 @@ int main(int argc, char** argv) {
     const cuda::sampling_rows params{upload(temperature), upload(top_p),       upload(top_k),  upload(nil),
                                      upload(ones),        upload(nil),         upload(nil),    upload(uniform),
                                      upload(no_logprobs), upload(offsets),     zeros<int>(1),  zeros<int>(1),
-                                     zeros<int>(1),       upload(unmasked),    nullptr,        0};
+                                     zeros<int>(1),       zeros<float>(1),     upload(unmasked), nullptr,
+                                     0};
     void* sampling_workspace = zeros<char>(cuda::sampling_workspace_bytes(n, c.vocab_size));
     int* tokens = zeros<int>(size_t(n));
     float *logprob = zeros<float>(size_t(n)), *top_lp = zeros<float>(size_t(n) * 20);

@@ -65,17 +65,19 @@ class fields {
 
 // {"token id": bias}: ids as decimal strings (the vocabulary check is the gateway's, which
 // knows the model), biases from -100 to 100.
-void read_logit_bias(const json& bias, fields& f, std::vector<std::pair<int, float>>& out) {
+void read_logit_bias(const json& bias, fields& f, std::vector<token_bias>& out) {
   if (!bias.is_object()) return f.fail("logit_bias", "logit_bias must be an object of token ids to numbers");
   if (auto e = check_count(bias.size(), max_token_list, "logit_bias", "entries")) return f.fail(*e);
   for (const auto& [key, value] : bias.items()) {
     int64_t id = -1;
     const auto [end, ec] = std::from_chars(key.data(), key.data() + key.size(), id);
-    if (ec != std::errc() || end != key.data() + key.size() || key.empty() || id < 0 || id > INT32_MAX)
+    // Canonical decimals only, so that no two keys name one token ("5" and "05").
+    if (ec != std::errc() || end != key.data() + key.size() || key.empty() || id < 0 || id > INT32_MAX ||
+        (key.size() > 1 && key[0] == '0'))
       return f.fail("logit_bias", "logit_bias key \"" + key + "\" is not a token id");
     if (!value.is_number() || !(value.get<double>() >= -100 && value.get<double>() <= 100))
       return f.fail("logit_bias", "logit_bias values must be numbers from -100 to 100");
-    out.emplace_back(int(id), value.get<float>());
+    out.push_back({int(id), value.get<float>()});
   }
 }
 
@@ -127,7 +129,7 @@ result<generation_options, api_error> parse_generation_options(const json& body)
     else if (auto e = check_count(read->size(), max_token_list, "stop_token_ids", "ids")) f.fail(*e);
     else o.stop_token_ids = std::move(*read);
   }
-  if (const json* bias = f.get("logit_bias")) read_logit_bias(*bias, f, o.logit_bias);
+  if (const json* bias = f.get("logit_bias")) read_logit_bias(*bias, f, o.sampling.logit_bias);
   f.boolean("ignore_eos", o.ignore_eos);
   f.boolean("skip_special_tokens", o.skip_special_tokens);
   f.boolean("return_tokens_as_token_ids", o.return_tokens_as_token_ids);

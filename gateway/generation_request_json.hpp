@@ -30,7 +30,6 @@ struct generation_options {
   bool return_tokens_as_token_ids = false;  // vLLM: "token_id:N" instead of token text
   std::string user;  // OpenAI's end-user id; also a session key that keeps a replica
   grammar output_grammar;  // response_format, guided_choice or a forced tool call; no rules: free
-  std::vector<std::pair<int, float>> logit_bias;  // token id, bias; ids not yet checked against the vocabulary
 };
 
 // What one request may list (a 400 past it).

@@ -34,9 +34,11 @@ candidates allowed_candidates(const float* scores, int vocab, const std::vector<
   return c;
 }
 
-// vLLM's order: repetition penalty on every seen token, then OpenAI's frequency and
-// presence penalties on generated ones. The explicit fma rounds as the GPU sampler does.
+// vLLM's order: logit_bias, then the repetition penalty on every seen token, then OpenAI's
+// frequency and presence penalties on generated ones. The explicit fma rounds as the GPU
+// sampler does.
 void apply_penalties(std::vector<float>& logits, const sampling_params& p, const token_history& h) {
+  for (const token_bias& b : p.logit_bias) logits[size_t(b.token)] += b.bias;
   if (p.repetition_penalty != 1.0f)
     for (const auto& [token, count] : h.seen()) {
       float& l = logits[size_t(token)];
@@ -109,7 +111,8 @@ sampled_token sample(const float* logits, int vocab, const sampling_params& p,
 
 sampled_token sample_with_uniform(const float* logits, int vocab, const sampling_params& p,
                                   const token_history& history, double u, const std::vector<uint64_t>* allowed) {
-  const bool penalised = p.repetition_penalty != 1.0f || p.frequency_penalty != 0.0f || p.presence_penalty != 0.0f;
+  const bool penalised = p.repetition_penalty != 1.0f || p.frequency_penalty != 0.0f ||
+                         p.presence_penalty != 0.0f || !p.logit_bias.empty();
   std::vector<float> adjusted;
   if (penalised) {
     adjusted.assign(logits, logits + vocab);

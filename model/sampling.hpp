@@ -8,6 +8,14 @@
 
 namespace troupe {
 
+// OpenAI's logit_bias entry: added to the token's logit before sampling (-100 bans it in
+// practice, +100 all but forces it).
+struct token_bias {
+  int token = 0;
+  float bias = 0.0f;
+  TROUPE_FIELDS(token_bias, token, bias)
+};
+
 // How to pick the next token. Every request carries a seed (the client's, or one the
 // gateway drew), so a sequence re-run after a failure samples exactly the same tokens.
 struct sampling_params {
@@ -20,8 +28,9 @@ struct sampling_params {
   float repetition_penalty = 1.0f;  // vLLM: on prompt and generated tokens
   uint64_t seed = 0;
   int top_logprobs = -1;            // -1: no log-probs; 0..20: the chosen token's and this many more
+  std::vector<token_bias> logit_bias;  // ids below the vocabulary's size (the gateway checks)
   TROUPE_FIELDS(sampling_params, temperature, top_p, top_k, min_p, presence_penalty,
-                frequency_penalty, repetition_penalty, seed, top_logprobs)
+                frequency_penalty, repetition_penalty, seed, top_logprobs, logit_bias)
 };
 
 // The sampler's random draw for sequence position `position`: splitmix64 of (seed,

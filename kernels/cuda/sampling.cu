@@ -380,9 +380,7 @@ struct row_rewrite {
 };
 
 static __device__ row_rewrite rewrite_of(const sampling_rows& params, int r) {
-  const int history_begin = params.history_offsets[r], history_end = params.history_offsets[r + 1];
-  return {history_end > history_begin && (params.repetition_penalty[r] != 1.0f ||
-                                          params.frequency_penalty[r] != 0.0f || params.presence_penalty[r] != 0.0f),
+  return {params.history_offsets[r + 1] > params.history_offsets[r],
           params.mask_rows[r] < 0 ? nullptr : params.allowed + size_t(params.mask_rows[r]) * params.mask_words};
 }
 
@@ -453,12 +451,12 @@ static __global__ void __launch_bounds__(block_size)
     log_total = float(log(raw_sum.sum)) + raw_sum.max;
   }
 
-  // The CPU's penalties, rounded alike (no contraction but its explicit fma).
+  // The CPU's logit bias and penalties, rounded alike (no contraction but its explicit fma).
   const float* scores = raw;
   if (rewritten) {
     for (int h = history_begin + threadIdx.x; penalised && h < history_end; h += block_size) {
       const int t = params.history_tokens[h];
-      float l = copy[t];  // -inf stays -inf
+      float l = __fadd_rn(copy[t], params.history_bias[h]);  // -inf stays -inf
       if (repetition != 1.0f && params.history_seen[h] > 0)
         l = l > 0.0f ? __fdiv_rn(l, repetition) : __fmul_rn(l, repetition);
       if ((frequency != 0.0f || presence != 0.0f) && params.history_generated[h] > 0)

@@ -8,8 +8,9 @@ namespace troupe::cuda {
 
 // Each row's sampling_params and token_history, as device arrays of [rows] each. Row r's
 // history is history_tokens[history_offsets[r] .. history_offsets[r + 1]), each token at
-// most once and below vocab, with its count in prompt and output (history_seen) and in
-// output only (history_generated).
+// most once and below vocab, with its count in prompt and output (history_seen), in output
+// only (history_generated) and its logit_bias (history_bias, 0 for none): the tokens that
+// a row's penalties or logit_bias touch, none for a row with neither.
 struct sampling_rows {
   const float* temperature;
   const float* top_p;
@@ -24,6 +25,7 @@ struct sampling_rows {
   const int* history_tokens;
   const int* history_seen;
   const int* history_generated;
+  const float* history_bias;
   // Constrained decoding: row r may only take the tokens whose bits are set in mask
   // allowed[mask_rows[r] * mask_words ..] (bit id % 64 of word id / 64); mask_rows[r] = -1
   // for no constraint.
@@ -41,7 +43,7 @@ size_t sampling_workspace_bytes(int rows, int vocab);
 
 // One token per row of fp32 logits [rows, vocab], by the rule of sample_with_uniform
 // (model/sampler.hpp) with the tokens a row's mask leaves out scored -inf before the
-// penalties, in two launches (a sweep of each row in slices, then a block per row), without
+// logit bias and penalties, in two launches (a sweep of each row in slices, then a block per row), without
 // a host sync:
 //   tokens[r]: the token;
 //   for rows with top_logprobs[r] = n >= 0: logprob[r], the chosen token's log_softmax of

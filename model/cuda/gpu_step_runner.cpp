@@ -344,8 +344,9 @@ status gpu_step_runner::forward(const shape& s) {
                                    in.presence_penalty.device,   in.uniform.device,
                                    in.top_logprobs.device,       in.history_offsets.device,
                                    in.history_tokens.device,     in.history_seen.device,
-                                   in.history_generated.device,  in.mask_rows.device,
-                                   in.allowed.device,            in.capacity().mask_words};
+                                   in.history_generated.device,  in.history_bias.device,
+                                   in.mask_rows.device,          in.allowed.device,
+                                   in.capacity().mask_words};
   cuda::sample_tokens(b.logits, s.samples, c.vocab_size, params, b.sampling_workspace, b.tokens, b.logprob,
                       b.top_ids, b.top_logprobs, stream_);
   return ok();

@@ -1,6 +1,7 @@
 #include "model/cuda/step_inputs.hpp"
 
 #include <algorithm>
+#include <map>
 
 #include "kernels/cuda/check.cuh"
 
@@ -52,6 +53,7 @@ step_inputs::step_inputs(const step_capacity& c) : capacity_(c) {
     history_tokens = k.take<int>(size_t(c.history_entries));
     history_seen = k.take<int>(size_t(c.history_entries));
     history_generated = k.take<int>(size_t(c.history_entries));
+    history_bias = k.take<float>(size_t(c.history_entries));
     allowed = k.take<uint64_t>(s * size_t(c.mask_words));
     if (pass == 0) {
       TROUPE_CUDA_CHECK(cudaMallocHost(&host_, k.offset));
@@ -124,16 +126,28 @@ status step_inputs::fill(const forward_batch& batch, const std::vector<sample_re
     top_logprobs.host[r] = p.top_logprobs;
     uniform.host[r] = real ? sampling_uniform(p.seed, samples[size_t(r)].position) : 0.0;
     const bool penalised = p.repetition_penalty != 1.0f || p.frequency_penalty != 0.0f || p.presence_penalty != 0.0f;
-    if (real && penalised) {
+    if (real && (penalised || !p.logit_bias.empty())) {
+      // One entry per token the penalties or the bias touch.
+      struct entry {
+        int seen = 0, generated = 0;
+        float bias = 0.0f;
+      };
+      std::map<int, entry> touched;
       const token_history& h = *samples[size_t(r)].history;
-      if (entries_ + int(h.seen().size()) > c.history_entries)
-        return error{"the penalties of this step cover more than " + std::to_string(c.history_entries) +
+      if (penalised)
+        for (const auto& [token, count] : h.seen()) {
+          const auto generated = h.generated().find(token);
+          touched[token] = {count, generated == h.generated().end() ? 0 : generated->second, 0.0f};
+        }
+      for (const token_bias& b : p.logit_bias) touched[b.token].bias = b.bias;
+      if (entries_ + int(touched.size()) > c.history_entries)
+        return error{"the penalties and logit_bias of this step cover more than " + std::to_string(c.history_entries) +
                      " distinct tokens, more than the GPU sampler holds"};
-      for (const auto& [token, count] : h.seen()) {
-        const auto generated = h.generated().find(token);
+      for (const auto& [token, e] : touched) {
         history_tokens.host[entries_] = token;
-        history_seen.host[entries_] = count;
-        history_generated.host[entries_] = generated == h.generated().end() ? 0 : generated->second;
+        history_seen.host[entries_] = e.seen;
+        history_generated.host[entries_] = e.generated;
+        history_bias.host[entries_] = e.bias;
         ++entries_;
       }
     }
@@ -162,6 +176,7 @@ void step_inputs::upload(cudaStream_t stream) const {
   copy(history_tokens.host, size_t(entries_) * sizeof(int));
   copy(history_seen.host, size_t(entries_) * sizeof(int));
   copy(history_generated.host, size_t(entries_) * sizeof(int));
+  copy(history_bias.host, size_t(entries_) * sizeof(float));
   copy(allowed.host, size_t(masks_) * size_t(capacity_.mask_words) * sizeof(uint64_t));
 }
 

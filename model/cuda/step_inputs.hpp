@@ -59,8 +59,9 @@ class step_inputs {
   mirrored<int> mask_rows;
   mirrored<float> temperature, top_p, min_p, repetition_penalty, frequency_penalty, presence_penalty;
   mirrored<double> uniform;
-  // Penalty histories, CSR by history_offsets [history_entries].
+  // Penalty histories and logit biases, CSR by history_offsets [history_entries].
   mirrored<int> history_tokens, history_seen, history_generated;
+  mirrored<float> history_bias;
   // The constrained rows' masks, [max_seqs, mask_words], in the order of their first use.
   mirrored<uint64_t> allowed;
 

@@ -156,6 +156,20 @@ test('developer messages are system ones; an assistant turn\'s reasoning is its 
   assert.notDeepEqual(reasoning, await answered({}));
 });
 
+test('logit_bias: +100 forces a token, -100 bans one, bad entries are 400', async () => {
+  const base = { model: 'tiny', prompt: [9707, 11, 1879], max_tokens: 4, temperature: 0, logprobs: 0,
+    return_tokens_as_token_ids: true, ignore_eos: true };
+  const ids = async (extra) => idsOf((await client.completions.create({ ...base, ...extra })).choices[0]);
+  const plain = await ids({});
+  assert.deepEqual(await ids({ logit_bias: { 4321: 100 } }), [4321, 4321, 4321, 4321]);
+  const banned = await ids({ logit_bias: { [plain[0]]: -100 } });
+  assert.notEqual(banned[0], plain[0]);
+  for (const bias of [{ 999999999: 1 }, { 5: 101 }, { '05': 1 }, { x: 1 }]) {
+    await assert.rejects(client.completions.create({ ...base, logit_bias: bias }),
+      (e) => e.status === 400 && e.param === 'logit_bias', JSON.stringify(bias));
+  }
+});
+
 test('chat log-probs in OpenAI format', async () => {
   const r = await client.chat.completions.create({ model: 'tiny', messages: [{ role: 'user', content: 'Hi' }],
     max_tokens: 4, logprobs: true, top_logprobs: 3, ignore_eos: true });

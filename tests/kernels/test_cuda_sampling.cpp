@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <map>
 #include <set>
 #include <sstream>
 #include <string>
@@ -86,6 +87,19 @@ std::vector<sampling_case> sampling_cases() {
     p.top_k = 3000;
     p.top_p = 0.97f;
   });
+  // Ids below 37, the smallest vocabulary checked.
+  const std::vector<token_bias> bias = {{2, 4.0f}, {5, -100.0f}, {17, 1.5f}, {30, -0.75f}};
+  add("logit_bias", 0.8f, false, [&](sampling_params& p) { p.logit_bias = bias; });
+  add("greedy with logit_bias and penalties", 0.0f, true, [&](sampling_params& p) {
+    p.logit_bias = bias;
+    p.repetition_penalty = 1.3f;
+    p.frequency_penalty = 0.5f;
+    p.top_logprobs = 2;
+  });
+  add("masked logit_bias top_p 0.9", 0.7f, false, [&](sampling_params& p) {
+    p.logit_bias = bias;
+    p.top_p = 0.9f;
+  }, true);
   add("masked greedy", 0.0f, false, [](sampling_params& p) { p.top_logprobs = 2; }, true);
   add("masked T 0.8", 0.8f, false, [](sampling_params&) {}, true);
   add("masked top_k 20 top_p 0.9 with penalties", 0.7f, true, [](sampling_params& p) {
@@ -135,7 +149,7 @@ bool allows(const std::vector<uint64_t>& mask, int token) { return (mask[size_t(
 
 // A batch's parameters in the layout of cuda::sampling_rows, on the host and then the device.
 struct host_rows {
-  std::vector<float> temperature, top_p, min_p, repetition, frequency, presence;
+  std::vector<float> temperature, top_p, min_p, repetition, frequency, presence, bias;
   std::vector<int> top_k, top_logprobs, offsets{0}, tokens, seen, generated, mask_rows;
   std::vector<double> uniform;
   std::vector<uint64_t> allowed;
@@ -157,18 +171,29 @@ struct host_rows {
     presence.push_back(p.presence_penalty);
     uniform.push_back(u);
     top_logprobs.push_back(p.top_logprobs);
+    // The tokens the history or the bias touch, each once.
+    std::map<int, float> biased;
+    for (const token_bias& b : p.logit_bias) biased[b.token] = b.bias;
     for (const auto& [token, count] : h.seen()) {
       tokens.push_back(token);
       seen.push_back(count);
       const auto g = h.generated().find(token);
       generated.push_back(g == h.generated().end() ? 0 : g->second);
+      bias.push_back(biased.count(token) ? biased[token] : 0.0f);
+      biased.erase(token);
+    }
+    for (const auto& [token, b] : biased) {
+      tokens.push_back(token);
+      seen.push_back(0);
+      generated.push_back(0);
+      bias.push_back(b);
     }
     offsets.push_back(int(tokens.size()));
   }
 };
 
 struct device_rows {
-  device_buffer<float> temperature, top_p, min_p, repetition, frequency, presence;
+  device_buffer<float> temperature, top_p, min_p, repetition, frequency, presence, bias;
   device_buffer<int> top_k, top_logprobs, offsets, tokens, seen, generated, mask_rows;
   device_buffer<double> uniform;
   device_buffer<uint64_t> allowed;
@@ -176,7 +201,7 @@ struct device_rows {
 
   explicit device_rows(const host_rows& h)
       : temperature(h.temperature), top_p(h.top_p), min_p(h.min_p), repetition(h.repetition),
-        frequency(h.frequency), presence(h.presence), top_k(h.top_k),
+        frequency(h.frequency), presence(h.presence), bias(h.bias), top_k(h.top_k),
         top_logprobs(h.top_logprobs), offsets(h.offsets), tokens(h.tokens), seen(h.seen),
         generated(h.generated), mask_rows(h.mask_rows), uniform(h.uniform), allowed(h.allowed),
         mask_words(h.mask_words) {}
@@ -184,7 +209,7 @@ struct device_rows {
   cuda::sampling_rows view() {
     return {temperature.get(), top_p.get(), top_k.get(), min_p.get(), repetition.get(),
             frequency.get(), presence.get(), uniform.get(), top_logprobs.get(), offsets.get(),
-            tokens.get(), seen.get(), generated.get(), mask_rows.get(), allowed.get(), mask_words};
+            tokens.get(), seen.get(), generated.get(), bias.get(), mask_rows.get(), allowed.get(), mask_words};
   }
 };
 

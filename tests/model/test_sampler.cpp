@@ -114,6 +114,39 @@ BOOST_AUTO_TEST_CASE(penalties_push_seen_tokens_down) {
   BOOST_TEST(sample(logits.data(), 5, p, prompt_only, 0).logprob == std::log(0.3f), boost::test_tools::tolerance(1e-5f));
 }
 
+// OpenAI's logit_bias: added to the logits before the penalties (vLLM's order); -100 bans a
+// token, +100 forces it; the draw follows the biased distribution; log-probs stay raw.
+BOOST_AUTO_TEST_CASE(logit_bias_moves_the_logits_before_the_penalties) {
+  sampling_params p;
+  p.temperature = 0;
+  p.logit_bias = {{0, -100.0f}};
+  BOOST_TEST(sample(logits.data(), 5, p, {}, 0).token == 1);
+  p.logit_bias = {{4, 100.0f}};
+  p.top_logprobs = 0;
+  const sampled_token forced = sample(logits.data(), 5, p, {}, 0);
+  BOOST_TEST(forced.token == 4);
+  BOOST_TEST(forced.logprob == std::log(0.05f), boost::test_tools::tolerance(1e-5f));
+  // A repetition penalty of 1.5 on token 1 after a bias of 0.85: (log(0.3) + 0.85) * 1.5 =
+  // -0.53 beats log(0.4) = -0.92, so token 1; the other order (log(0.3) * 1.5 + 0.85 =
+  // -0.96) would give token 0.
+  p = {};
+  p.temperature = 0;
+  p.logit_bias = {{1, 0.85f}};
+  token_history h;
+  h.add(1, false);
+  p.repetition_penalty = 1.5f;
+  BOOST_TEST(sample(logits.data(), 5, p, h, 0).token == 1);
+  p.logit_bias = {};
+  BOOST_TEST(sample(logits.data(), 5, p, h, 0).token == 0);
+  // Drawn: doubling token 4's odds (bias log 2) moves it from 0.05 to 0.1 / 1.05.
+  p = {};
+  p.seed = 5;
+  p.logit_bias = {{4, std::log(2.0f)}};
+  auto seen = draw(p, 20000);
+  BOOST_TEST(std::abs(seen[4] / 20000.0 - 0.1 / 1.05) < 0.01);
+  BOOST_TEST(std::abs(seen[0] / 20000.0 - 0.4 / 1.05) < 0.015);
+}
+
 BOOST_AUTO_TEST_CASE(the_draw_walks_the_kept_tokens_in_id_order) {
   sampling_params p;
   // Cumulative in id order 0.1, 0.5, 0.55, 0.85, 1 (in rank order, 0.52 would be token 3).
