@@ -26,6 +26,10 @@ constexpr const char* json_type = "application/json";
 
 double seconds(clock_type::duration d) { return std::chrono::duration<double>(d).count(); }
 
+bool serves(const gateway_options& o, const std::string& model) {
+  return std::find(o.served_model_names.begin(), o.served_model_names.end(), model) != o.served_model_names.end();
+}
+
 void answer(self_ptr self, const http_call_ptr& http, const std::string& endpoint, int status, std::string body,
             const char* type = json_type) {
   self->state.metrics->requests.add({{"endpoint", endpoint}, {"status", std::to_string(status)}}).inc();
@@ -270,7 +274,7 @@ void detokenize(self_ptr self, const http_call_ptr& http) {
   auto& st = self->state;
   auto r = parse_detokenize_request(http->request.body);
   if (!r) return answer_error(self, http, "/detokenize", r.err());
-  if (r->model != st.options.served_model_name) return answer_error(self, http, "/detokenize", unknown_model(r->model));
+  if (!serves(st.options, r->model)) return answer_error(self, http, "/detokenize", unknown_model(r->model));
   for (int id : r->tokens)
     if (id < 0 || id >= st.tok->vocab_size())
       return answer_error(self, http, "/detokenize", bad_param("tokens", "token id " + std::to_string(id) + " is outside the vocabulary"));
@@ -529,7 +533,7 @@ const endpoint endpoints[] = {
     {"/version", false, [](self_ptr s, const http_call_ptr& h) { answer(s, h, "/version", 200, version_json()); }},
     {"/v1/models", false,
      [](self_ptr s, const http_call_ptr& h) {
-       answer(s, h, "/v1/models", 200, models_json(s->state.options.served_model_name, s->state.options.max_model_len));
+       answer(s, h, "/v1/models", 200, models_json(s->state.options.served_model_names, s->state.options.max_model_len));
      }},
     {"/v1/completions", true, prepare},
     {"/v1/chat/completions", true, prepare},
@@ -565,8 +569,8 @@ void route(self_ptr self, const http_call_ptr& http) {
     if (!get)
       return answer_error(self, http, "/v1/models", {405, "method " + req.method + " is not allowed on " + path, "invalid_request_error", {}, {}});
     const auto& o = self->state.options;
-    if (*id != o.served_model_name) return answer_error(self, http, "/v1/models", unknown_model(*id));
-    return answer(self, http, "/v1/models", 200, model_json(o.served_model_name, o.max_model_len));
+    if (!serves(o, *id)) return answer_error(self, http, "/v1/models", unknown_model(*id));
+    return answer(self, http, "/v1/models", 200, model_json(*id, o.max_model_len));
   }
   for (const auto& e : endpoints) {
     if (path != e.path) continue;
@@ -605,7 +609,7 @@ void start_warmup(self_ptr self) {
   st.warmup_started = true;
   st.warmup_start = clock_type::now();
   const auto me = caf::actor_cast<gateway_actor>(self);
-  for (auto& r : http::warmup_requests(st.options.warmup_requests, st.options.served_model_name, st.chat != nullptr,
+  for (auto& r : http::warmup_requests(st.options.warmup_requests, st.options.served_model_names.front(), st.chat != nullptr,
                                        st.options.api_key)) {
     auto done = [me](int status, const std::string& body) { caf::anon_send(me, warmed_atom::value, status, body); };
     route(self, std::make_shared<http_call>(std::move(r), std::make_shared<http::warmup_responder>(done)));
@@ -658,7 +662,7 @@ gateway_actor::behavior_type gateway(gateway_actor::stateful_pointer<gateway_sta
   st.chat = std::move(chat);
   if (st.chat) st.tool_format = tool_call_parser::format_of_template(st.chat->tools_source());
   // Its own threads, a few: one large request waits for none but those queued behind it.
-  const preparation_context context{st.options.served_model_name, st.tok, st.chat, st.tool_format,
+  const preparation_context context{st.options.served_model_names, st.tok, st.chat, st.tool_format,
                                     st.options.max_model_len, st.options.special_tokens_in_content};
   const unsigned preparers = std::clamp(std::thread::hardware_concurrency(), 2u, 4u);
   for (unsigned i = 0; i < preparers; ++i)

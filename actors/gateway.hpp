@@ -25,7 +25,7 @@ struct replica_endpoint {
 };
 
 struct gateway_options {
-  std::string served_model_name;
+  std::vector<std::string> served_model_names;  // at least one: the first is listed first
   routing_policy routing = routing_policy::round_robin;  // among several replicas
   circuit_options circuit;
   std::string api_key;        // empty: no authentication

@@ -263,8 +263,10 @@ result<run_result> run_chaos(const chaos_spec& spec, const std::filesystem::path
   if (!cluster) return cluster.err();
 
   bench::request_spec request;
-  request.model = cluster_file.model.served_model_name.empty() ? cluster_file.model.path.filename().string()
-                                                               : cluster_file.model.served_model_name;
+  request.model = served_model_names(cluster_file.model.served_model_name.empty()
+                                         ? cluster_file.model.path.filename().string()
+                                         : cluster_file.model.served_model_name)
+                      .front();
   request.api_key = cluster_file.gateway.api_key;
   request.temperature = spec.temperature;
   const auto prompts = prompts_of(spec, spec.streams, checked->model.vocab_size, 12345);

@@ -204,8 +204,8 @@ int cluster_up_command(int argc, char** argv) {
     if (spec.nodes[i].name != head && spec.nodes[i].port == 0) watch_node(watch, spec.nodes[i].name, agents[i]);
   gateway_options g;
   g.routing = routing_policy_named(spec.gateway.routing).value();
-  g.served_model_name = spec.model.served_model_name.empty() ? spec.model.path.filename().string()
-                                                              : spec.model.served_model_name;
+  g.served_model_names = served_model_names(spec.model.served_model_name.empty() ? spec.model.path.filename().string()
+                                                                                : spec.model.served_model_name);
   g.api_key = spec.gateway.api_key;
   g.admin_key = spec.gateway.admin_key;
   g.protect_metrics = spec.gateway.protect_metrics;

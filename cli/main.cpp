@@ -13,7 +13,7 @@ constexpr const char* usage =
     "                  --mlp-only-layers I,J --no-norm-topk-prob --seed N --shard-mb N\n"
     "                  --tokenizer-from DIR]\n"
     "      write a random-weight qwen3_moe checkpoint in Hugging Face format\n"
-    "  serve --model DIR | --config cluster.conf [--host H --port N --served-model-name NAME --api-key KEY\n"
+    "  serve --model DIR | --config cluster.conf [--host H --port N --served-model-name NAME [ALIAS...] --api-key KEY\n"
     "        --admin-key KEY --protect-metrics --max-connections N --special-tokens-in-content\n"
     "        --max-num-seqs N --max-num-batched-tokens N --max-model-len N --kv-cache-mb N\n"
     "        --block-size N --expert-groups N --pipeline-stages N --pipeline-micro-batches N\n"

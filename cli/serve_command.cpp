@@ -6,6 +6,7 @@
 #include "cli/cluster_conf.hpp"
 #include "cli/commands.hpp"
 #include "cli/serve_gateway.hpp"
+#include "cluster/cluster_spec.hpp"
 
 namespace troupe::cli {
 namespace {
@@ -37,7 +38,8 @@ result<serve_flags> parse(int argc, char** argv) {
   }
   std::vector<char*> pointers;
   for (auto& w : words) pointers.push_back(w.data());
-  auto a = args::parse(int(pointers.size()), pointers.data(), {"--enforce-eager", "--protect-metrics", "--special-tokens-in-content"});
+  auto a = args::parse(int(pointers.size()), pointers.data(), {"--enforce-eager", "--protect-metrics", "--special-tokens-in-content"},
+                        {"--served-model-name"});
   if (!a) return a.err();
   serve_flags f;
   std::string failure;
@@ -51,7 +53,8 @@ result<serve_flags> parse(int argc, char** argv) {
   f.engine.backend.dummy_weights = a->take("--load-format").value_or("safetensors") == "dummy";
   f.http.host = a->take("--host").value_or("127.0.0.1");
   f.http.port = number("--port", 8000);
-  f.gateway.served_model_name = a->take("--served-model-name").value_or(f.engine.backend.model_dir.filename().string());
+  f.gateway.served_model_names =
+      served_model_names(a->take("--served-model-name").value_or(f.engine.backend.model_dir.filename().string()));
   f.gateway.api_key = a->take("--api-key").value_or("");
   f.gateway.admin_key = a->take("--admin-key").value_or("");
   f.gateway.protect_metrics = a->take_switch("--protect-metrics");
@@ -74,6 +77,7 @@ result<serve_flags> parse(int argc, char** argv) {
   f.gateway.warmup_requests = number("--warmup-requests", 0);
   if (auto s = a->finish(); !s && failure.empty()) failure = s.err().message;
   if (!model && failure.empty()) failure = "--model DIR (or --config FILE) is required";
+  if (f.gateway.served_model_names.empty() && failure.empty()) failure = "--served-model-name needs a name";
   if (f.engine.progress_timeout.count() <= 0 && failure.empty()) failure = "--progress-timeout-ms must be above 0";
   if (f.http.send_timeout.count() <= 0 && failure.empty()) failure = "--send-timeout-ms must be above 0";
   if (f.gateway.warmup_requests < 0 && failure.empty()) failure = "--warmup-requests must be 0 or more";

@@ -129,7 +129,9 @@ int serve_until_stopped(caf::actor_system& system, const served_engine& e, const
     e.stop();
     return 1;
   }
-  std::printf("troupe: serving %s on http://%s:%d (max_model_len %d, %d KV blocks)\n", g.served_model_name.c_str(),
+  std::string names;
+  for (const std::string& name : g.served_model_names) names += (names.empty() ? "" : ", ") + name;
+  std::printf("troupe: serving %s on http://%s:%d (max_model_len %d, %d KV blocks)\n", names.c_str(),
               http.host.c_str(), (*server)->port(), e.max_model_len, e.num_blocks);
   std::fflush(stdout);
 

@@ -6,6 +6,7 @@
 #include <cctype>
 #include <cstdio>
 #include <map>
+#include <sstream>
 
 #include "base/read_file.hpp"
 #include "cluster/conf_sections.hpp"
@@ -346,6 +347,13 @@ result<cluster_spec> read_cluster_spec(const std::filesystem::path& file) {
   auto ini = read_ini_file(file);
   if (!ini) return ini.err();
   return cluster_spec_of(*ini);
+}
+
+std::vector<std::string> served_model_names(const std::string& served_model_name) {
+  std::vector<std::string> names;
+  std::istringstream words(served_model_name);
+  for (std::string name; words >> name;) names.push_back(name);
+  return names;
 }
 
 }  // namespace troupe

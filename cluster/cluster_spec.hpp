@@ -43,7 +43,7 @@ struct cluster_settings {
 
 struct model_settings {
   std::filesystem::path path;     // a relative path is taken from the file's folder; empty: not given
-  std::string served_model_name;  // empty: the path's last part
+  std::string served_model_name;  // empty: the path's last part; several names: aliases
   weight_format load_format = weight_format::safetensors;
 };
 
@@ -122,6 +122,10 @@ struct cluster_spec {
 };
 
 result<cluster_spec> read_cluster_spec(const std::filesystem::path& file);
+
+// The names a model is served under: the words of a served_model_name ("qwen3 q3", as
+// vLLM's --served-model-name takes several), the first the one /v1/models lists first.
+std::vector<std::string> served_model_names(const std::string& served_model_name);
 // The same from a file already read: cluster_conf_flags reads the file once for both.
 result<cluster_spec> cluster_spec_of(const ini_file& file);
 

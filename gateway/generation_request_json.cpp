@@ -181,6 +181,11 @@ result<completion_request, api_error> parse_completion_request(std::string_view 
   f.integer("logprobs", 0, 20, r.logprobs);
   f.boolean("echo", r.echo);
   if (f.failed()) return f.failure();
+  // OpenAI's answer would list the prompt's log-probs too, which the engine does not compute:
+  // refused rather than answered with log-probs that skip the echoed text.
+  if (r.echo && r.logprobs >= 0)
+    return bad_param("echo", "echo with logprobs asks for the prompt's log-probs, which this server does not "
+                             "compute; ask for one or the other");
   if (r.options.max_tokens < 0) r.options.max_tokens = 16;  // the completions API's default
   return r;
 }

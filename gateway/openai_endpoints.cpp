@@ -30,8 +30,10 @@ json model_object(const std::string& served_name, int max_model_len) {
 
 }  // namespace
 
-std::string models_json(const std::string& served_name, int max_model_len) {
-  return dump({{"object", "list"}, {"data", json::array({model_object(served_name, max_model_len)})}});
+std::string models_json(const std::vector<std::string>& served_names, int max_model_len) {
+  json data = json::array();
+  for (const std::string& name : served_names) data.push_back(model_object(name, max_model_len));
+  return dump({{"object", "list"}, {"data", std::move(data)}});
 }
 
 std::string model_json(const std::string& served_name, int max_model_len) {

@@ -12,7 +12,7 @@
 
 namespace troupe {
 
-std::string models_json(const std::string& served_name, int max_model_len);
+std::string models_json(const std::vector<std::string>& served_names, int max_model_len);
 // GET /v1/models/{id} of the served model (the SDKs' models.retrieve).
 std::string model_json(const std::string& served_name, int max_model_len);
 // The id of a /v1/models/{id} path, percent-decoded (SDKs encode "org/name" as

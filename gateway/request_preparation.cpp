@@ -16,7 +16,7 @@ namespace {
 prepared_request completion(const preparation_context& c, const http::request& request) {
   auto parsed = parse_completion_request(request.body);
   if (!parsed) return {parsed.err()};
-  if (parsed->options.model != c.served_model_name) return {unknown_model(parsed->options.model)};
+  if (!c.serves(parsed->options.model)) return {unknown_model(parsed->options.model)};
   prepared_generation g{api_kind::completion, std::move(parsed->options), parsed->logprobs, parsed->echo, {}, {}};
   for (auto& p : parsed->prompts) {
     if (p.is_ids) {
@@ -33,7 +33,7 @@ prepared_request completion(const preparation_context& c, const http::request& r
 prepared_request chat_completion(const preparation_context& c, const http::request& request) {
   auto parsed = parse_chat_request(request.body, c.tool_format);
   if (!parsed) return {parsed.err()};
-  if (parsed->options.model != c.served_model_name) return {unknown_model(parsed->options.model)};
+  if (!c.serves(parsed->options.model)) return {unknown_model(parsed->options.model)};
   if (!c.chat) return {api_error{400, "this model has no chat template; use /v1/completions", "invalid_request_error", {}, {}}};
   auto prompt = render_chat_prompt(*c.chat, *c.tok, *parsed, c.special_tokens_in_content);
   if (!prompt) return {bad_param("messages", prompt.err().message)};
@@ -57,7 +57,7 @@ prepared_request tokenize(const preparation_context& c, const http::request& req
   if (body->contains("messages")) {
     auto r = parse_chat_object(std::move(*body), c.tool_format);
     if (!r) return {r.err()};
-    if (r->options.model != c.served_model_name) return {unknown_model(r->options.model)};
+    if (!c.serves(r->options.model)) return {unknown_model(r->options.model)};
     if (!c.chat) return {api_error{400, "this model has no chat template", "invalid_request_error", {}, {}}};
     auto prompt = render_chat_prompt(*c.chat, *c.tok, *r, c.special_tokens_in_content);
     if (!prompt) return {bad_param("messages", prompt.err().message)};
@@ -65,7 +65,7 @@ prepared_request tokenize(const preparation_context& c, const http::request& req
   }
   auto r = parse_tokenize_request(*body);
   if (!r) return {r.err()};
-  if (r->model != c.served_model_name) return {unknown_model(r->model)};
+  if (!c.serves(r->model)) return {unknown_model(r->model)};
   auto ids = c.tok->encode(r->prompt);
   if (!ids) return {bad_param("prompt", ids.err().message)};
   return {tokenize_answer{tokenize_json(*ids, c.max_model_len)}};

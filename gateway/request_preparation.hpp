@@ -3,6 +3,7 @@
 // JSON, the JSON Schema's grammar, the chat template, tokenization. It runs on a preparer
 // thread (actors/request_preparer.hpp), off the gateway actor, so one large request holds
 // up neither the others nor /health and /v1/models.
+#include <algorithm>
 #include <memory>
 #include <string>
 #include <variant>
@@ -17,7 +18,10 @@
 namespace troupe {
 
 struct preparation_context {
-  std::string served_model_name;
+  bool serves(const std::string& model) const {
+    return std::find(served_model_names.begin(), served_model_names.end(), model) != served_model_names.end();
+  }
+  std::vector<std::string> served_model_names;
   std::shared_ptr<const tokenizer> tok;
   std::shared_ptr<const chat_template> chat;  // null when the model ships none
   tool_call_format tool_format = tool_call_format::hermes;  // the markup the chat template teaches

@@ -209,6 +209,8 @@ test('n choices and echo', async () => {
   assert.equal(r.choices.length, 3);
   r.choices.forEach((c, i) => { assert.equal(c.index, i); assert.ok(c.text.startsWith('abc')); });
   assert.equal(r.usage.completion_tokens, 9);
+  await assert.rejects(client.completions.create({ model: 'tiny', prompt: 'abc', max_tokens: 3, echo: true, logprobs: 1 }),
+    (e) => e.status === 400 && e.param === 'echo' && /prompt's log-probs/.test(e.message));
 });
 
 test('64 concurrent streams all complete with usage', async () => {
@@ -364,6 +366,21 @@ test('SIGTERM finishes streams in flight, refuses new connections and exits 0', 
   }
   assert.equal(usage.completion_tokens, 200);
   assert.deepEqual(await exited, { code: 0, signal: null });
+});
+
+test('--served-model-name takes aliases, as vLLM\'s: each is listed, retrieved and served', async () => {
+  const aliased = await startServer(modelDir, ['--served-model-name', 'tiny', 'qwen3-alias']);
+  try {
+    const c = new OpenAI({ baseURL: aliased.baseURL + '/v1', apiKey: 'unused', maxRetries: 0 });
+    assert.deepEqual((await c.models.list()).data.map((m) => m.id), ['tiny', 'qwen3-alias']);
+    assert.equal((await c.models.retrieve('qwen3-alias')).id, 'qwen3-alias');
+    const r = await c.completions.create({ model: 'qwen3-alias', prompt: 'Hi', max_tokens: 2 });
+    assert.equal(r.model, 'qwen3-alias');
+    await assert.rejects(c.completions.create({ model: 'other', prompt: 'Hi', max_tokens: 2 }),
+      (e) => e.status === 404 && e.code === 'model_not_found');
+  } finally {
+    await aliased.stop();
+  }
 });
 
 test('cluster.conf configures serve; command-line flags win; a bad or cluster file exits 2 naming the line', async () => {
