@@ -26,10 +26,6 @@ constexpr const char* json_type = "application/json";
 
 double seconds(clock_type::duration d) { return std::chrono::duration<double>(d).count(); }
 
-bool serves(const gateway_options& o, const std::string& model) {
-  return std::find(o.served_model_names.begin(), o.served_model_names.end(), model) != o.served_model_names.end();
-}
-
 void answer(self_ptr self, const http_call_ptr& http, const std::string& endpoint, int status, std::string body,
             const char* type = json_type) {
   self->state.metrics->requests.add({{"endpoint", endpoint}, {"status", std::to_string(status)}}).inc();
@@ -274,7 +270,7 @@ void detokenize(self_ptr self, const http_call_ptr& http) {
   auto& st = self->state;
   auto r = parse_detokenize_request(http->request.body);
   if (!r) return answer_error(self, http, "/detokenize", r.err());
-  if (!serves(st.options, r->model)) return answer_error(self, http, "/detokenize", unknown_model(r->model));
+  if (!serves_model(st.options.served_model_names, r->model)) return answer_error(self, http, "/detokenize", unknown_model(r->model));
   for (int id : r->tokens)
     if (id < 0 || id >= st.tok->vocab_size())
       return answer_error(self, http, "/detokenize", bad_param("tokens", "token id " + std::to_string(id) + " is outside the vocabulary"));
@@ -569,7 +565,7 @@ void route(self_ptr self, const http_call_ptr& http) {
     if (!get)
       return answer_error(self, http, "/v1/models", {405, "method " + req.method + " is not allowed on " + path, "invalid_request_error", {}, {}});
     const auto& o = self->state.options;
-    if (!serves(o, *id)) return answer_error(self, http, "/v1/models", unknown_model(*id));
+    if (!serves_model(o.served_model_names, *id)) return answer_error(self, http, "/v1/models", unknown_model(*id));
     return answer(self, http, "/v1/models", 200, model_json(*id, o.max_model_len));
   }
   for (const auto& e : endpoints) {

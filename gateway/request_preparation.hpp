@@ -17,10 +17,13 @@
 
 namespace troupe {
 
+// Whether `model` is one of the names the model is served under.
+inline bool serves_model(const std::vector<std::string>& served_model_names, const std::string& model) {
+  return std::find(served_model_names.begin(), served_model_names.end(), model) != served_model_names.end();
+}
+
 struct preparation_context {
-  bool serves(const std::string& model) const {
-    return std::find(served_model_names.begin(), served_model_names.end(), model) != served_model_names.end();
-  }
+  bool serves(const std::string& model) const { return serves_model(served_model_names, model); }
   std::vector<std::string> served_model_names;
   std::shared_ptr<const tokenizer> tok;
   std::shared_ptr<const chat_template> chat;  // null when the model ships none

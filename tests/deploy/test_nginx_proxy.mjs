@@ -149,17 +149,18 @@ test('/health answers without credentials, for load balancers', async () => {
 });
 
 test('a generation that goes silent for 2.5 s is not cut; with a 1 s proxy_read_timeout it would be', async () => {
-  const shipped = await timedStream(client('shipped', basic('alice', 'right horse')), 200,
+  // Long enough that the hang, set at the first token, lands mid-stream on a loaded machine.
+  const shipped = await timedStream(client('shipped', basic('alice', 'right horse')), 1000,
     () => hangStages(server.pid, 2500));
   assert.equal(shipped.finish, 'length');
-  assert.equal(shipped.usage.completion_tokens, 200);
+  assert.equal(shipped.usage.completion_tokens, 1000);
   const gaps = shipped.arrivals.slice(1).map((t, i) => t - shipped.arrivals[i]);
   assert.ok(Math.max(...gaps) >= 2000, `longest silence ${Math.max(...gaps)} ms`);
   // The control: the same stream through a proxy whose read timeout is shorter than the
   // silence ends early, without a finish reason (or with an error).
   let cut;
   try {
-    const r = await timedStream(client('short_timeout', basic('alice', 'right horse')), 200,
+    const r = await timedStream(client('short_timeout', basic('alice', 'right horse')), 1000,
       () => hangStages(server.pid, 2500));
     cut = r.finish === null;
   } catch {
