@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "actors/local_engine.hpp"
+#include "bench/constrained_engine.hpp"
 #include "actors/message_types.hpp"
 #include "gateway/json_schema_grammar.hpp"
 #include "model/grammar/constrained_output.hpp"
@@ -90,16 +91,13 @@ int main(int argc, char** argv) {
     else if (flag == "--runs") runs = std::stoi(value);
     else return std::fprintf(stderr, "unknown flag %s\n", flag.c_str()), 2;
   }
-  auto tok = tokenizer::load(dir + "/tokenizer.json");
-  if (!tok) return std::fprintf(stderr, "%s\n", tok.err().message.c_str()), 1;
   caf::actor_system_config config;
   add_message_types(config);
   caf::actor_system system{config};
-  engine_options options;
-  options.backend.model_dir = dir;
-  options.vocabulary = vocabulary_of(*tok);
-  auto e = start_local_engine(system, options);
-  if (!e) return std::fprintf(stderr, "%s\n", e.err().message.c_str()), 1;
+  auto started = start_constrained_engine(system, dir);
+  if (!started) return std::fprintf(stderr, "%s\n", started.err().message.c_str()), 1;
+  const tokenizer* tok = &started->tok;
+  engine* e = &started->running;
   const grammar records = json_schema_grammar(nlohmann::ordered_json::parse(records_schema)).value();
   const auto compiled = std::make_shared<const compiled_grammar>(compiled_grammar::compile(records).value());
   caf::scoped_actor self{system};
@@ -122,7 +120,7 @@ int main(int argc, char** argv) {
     if (run == 0) first_constrained = c.tokens_per_second;
     constrained_rates.push_back(c.tokens_per_second);
     ended_early += c.ended_early;
-    time_masks(c.tokens, compiled, r.stop_token_ids, options.vocabulary, mask_micros);
+    time_masks(c.tokens, compiled, r.stop_token_ids, started->vocabulary, mask_micros);
   }
   const double free_rate = median(free_rates), constrained_rate = median(constrained_rates);
   std::printf("model %s, %d runs of %d tokens, one sequence, CPU\n", dir.c_str(), runs, tokens);

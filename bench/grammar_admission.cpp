@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "actors/local_engine.hpp"
+#include "bench/constrained_engine.hpp"
 #include "actors/message_types.hpp"
 #include "gateway/json_schema_grammar.hpp"
 #include "model/tokenizer.hpp"
@@ -126,16 +127,13 @@ int main(int argc, char** argv) {
     if (flag == "--model") dir = value;
     else return std::fprintf(stderr, "unknown flag %s\n", flag.c_str()), 2;
   }
-  auto tok = tokenizer::load(dir + "/tokenizer.json");
-  if (!tok) return std::fprintf(stderr, "%s\n", tok.err().message.c_str()), 1;
   caf::actor_system_config config;
   add_message_types(config);
   caf::actor_system system{config};
-  engine_options options;
-  options.backend.model_dir = dir;
-  options.vocabulary = vocabulary_of(*tok);
-  auto e = start_local_engine(system, options);
-  if (!e) return std::fprintf(stderr, "%s\n", e.err().message.c_str()), 1;
+  auto started = start_constrained_engine(system, dir);
+  if (!started) return std::fprintf(stderr, "%s\n", started.err().message.c_str()), 1;
+  const tokenizer* tok = &started->tok;
+  engine* e = &started->running;
   std::vector<grammar> grammars;
   for (int i = 0; i < constrained_sequences; ++i) grammars.push_back(enum_grammar(i));
   caf::scoped_actor self{system};
