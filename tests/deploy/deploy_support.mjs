@@ -109,7 +109,7 @@ export function makeCertificate(dir) {
   return { cert, key, pem: readFileSync(cert) };
 }
 
-// An htpasswd line as the README says to make one: `openssl passwd -apr1`.
+// An htpasswd line as docs/deploy.md says to make one: `openssl passwd -apr1`.
 export function htpasswdLine(user, password) {
   const r = spawnSync('openssl', ['passwd', '-apr1', password], { encoding: 'utf8' });
   assert.equal(r.status, 0, r.stderr);

@@ -1,6 +1,6 @@
 // deploy/systemd: `systemd-analyze verify` passes on every unit (a copy whose ExecStart
 // path is the built troupe, which verify requires to exist), the units keep the settings
-// the README promises, and troupe.service's own command lines, expanded from the shipped
+// docs/deploy.md promises, and troupe.service's own command lines, expanded from the shipped
 // troupe.env as systemd expands them, start troupe, wait for /health and stop it cleanly.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
