@@ -1,5 +1,9 @@
 #include "gateway/json_schema_grammar.hpp"
 
+#include <cstdio>
+#include <mutex>
+#include <set>
+
 #include "gateway/json_schema_limits.hpp"
 #include "model/grammar/grammar_builder.hpp"
 
@@ -7,18 +11,38 @@ namespace troupe {
 
 using json = nlohmann::ordered_json;
 
+namespace {
+
+// Each keyword a schema without strict leaves out is logged the first time only: clients
+// send the same schemas with every request.
+void log_ignored(const std::set<std::string>& keywords) {
+  static std::mutex mutex;
+  static std::set<std::string> logged;
+  std::lock_guard lock(mutex);
+  for (auto& k : keywords) {
+    if (logged.insert(k).second)
+      std::fprintf(stderr, "troupe: JSON Schema keyword '%s' is not enforced where a schema is not strict; it is "
+                           "left out\n", k.c_str());
+  }
+}
+
+}  // namespace
+
 grammar json_object_grammar() {
   grammar_builder b;
   json_rules rules(b);
   return b.finish(rules.object(rules.value()));
 }
 
-result<grammar> json_schema_grammar(const json& schema) {
+result<grammar> json_schema_grammar(const json& schema, bool strict) {
   if (auto sized = check_schema_size(schema); !sized) return sized.err();
   grammar_builder b;
   json_rules rules(b);
   try {
-    return b.finish(schema_translator(rules, schema).value(schema, "#"));
+    schema_translator translator(rules, schema, strict);
+    auto root = translator.value(schema, "#");
+    log_ignored(translator.ignored());
+    return b.finish(root);
   } catch (const schema_error& e) {
     return error{e.message};
   }
@@ -32,9 +56,12 @@ result<grammar> tool_call_grammar(const std::vector<tool_schema>& tools, bool se
   for (auto& tool : tools) {
     if (auto sized = check_schema_size(tool.parameters); !sized) return error{"tool '" + tool.name + "': " + sized.err().message};
     try {
-      auto arguments = tool.parameters.is_null()
-                           ? rules.object(rules.value())
-                           : schema_translator(rules, tool.parameters).value(tool.parameters, "#");
+      grammar_sequence arguments = rules.object(rules.value());
+      if (!tool.parameters.is_null()) {
+        schema_translator translator(rules, tool.parameters, tool.strict);
+        arguments = translator.value(tool.parameters, "#");
+        log_ignored(translator.ignored());
+      }
       calls.push_back(join({b.literal(json(tool.name).dump() + ", \"arguments\": "), arguments}));
     } catch (const schema_error& e) {
       return error{"tool '" + tool.name + "': " + e.message};

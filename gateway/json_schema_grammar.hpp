@@ -9,7 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/result.hpp"
-#include "gateway/json_schema_rules.hpp"
+#include "gateway/json_schema_translator.hpp"
 #include "model/grammar/grammar.hpp"
 
 namespace troupe {
@@ -17,14 +17,16 @@ namespace troupe {
 // Any JSON object (response_format json_object).
 grammar json_object_grammar();
 
-// The JSON values `schema` allows, with the keywords schema_translator supports. Any other
-// keyword is an error naming it and where it is, e.g.
-// "unsupported JSON Schema keyword 'pattern' at #/properties/name".
-result<grammar> json_schema_grammar(const nlohmann::ordered_json& schema);
+// The JSON values `schema` allows, with the keywords schema_translator supports. With
+// strict, any other keyword is an error naming it and where it is, e.g.
+// "unsupported JSON Schema keyword 'not' at #/properties/name"; without, it is left out
+// and the server's log names it, once per keyword (OpenAI's strict: false).
+result<grammar> json_schema_grammar(const nlohmann::ordered_json& schema, bool strict = true);
 
 struct tool_schema {
   std::string name;
   nlohmann::ordered_json parameters;  // the function's JSON Schema; null: any object
+  bool strict = true;                 // the function's strict
 };
 
 // Qwen3 (hermes) tool calls of `tools`, each one's arguments matching its tool's schema:

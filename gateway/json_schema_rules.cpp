@@ -1,8 +1,9 @@
 #include "gateway/json_schema_rules.hpp"
 
-#include <charconv>
+#include <algorithm>
 #include <set>
 #include <string_view>
+#include <utility>
 
 namespace troupe {
 
@@ -14,49 +15,16 @@ constexpr int max_integer_digits = 16;
 constexpr int max_fraction_digits = 16;
 constexpr int max_exponent_digits = 2;  // 1e999 overflows a double: parsers reject it
 
-const std::set<std::string> annotations = {"title", "description", "default", "examples", "$schema", "$id",
-                                           "$comment", "$defs", "definitions", "deprecated", "readOnly",
-                                           "writeOnly"};
-const std::set<std::string> supported = {"type", "properties", "required", "additionalProperties", "items",
-                                         "minItems", "maxItems", "minLength", "maxLength", "enum", "const",
-                                         "anyOf", "$ref"};
-
-// The value a JSON pointer's tokens ("a/b/0", with ~0 and ~1 escapes) name in `document`;
-// null when it names none or is malformed. nlohmann's json_pointer throws on both.
-const json* resolve(const json& document, std::string_view pointer) {
-  const json* at = &document;
-  while (true) {
-    const size_t slash = pointer.find('/');
-    const std::string_view part = pointer.substr(0, slash);
-    std::string token;
-    for (size_t i = 0; i < part.size(); ++i) {
-      if (part[i] != '~') {
-        token += part[i];
-        continue;
-      }
-      if (i + 1 >= part.size() || (part[i + 1] != '0' && part[i + 1] != '1')) return nullptr;
-      token += part[++i] == '0' ? '~' : '/';
-    }
-    if (at->is_object()) {
-      auto it = at->find(token);
-      if (it == at->end()) return nullptr;
-      at = &*it;
-    } else if (at->is_array()) {
-      size_t index = 0;
-      const auto [end, ec] = std::from_chars(token.data(), token.data() + token.size(), index);
-      if (ec != std::errc() || end != token.data() + token.size() || token.empty() || index >= at->size()) return nullptr;
-      at = &(*at)[index];
-    } else {
-      return nullptr;
-    }
-    if (slash == std::string_view::npos) return at;
-    pointer.remove_prefix(slash + 1);
-  }
-}
-
 }  // namespace
 
 void fail_schema(const std::string& where, const std::string& what) { throw schema_error{what + " at " + where}; }
+
+bool json_schema_annotation(const std::string& key) {
+  static const std::set<std::string> annotations = {"title", "description", "default", "examples", "$schema", "$id",
+                                                    "$comment", "$defs", "definitions", "deprecated", "readOnly",
+                                                    "writeOnly", "discriminator"};
+  return annotations.contains(key);
+}
 
 grammar_sequence json_rules::optional_space() {
   if (space_.empty()) space_ = b_.optional(b_.literal(" "));
@@ -158,141 +126,50 @@ grammar_sequence json_rules::natural() {
   return b_.rule({b_.literal("0"), join({b_.bytes({{'1', '9'}}), up_to(max_integer_digits - 1)})});
 }
 
+grammar_sequence json_rules::string_of(const byte_automaton& a) { return automaton(a, true); }
+
+grammar_sequence json_rules::text_of(const byte_automaton& a) { return automaton(a, false); }
+
+grammar_sequence json_rules::automaton(const byte_automaton& a, bool quoted) {
+  std::vector<int32_t> rules(a.size());
+  for (auto& r : rules) r = b_.declare();
+  for (size_t s = 0; s < a.size(); ++s) {
+    std::vector<grammar_sequence> alternatives;
+    std::vector<std::pair<int32_t, byte_set>> raw;  // by target state
+    for (int c = 0; c < 256; ++c) {
+      const int32_t to = a.next(int32_t(s), uint8_t(c));
+      if (to == byte_automaton::none) continue;
+      std::string escape;
+      if (quoted) {
+        if (c == '"') escape = "\\\"";
+        else if (c == '\\') escape = "\\\\";
+        else if (c == '\n') escape = "\\n";
+        else if (c == '\t') escape = "\\t";
+        else if (c == '\r') escape = "\\r";
+        else if (c == '\b') escape = "\\b";
+        else if (c == '\f') escape = "\\f";
+        else if (c < 0x20 || (c == '<' && escape_less_than_)) {
+          static const char hex[] = "0123456789abcdef";
+          escape = std::string("\\u00") + hex[c >> 4] + hex[c & 15];
+        }
+      }
+      if (!escape.empty()) {
+        alternatives.push_back(join({b_.literal(escape), grammar_builder::reference(rules[size_t(to)])}));
+        continue;
+      }
+      auto same = std::find_if(raw.begin(), raw.end(), [&](auto& r) { return r.first == to; });
+      if (same == raw.end()) same = raw.insert(raw.end(), {to, byte_set{}});
+      same->second.add(uint8_t(c), uint8_t(c));
+    }
+    for (auto& [to, set] : raw) alternatives.push_back(join({b_.bytes(set), grammar_builder::reference(rules[size_t(to)])}));
+    if (a.accepting(int32_t(s))) alternatives.push_back(quoted ? b_.literal("\"") : grammar_sequence{});
+    b_.define(rules[s], std::move(alternatives));
+  }
+  if (!quoted) return grammar_builder::reference(rules[0]);
+  return b_.rule({join({b_.literal("\""), grammar_builder::reference(rules[0])})});
+}
+
 // At most `digits` digits.
 grammar_sequence json_rules::up_to(int digits) { return b_.repeated(b_.bytes({{'0', '9'}}), 0, digits); }
-
-void schema_translator::check_keywords(const json& schema, const std::string& where) {
-  for (auto& [key, ignored] : schema.items()) {
-    if (!supported.contains(key) && !annotations.contains(key))
-      fail_schema(where, "unsupported JSON Schema keyword '" + key + "'");
-  }
-}
-
-grammar_sequence schema_translator::value(const json& schema, const std::string& where) {
-  if (schema.is_boolean()) {
-    if (!schema.get<bool>()) fail_schema(where, "a schema that allows nothing (false)");
-    return rules_.value();
-  }
-  if (!schema.is_object()) fail_schema(where, "a schema that is not an object");
-  check_keywords(schema, where);
-  if (schema.contains("$ref")) return reference(schema["$ref"], where + "/$ref");
-  if (schema.contains("const")) return rules_.literal(schema["const"]);
-  if (schema.contains("enum")) {
-    if (!schema["enum"].is_array() || schema["enum"].empty())
-      fail_schema(where + "/enum", "an enum that is not a non-empty array");
-    std::vector<grammar_sequence> choices;
-    for (auto& v : schema["enum"]) choices.push_back(rules_.literal(v));
-    return b_.rule(std::move(choices));
-  }
-  if (schema.contains("anyOf")) {
-    auto& any_of = schema["anyOf"];
-    if (!any_of.is_array() || any_of.empty()) fail_schema(where + "/anyOf", "anyOf that is not a non-empty array");
-    std::vector<grammar_sequence> choices;
-    for (size_t i = 0; i < any_of.size(); ++i) choices.push_back(value(any_of[i], where + "/anyOf/" + std::to_string(i)));
-    return b_.rule(std::move(choices));
-  }
-  if (!schema.contains("type")) {
-    if (schema.contains("properties")) return typed(schema, "object", where);
-    if (schema.contains("items")) return typed(schema, "array", where);
-    return rules_.value();
-  }
-  auto& type = schema["type"];
-  if (type.is_string()) return typed(schema, type.get<std::string>(), where);
-  if (!type.is_array() || type.empty()) fail_schema(where + "/type", "a type that is neither a name nor a list of names");
-  std::vector<grammar_sequence> choices;
-  for (auto& t : type) {
-    if (!t.is_string()) fail_schema(where + "/type", "a type that is not a name");
-    choices.push_back(typed(schema, t.get<std::string>(), where));
-  }
-  return b_.rule(std::move(choices));
-}
-
-grammar_sequence schema_translator::typed(const json& schema, const std::string& type, const std::string& where) {
-  if (type == "string") return string(schema, where);
-  if (type == "integer") return rules_.integer();
-  if (type == "number") return rules_.number();
-  if (type == "boolean") return b_.rule({b_.literal("true"), b_.literal("false")});
-  if (type == "null") return b_.literal("null");
-  if (type == "object") return object(schema, where);
-  if (type == "array") return array(schema, where);
-  fail_schema(where + "/type", "unknown type '" + type + "'");
-}
-
-grammar_sequence schema_translator::object(const json& schema, const std::string& where) {
-  auto additional = schema.value("additionalProperties", json(true));
-  if (!additional.is_boolean())
-    fail_schema(where + "/additionalProperties", "an additionalProperties schema (only true or false)");
-  if (!schema.contains("properties")) {
-    if (!additional.get<bool>()) return b_.literal("{}");
-    return rules_.object(rules_.value());
-  }
-  auto& properties = schema["properties"];
-  if (!properties.is_object()) fail_schema(where + "/properties", "properties that are not an object");
-  std::set<std::string> required;
-  for (auto& name : schema.value("required", json::array())) {
-    if (!name.is_string() || !properties.contains(name.get<std::string>()))
-      fail_schema(where + "/required", "a required property that is not in properties");
-    required.insert(name.get<std::string>());
-  }
-  // Members in schema order, the optional ones skippable: after_written[i] follows a
-  // member already written (so starts with a comma), first_from[i] does not.
-  std::vector<std::pair<std::string, grammar_sequence>> members;
-  for (auto& [name, property] : properties.items()) {
-    members.emplace_back(name, join({rules_.literal(json(name)), rules_.colon(),
-                                     value(property, where + "/properties/" + name)}));
-  }
-  grammar_sequence after_written, first_from;
-  for (size_t i = members.size(); i-- > 0;) {
-    auto& [name, member] = members[i];
-    auto written_here = join({rules_.separator(), member, after_written});
-    auto first_here = join({member, after_written});
-    if (required.contains(name)) {
-      after_written = b_.rule({written_here});
-      first_from = b_.rule({first_here});
-    } else {
-      after_written = b_.rule({written_here, after_written});
-      first_from = b_.rule({first_here, first_from});
-    }
-  }
-  return b_.rule({join({b_.literal("{"), first_from, b_.literal("}")})});
-}
-
-int schema_translator::count(const json& schema, const char* key, int fallback, const std::string& where) {
-  if (!schema.contains(key)) return fallback;
-  const json& v = schema[key];
-  if (!v.is_number_integer() || v.get<int64_t>() < 0)
-    fail_schema(where + "/" + key, std::string(key) + " that is not a count");
-  if (v.get<int64_t>() > max_grammar_repetition)
-    fail_schema(where + "/" + key, std::string(key) + " above " + std::to_string(max_grammar_repetition));
-  return v.get<int>();
-}
-
-grammar_sequence schema_translator::string(const json& schema, const std::string& where) {
-  if (!schema.contains("minLength") && !schema.contains("maxLength")) return rules_.string();
-  const int min_length = count(schema, "minLength", 0, where), max_length = count(schema, "maxLength", -1, where);
-  if (max_length >= 0 && max_length < min_length) fail_schema(where, "maxLength below minLength");
-  return rules_.string(min_length, max_length);
-}
-
-grammar_sequence schema_translator::array(const json& schema, const std::string& where) {
-  int min_items = count(schema, "minItems", 0, where), max_items = count(schema, "maxItems", -1, where);
-  if (max_items >= 0 && max_items < min_items) fail_schema(where, "maxItems below minItems");
-  auto item = schema.contains("items") ? b_.rule({value(schema["items"], where + "/items")}) : rules_.value();
-  return rules_.array(item, min_items, max_items);
-}
-
-// A $ref becomes a rule, declared before it is defined: recursive references work.
-grammar_sequence schema_translator::reference(const json& ref, const std::string& where) {
-  if (!ref.is_string()) fail_schema(where, "a $ref that is not a string");
-  auto target = ref.get<std::string>();
-  if (auto found = references_.find(target); found != references_.end()) return grammar_builder::reference(found->second);
-  const json* found = nullptr;
-  if (target.starts_with("#/$defs/") || target.starts_with("#/definitions/")) found = resolve(document_, target.substr(2));
-  if (!found) fail_schema(where, "a $ref that names no #/$defs/ entry ('" + target + "')");
-  int32_t index = b_.declare();
-  references_[target] = index;
-  b_.define(index, {value(*found, target)});
-  return grammar_builder::reference(index);
-}
 
 }  // namespace troupe

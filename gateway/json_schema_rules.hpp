@@ -1,13 +1,13 @@
 #pragma once
 // The building blocks of the grammars that write JSON (json_schema_grammar.hpp, and the
-// values of xml tool calls): JSON values, and JSON Schema translated into them. JSON is
+// values of xml tool calls); json_schema_translator.hpp puts them together. JSON is
 // written compactly, with at most one space after ':' and ',' and none elsewhere, numbers
 // of at most 16 digits before and after the point.
-#include <map>
 #include <string>
 
 #include <nlohmann/json.hpp>
 
+#include "model/grammar/byte_automaton.hpp"
 #include "model/grammar/grammar_builder.hpp"
 
 namespace troupe {
@@ -21,6 +21,9 @@ struct schema_error {
   std::string message;
 };
 [[noreturn]] void fail_schema(const std::string& where, const std::string& what);
+
+// Whether a keyword only annotates (title, description, $defs, ...).
+bool json_schema_annotation(const std::string& key);
 
 // The rules of JSON, each made once per grammar, on demand.
 class json_rules {
@@ -51,47 +54,20 @@ class json_rules {
   grammar_sequence object(const grammar_sequence& member_value);
   // An array of `item`s, at least min_items, at most max_items (< 0: no bound).
   grammar_sequence array(const grammar_sequence& item, int min_items = 0, int max_items = -1);
+  // A JSON string whose text, as UTF-8, `a` accepts; '"', '\\' and control characters
+  // (and '<' when escaping it) written as escapes. A rule per state of `a`.
+  grammar_sequence string_of(const byte_automaton& a);
+  // The bytes `a` accepts as they are (numbers; raw text).
+  grammar_sequence text_of(const byte_automaton& a);
 
  private:
+  grammar_sequence automaton(const byte_automaton& a, bool quoted);
   grammar_sequence natural();
   grammar_sequence up_to(int digits);
 
   grammar_builder& b_;
   bool escape_less_than_;
   grammar_sequence space_, character_, string_, integer_, number_, value_;
-};
-
-// One schema document (its $defs are resolved against it) into rules of `rules`' builder.
-// Supported: type (a name or a list of names) object, array, string, number, integer,
-// boolean, null; properties (written in schema order), required, additionalProperties
-// (false; true is accepted, but only the listed properties are written); items, minItems,
-// maxItems, minLength, maxLength (each at most max_grammar_repetition); enum, const,
-// anyOf; $ref to #/$defs/... or #/definitions/..., recursive ones included; annotations
-// (title, description, ...). Anything else throws a schema_error naming it and its place.
-class schema_translator {
- public:
-  schema_translator(json_rules& rules, const nlohmann::ordered_json& document)
-      : rules_(rules), b_(rules.builder()), document_(document) {}
-
-  grammar_sequence value(const nlohmann::ordered_json& schema, const std::string& where);
-
-  // Throws unless every keyword of the schema (an object) is supported or an annotation.
-  static void check_keywords(const nlohmann::ordered_json& schema, const std::string& where);
-  // The count schema[key] (minItems, maxLength, ...), or fallback when absent; one above
-  // max_grammar_repetition is refused.
-  static int count(const nlohmann::ordered_json& schema, const char* key, int fallback, const std::string& where);
-
- private:
-  grammar_sequence typed(const nlohmann::ordered_json& schema, const std::string& type, const std::string& where);
-  grammar_sequence object(const nlohmann::ordered_json& schema, const std::string& where);
-  grammar_sequence string(const nlohmann::ordered_json& schema, const std::string& where);
-  grammar_sequence array(const nlohmann::ordered_json& schema, const std::string& where);
-  grammar_sequence reference(const nlohmann::ordered_json& ref, const std::string& where);
-
-  json_rules& rules_;
-  grammar_builder& b_;
-  const nlohmann::ordered_json& document_;
-  std::map<std::string, int32_t> references_;
 };
 
 }  // namespace troupe

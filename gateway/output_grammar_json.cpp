@@ -42,9 +42,11 @@ result<grammar, api_error> response_format_grammar(const json& format) {
   if (type == "json_object") return json_object_grammar();
   if (type != "json_schema" || !format.contains("json_schema") || !format["json_schema"].is_object())
     return bad_param("response_format", shape);
-  // No schema is the empty schema: any JSON value. strict or not, the schema is followed.
+  // No schema is the empty schema: any JSON value. What the grammar cannot enforce is a 400
+  // under strict: true, and left out (logged) otherwise, strict being false unless given.
   const json schema = format["json_schema"].value("schema", json::object());
-  return compilable(json_schema_grammar(schema), "response_format", "response_format.json_schema.schema");
+  const bool strict = format["json_schema"].value("strict", json(false)) == json(true);
+  return compilable(json_schema_grammar(schema, strict), "response_format", "response_format.json_schema.schema");
 }
 
 }  // namespace
@@ -68,7 +70,8 @@ result<grammar, api_error> forced_tool_call_grammar(const json& tools, const std
     // Without parameters, or with the empty schema: any object (hermes), no parameters (xml).
     json parameters = function.value("parameters", json(nullptr));
     if (parameters == json::object()) parameters = nullptr;
-    callable.push_back({function["name"].get<std::string>(), std::move(parameters)});
+    callable.push_back({function["name"].get<std::string>(), std::move(parameters),
+                        function.value("strict", json(false)) == json(true)});
   }
   auto calls = format == tool_call_format::xml ? xml_tool_call_grammar(callable, several)
                                                : tool_call_grammar(callable, several);

@@ -6,10 +6,12 @@
 #include <set>
 #include <string>
 
-#include "gateway/json_schema_rules.hpp"
+#include "gateway/json_schema_merge.hpp"
+#include "gateway/json_schema_translator.hpp"
 #include "gateway/streamed_text.hpp"
 #include "gateway/tool_parameter_type.hpp"
 #include "model/grammar/grammar_builder.hpp"
+#include "model/grammar/regex_automaton.hpp"
 
 namespace troupe {
 namespace {
@@ -41,13 +43,14 @@ bool allows_null(const json& schema) {
 }
 
 // A property written as raw text or a scalar is checked here, not by schema_translator.
-void check_scalar_schema(const json& schema, const std::string& type, const std::string& where) {
-  schema_translator::check_keywords(schema, where);
+void check_scalar_schema(const json& schema, schema_translator& translator, const std::string& type,
+                         const std::string& where) {
+  translator.check_known_keywords(schema, where);
   const json types = schema.value("type", json());
   for (const json& t : types.is_array() ? types : json::array({types}))
     if (!t.is_string() || !type_names.contains(t.get<std::string>()))
       fail_schema(where + "/type", "unknown type " + t.dump());
-  for (const char* key : {"$ref", "anyOf"})
+  for (const char* key : {"$ref", "anyOf", "oneOf", "allOf"})
     if (schema.contains(key))
       fail_schema(where + "/" + key, std::string("'") + key + "' beside type '" + type +
                                          "' (an xml tool call writes such a parameter as its type's text)");
@@ -70,15 +73,20 @@ class xml_call_rules {
     if (!writable_name(tool.name))
       throw schema_error{"a name that the xml markup cannot carry (empty, holding '>' or with spaces around it)"};
     return b_.rule({join({b_.literal("<tool_call>\n<function=" + tool.name + ">\n"),
-                          tool.parameters.is_null() ? grammar_sequence{} : parameters(tool.parameters),
+                          tool.parameters.is_null() ? grammar_sequence{} : parameters(tool.parameters, tool.strict),
                           b_.literal("</function>\n</tool_call>")})});
   }
 
  private:
-  grammar_sequence parameters(const json& schema) {
-    if (!schema.is_object()) fail_schema("#", "parameters that are not an object schema");
-    schema_translator::check_keywords(schema, "#");
-    for (const char* key : {"$ref", "const", "enum", "anyOf", "items", "minItems", "maxItems", "minLength", "maxLength"})
+  grammar_sequence parameters(const json& given, bool strict) {
+    if (!given.is_object()) fail_schema("#", "parameters that are not an object schema");
+    const json schema = given.contains("allOf") ? merge_all_of(given, given, "#") : given;
+    schema_translator translator(json_, given, strict);
+    translator.check_known_keywords(schema, "#");
+    for (const char* key : {"$ref", "const", "enum", "anyOf", "oneOf", "items", "prefixItems", "additionalItems",
+                            "uniqueItems", "minItems", "maxItems", "minLength", "maxLength", "pattern", "format",
+                            "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf",
+                            "patternProperties", "propertyNames", "minProperties", "maxProperties"})
       if (schema.contains(key))
         fail_schema(std::string("#/") + key, std::string("'") + key +
                                                  "' in the parameters of an xml tool call (they are an object's properties)");
@@ -94,7 +102,6 @@ class xml_call_rules {
         fail_schema("#/required", "a required property that is not in properties");
       required.insert(name.get<std::string>());
     }
-    schema_translator translator(json_, schema);
     grammar_sequence written;
     for (const auto& [name, property] : properties.items()) {
       const std::string where = "#/properties/" + name;
@@ -110,19 +117,20 @@ class xml_call_rules {
   // The value as the reader converts it: by the type its property declares.
   grammar_sequence value(const json& schema, schema_translator& translator, const std::string& where) {
     const std::string type = declared_parameter_type(schema);
-    if (type == "string") return text_value(schema, where);
+    if (type == "string") return text_value(schema, translator, where);
     if (type == "integer" || type == "number" || type == "boolean" || type == "null")
-      return scalar_value(schema, type, where);
+      return scalar_value(schema, translator, type, where);
     if (type.empty() && schema.is_object() && !schema.contains("$ref") && !schema.contains("anyOf"))
-      if (auto listed = listed_values(schema, where)) return untyped_listed_value(schema, *listed, where);
+      if (auto listed = listed_values(schema, where)) return untyped_listed_value(schema, translator, *listed, where);
     return translator.value(schema, where);
   }
 
   // An enum or const without a type is read back as JSON when it parses as JSON, else as
   // text: a string that does not parse is written raw, as the template would, the rest as
   // JSON text.
-  grammar_sequence untyped_listed_value(const json& schema, const json& listed, const std::string& where) {
-    schema_translator::check_keywords(schema, where);
+  grammar_sequence untyped_listed_value(const json& schema, schema_translator& translator, const json& listed,
+                                        const std::string& where) {
+    translator.check_known_keywords(schema, where);
     std::vector<grammar_sequence> choices;
     for (const json& v : listed) {
       const bool raw = v.is_string() && !json::accept(v.get<std::string>()) && writable_raw(v.get<std::string>());
@@ -131,8 +139,8 @@ class xml_call_rules {
     return b_.rule(std::move(choices));
   }
 
-  grammar_sequence text_value(const json& schema, const std::string& where) {
-    check_scalar_schema(schema, "string", where);
+  grammar_sequence text_value(const json& schema, schema_translator& translator, const std::string& where) {
+    check_scalar_schema(schema, translator, "string", where);
     const bool nullable = allows_null(schema);
     if (auto listed = listed_values(schema, where)) {
       std::vector<grammar_sequence> choices;
@@ -148,15 +156,24 @@ class xml_call_rules {
       if (choices.empty()) fail_schema(where, "an enum or const with no string to write");
       return b_.rule(std::move(choices));
     }
-    const int min_length = schema_translator::count(schema, "minLength", 0, where);
-    const int max_length = schema_translator::count(schema, "maxLength", -1, where);
-    if (max_length >= 0 && max_length < min_length) fail_schema(where, "maxLength below minLength");
-    auto text = raw_text(min_length, max_length);
+    grammar_sequence text;
+    if (auto a = translator.string_automaton(schema, where)) {
+      auto raw = intersect(*a, raw_text_automaton());
+      if (!raw || raw->empty())
+        fail_schema(where, "a string schema that no raw text an xml tool call can write meets");
+      text = json_.text_of(*raw);
+    } else {
+      const int min_length = schema_translator::count(schema, "minLength", 0, where);
+      const int max_length = schema_translator::count(schema, "maxLength", -1, where);
+      if (max_length >= 0 && max_length < min_length) fail_schema(where, "maxLength below minLength");
+      text = raw_text(min_length, max_length);
+    }
     return nullable ? b_.rule({text, b_.literal("null")}) : text;
   }
 
-  grammar_sequence scalar_value(const json& schema, const std::string& type, const std::string& where) {
-    check_scalar_schema(schema, type, where);
+  grammar_sequence scalar_value(const json& schema, schema_translator& translator, const std::string& type,
+                                const std::string& where) {
+    check_scalar_schema(schema, translator, type, where);
     const bool nullable = type == "null" || allows_null(schema);
     if (auto listed = listed_values(schema, where)) {
       std::vector<grammar_sequence> choices;
@@ -171,8 +188,10 @@ class xml_call_rules {
       return b_.rule(std::move(choices));
     }
     std::vector<grammar_sequence> choices;
-    if (type == "integer") choices.push_back(json_.integer());
-    if (type == "number") choices.push_back(json_.number());
+    if (type == "integer" || type == "number") {
+      auto bounded = translator.number_automaton(schema, type == "integer", where);
+      choices.push_back(bounded ? json_.text_of(*bounded) : type == "integer" ? json_.integer() : json_.number());
+    }
     if (type == "boolean") choices = {b_.literal("true"), b_.literal("false")};
     if (nullable) choices.push_back(b_.literal("null"));
     return b_.rule(std::move(choices));
@@ -195,6 +214,17 @@ class xml_call_rules {
     }
     if (max_length < 0 || max_length >= 5) choices.push_back(b_.repeated(c, std::max(min_length, 5), max_length));
     return b_.rule(std::move(choices));
+  }
+
+  // raw_text as an automaton, for strings with a pattern or format: raw characters, and
+  // not "null" in any letter case.
+  static const byte_automaton& raw_text_automaton() {
+    static const byte_automaton automaton = [] {
+      auto characters = whole_match_automaton(parse_regex("[\\t\\n\\x20-\\x3b\\x3d-\\x7e\\u0080-\\u{10ffff}]*").value()).value();
+      auto null = whole_match_automaton(parse_regex("[nN][uU][lL][lL]").value()).value();
+      return intersect(characters, complement(null)).value();
+    }();
+    return automaton;
   }
 
   grammar_sequence raw_character() {

@@ -33,6 +33,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (!parsed) return 0;
   const auto& schema = (*parsed)["s"];
   check(json_schema_grammar(schema));
+  check(json_schema_grammar(schema, false));
   const std::vector<tool_schema> tools{{"f", schema}};
   check(tool_call_grammar(tools, true));
   check(xml_tool_call_grammar(tools, false));

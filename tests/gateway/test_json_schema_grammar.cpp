@@ -205,18 +205,63 @@ BOOST_AUTO_TEST_CASE(integers_exclude_fractions_and_whitespace_is_bounded) {
 }
 
 BOOST_AUTO_TEST_CASE(unsupported_keywords_are_named_with_their_place) {
-  auto g = json_schema_grammar(json::parse(R"({"type":"object","properties":{"name":{"type":"string","pattern":"^a"}}})"));
+  auto g = json_schema_grammar(json::parse(R"({"type":"object","properties":{"name":{"type":"string","not":{}}}})"));
   BOOST_REQUIRE(!g.ok());
-  BOOST_TEST(g.err().message == "unsupported JSON Schema keyword 'pattern' at #/properties/name");
-  auto one_of = json_schema_grammar(json::parse(R"({"oneOf":[{"type":"string"}]})"));
+  BOOST_TEST(g.err().message == "unsupported JSON Schema keyword 'not' at #/properties/name");
+  auto lookahead = json_schema_grammar(json::parse(R"j({"properties":{"p":{"type":"string","pattern":"a(?!b)"}}})j"));
+  BOOST_REQUIRE(!lookahead.ok());
+  BOOST_TEST(lookahead.err().message ==
+             "a pattern that cannot be enforced: the pattern uses a negative lookahead (?!...), which no grammar can "
+             "enforce, at offset 1 at #/properties/p/pattern");
+  auto one_of = json_schema_grammar(json::parse(R"({"oneOf":[{"type":"string"},{"type":"integer"}]})"));
   BOOST_REQUIRE(!one_of.ok());
-  BOOST_TEST(one_of.err().message == "unsupported JSON Schema keyword 'oneOf' at #");
+  BOOST_TEST(one_of.err().message.starts_with("oneOf whose branches may overlap"));
   auto ref = json_schema_grammar(json::parse(R"({"$ref":"#/$defs/missing"})"));
   BOOST_REQUIRE(!ref.ok());
   BOOST_TEST(ref.err().message.find("missing") != std::string::npos);
-  auto tool = tool_call_grammar({{"f", json::parse(R"({"type":"object","properties":{"x":{"minimum":1}}})")}});
+  auto tool = tool_call_grammar({{"f", json::parse(R"({"type":"object","properties":{"x":{"if":{}}}})")}});
   BOOST_REQUIRE(!tool.ok());
-  BOOST_TEST(tool.err().message == "tool 'f': unsupported JSON Schema keyword 'minimum' at #/properties/x");
+  BOOST_TEST(tool.err().message == "tool 'f': unsupported JSON Schema keyword 'if' at #/properties/x");
+  auto lenient = tool_call_grammar({{"f", json::parse(R"({"type":"object","properties":{"x":{"if":{}}}})"), false}});
+  BOOST_TEST(lenient.ok());
+}
+
+BOOST_AUTO_TEST_CASE(number_bounds_are_exact_at_their_edges) {
+  auto takes = [](const char* schema, const std::string& text) {
+    auto m = matcher_of(schema_grammar(json::parse(schema)));
+    return m.advance(text) && m.accepts_end();
+  };
+  const char* draft4 = R"({"type":"integer","minimum":3,"exclusiveMinimum":true,"maximum":9,"exclusiveMaximum":true})";
+  BOOST_TEST(!takes(draft4, "3"));
+  BOOST_TEST(takes(draft4, "4"));
+  BOOST_TEST(takes(draft4, "8"));
+  BOOST_TEST(!takes(draft4, "9"));
+  const char* tenth = R"({"type":"number","exclusiveMinimum":0.1,"maximum":0.3})";
+  BOOST_TEST(!takes(tenth, "0.1"));
+  BOOST_TEST(!takes(tenth, "0.10"));
+  BOOST_TEST(takes(tenth, "0.1000001"));
+  BOOST_TEST(takes(tenth, "0.3"));
+  BOOST_TEST(takes(tenth, "0.300"));
+  BOOST_TEST(!takes(tenth, "0.3001"));
+  BOOST_TEST(!takes(tenth, "1e-1"));
+  const char* zod_int = R"({"type":"integer","minimum":-9007199254740991,"maximum":9007199254740991})";
+  BOOST_TEST(takes(zod_int, "-9007199254740991"));
+  BOOST_TEST(!takes(zod_int, "-9007199254740992"));
+  BOOST_TEST(takes(zod_int, "9007199254740991"));
+  BOOST_TEST(!takes(zod_int, "9007199254740992"));
+  BOOST_TEST(!takes(zod_int, "1.0"));
+  const char* negative = R"({"type":"number","exclusiveMaximum":0})";
+  BOOST_TEST(!takes(negative, "0"));
+  BOOST_TEST(!takes(negative, "-0"));
+  BOOST_TEST(!takes(negative, "-0.0"));
+  BOOST_TEST(takes(negative, "-0.01"));
+  const char* quarters = R"({"type":"number","multipleOf":0.25})";
+  BOOST_TEST(takes(quarters, "-1.75"));
+  BOOST_TEST(takes(quarters, "2.5"));
+  BOOST_TEST(!takes(quarters, "2.2"));
+  BOOST_TEST(!json_schema_grammar(json::parse(R"({"type":"integer","minimum":5,"maximum":4})")).ok());
+  BOOST_TEST(json_schema_grammar(json::parse(R"({"type":"integer","multipleOf":0})")).err().message ==
+             "multipleOf that is not a positive number at #");
 }
 
 BOOST_AUTO_TEST_CASE(qwen3_tool_calls_from_random_walks_parse) {

@@ -115,19 +115,28 @@ test('guided_choice answers one of the choices', async () => {
 test('what the grammars cannot follow is a 400 naming it, never a 500', async () => {
   const rejects = async (extra, param, pattern) => assert.rejects(client.chat.completions.create(chat(extra)),
     (e) => e.status === 400 && e.param === param && pattern.test(e.message), JSON.stringify(extra));
-  const format = (schema) => ({ response_format: { type: 'json_schema', json_schema: { name: 's', schema } } });
-  await rejects(format({ type: 'object', properties: { name: { type: 'string', pattern: '^a' } } }), 'response_format',
-    /unsupported JSON Schema keyword 'pattern' at #\/properties\/name/);
-  await rejects(format({ oneOf: [{ type: 'string' }] }), 'response_format', /'oneOf'/);
+  const format = (schema) => ({ response_format: { type: 'json_schema', json_schema: { name: 's', schema, strict: true } } });
+  await rejects(format({ type: 'object', properties: { name: { type: 'string', not: { const: 'a' } } } }), 'response_format',
+    /unsupported JSON Schema keyword 'not' at #\/properties\/name/);
+  await rejects(format({ type: 'string', pattern: '(a)\\1' }), 'response_format', /a backreference \(\\1\)/);
+  await rejects(format({ oneOf: [{ type: 'string' }, { type: 'string' }] }), 'response_format', /oneOf whose branches may overlap/);
   await rejects(format({ type: 'array', maxItems: 1000000 }), 'response_format', /maxItems above 1024/);
   await rejects(format({ $ref: '#/$defs/a', $defs: { a: { $ref: '#/$defs/a' } } }), 'response_format', /left recursion/);
   await rejects({ response_format: { type: 'yaml' } }, 'response_format', /response_format must be/);
   await rejects({ guided_choice: [] }, 'guided_choice', /non-empty list of strings/);
   await rejects({ guided_choice: ['a'], response_format: { type: 'json_object' } }, 'guided_choice', /exclude each other/);
-  const minimum = [{ type: 'function', function: { name: 'f', parameters: { type: 'object',
-    properties: { x: { type: 'integer', minimum: 1 } } } } }];
-  await rejects({ tools: minimum, tool_choice: 'required' }, 'tools', /tool 'f': unsupported JSON Schema keyword 'minimum'/);
+  const negated = (strict) => [{ type: 'function', function: { name: 'f', strict, parameters: { type: 'object',
+    properties: { x: { type: 'integer', not: { const: 1 } } }, required: ['x'], additionalProperties: false } } }];
+  await rejects({ tools: negated(true), tool_choice: 'required' }, 'tools', /tool 'f': unsupported JSON Schema keyword 'not'/);
   // Unforced, such a tool is only offered to the model: nothing needs its schema followed.
-  const auto = await client.chat.completions.create(chat({ tools: minimum, max_tokens: 2 }));
+  const auto = await client.chat.completions.create(chat({ tools: negated(true), max_tokens: 2 }));
   assert.equal(auto.choices[0].message.role, 'assistant');
+  // Without strict, what cannot be enforced is left out, as OpenAI's best effort.
+  for (const strict of [false, undefined]) {
+    const r = await client.chat.completions.create(chat({ tools: negated(strict), tool_choice: 'required', seed: 3 }));
+    assert.ok(Number.isInteger(JSON.parse(r.choices[0].message.tool_calls[0].function.arguments).x));
+    const s = await client.chat.completions.create(chat({ seed: 3, response_format: { type: 'json_schema',
+      json_schema: { name: 's', strict, schema: { type: 'integer', not: { const: 1 } } } } }));
+    assert.ok(Number.isInteger(JSON.parse(s.choices[0].message.content)));
+  }
 });

@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <fstream>
+#include <regex>
 #include <map>
 #include <set>
 #include <string>
@@ -162,6 +163,32 @@ BOOST_AUTO_TEST_CASE(random_walks_give_calls_the_parser_reads_with_valid_argumen
   }
 }
 
+BOOST_AUTO_TEST_CASE(patterns_formats_and_bounds_hold_in_raw_parameters) {
+  const std::vector<tool_schema> bounded = {{"book", ordered_json::parse(R"({"type": "object", "properties": {
+      "code": {"type": "string", "pattern": "^[A-Z]{2}[0-9]{2}$"}, "day": {"type": "string", "format": "date"},
+      "seats": {"type": "integer", "minimum": 1, "maximum": 12}, "word": {"type": "string", "pattern": "^[nN][uU].*$",
+      "maxLength": 4}}, "required": ["code", "day", "seats", "word"]})")}};
+  auto vocabulary = byte_vocabulary();
+  token_trie trie(vocabulary);
+  auto m = matcher_of(xml_grammar(bounded));
+  const std::regex code("[A-Z]{2}[0-9]{2}"), day("[0-9]{4}-[0-9]{2}-[0-9]{2}");
+  int finished = 0;
+  for (uint32_t seed = 1; seed <= 60; ++seed) {
+    auto text = random_walk(m, trie, vocabulary, seed);
+    if (!text) continue;
+    ++finished;
+    auto out = read(*text, bounded);
+    BOOST_REQUIRE(out.calls.size() == 1);
+    const json arguments = json::parse(out.calls[0].arguments);
+    BOOST_TEST(std::regex_match(arguments["code"].get<std::string>(), code), *text);
+    BOOST_TEST(std::regex_match(arguments["day"].get<std::string>(), day), *text);
+    BOOST_TEST((arguments["seats"] >= 1 && arguments["seats"] <= 12), *text);
+    // Raw text never reads back as null, whatever the pattern allows.
+    BOOST_TEST(arguments["word"].is_string(), *text);
+  }
+  BOOST_TEST(finished >= 50);
+}
+
 BOOST_AUTO_TEST_CASE(several_calls_follow_one_another_only_when_asked) {
   auto vocabulary = byte_vocabulary();
   token_trie trie(vocabulary);
@@ -287,10 +314,15 @@ BOOST_AUTO_TEST_CASE(what_the_markup_cannot_carry_is_an_error_naming_it) {
     auto g = xml_tool_call_grammar({{name, ordered_json::parse(parameters)}});
     return g.ok() ? std::string("no error") : g.err().message;
   };
-  BOOST_TEST(error_of("f", R"({"properties": {"x": {"type": "string", "pattern": "^a"}}})") ==
-             "tool 'f': unsupported JSON Schema keyword 'pattern' at #/properties/x");
-  BOOST_TEST(error_of("f", R"({"properties": {"x": {"type": "object", "properties": {"y": {"minimum": 1}}}}})") ==
-             "tool 'f': unsupported JSON Schema keyword 'minimum' at #/properties/x/properties/y");
+  BOOST_TEST(error_of("f", R"({"properties": {"x": {"type": "string", "not": {}}}})") ==
+             "tool 'f': unsupported JSON Schema keyword 'not' at #/properties/x");
+  BOOST_TEST(error_of("f", R"({"properties": {"x": {"type": "object", "properties": {"y": {"if": {}}}}}})") ==
+             "tool 'f': unsupported JSON Schema keyword 'if' at #/properties/x/properties/y");
+  BOOST_TEST(error_of("f", R"({"properties": {"x": {"type": "string", "pattern": "^</"}}})") ==
+             "tool 'f': a string schema that no raw text an xml tool call can write meets at #/properties/x");
+  BOOST_TEST(error_of("f", R"({"minProperties": 1, "properties": {"x": {"type": "string"}}})") ==
+             "tool 'f': 'minProperties' in the parameters of an xml tool call (they are an object's properties) at "
+             "#/minProperties");
   BOOST_TEST(error_of("f", R"({"anyOf": [{"type": "object"}]})") ==
              "tool 'f': 'anyOf' in the parameters of an xml tool call (they are an object's properties) at #/anyOf");
   BOOST_TEST(error_of("f", R"({"type": "array"})") == "tool 'f': parameters that are not an object at #/type");
@@ -319,11 +351,11 @@ BOOST_AUTO_TEST_CASE(a_forced_tool_choice_takes_the_markup_of_the_template) {
   BOOST_TEST(takes(*xml, xml_call));
   BOOST_TEST(!takes(*xml, hermes_call));
   BOOST_TEST(takes(*hermes, hermes_call));
-  const ordered_json unsupported = ordered_json::parse(R"([{"type": "function", "function": {"name": "f",
-      "parameters": {"type": "object", "properties": {"x": {"type": "integer", "minimum": 1}}}}}])");
+  const ordered_json unsupported = ordered_json::parse(R"([{"type": "function", "function": {"name": "f", "strict": true,
+      "parameters": {"type": "object", "properties": {"x": {"type": "integer", "not": {}}}}}}])");
   auto refused = forced_tool_call_grammar(unsupported, "", true, tool_call_format::xml);
   BOOST_REQUIRE(!refused.ok());
   BOOST_TEST(refused.err().status == 400);
   BOOST_TEST(refused.err().param == "tools");
-  BOOST_TEST(refused.err().message.find("tool 'f': unsupported JSON Schema keyword 'minimum'") != std::string::npos);
+  BOOST_TEST(refused.err().message.find("tool 'f': unsupported JSON Schema keyword 'not'") != std::string::npos);
 }

@@ -61,10 +61,10 @@ forcedToolCallTests(() => client, tools);
 
 test('what the xml markup cannot carry is a 400 naming it, never a 500', async () => {
   const rejects = async (parameters, pattern) => assert.rejects(client.chat.completions.create(chat({
-    tools: [{ type: 'function', function: { name: 'f', parameters } }], tool_choice: 'required' })),
+    tools: [{ type: 'function', function: { name: 'f', parameters, strict: true } }], tool_choice: 'required' })),
   (e) => e.status === 400 && e.param === 'tools' && pattern.test(e.message), JSON.stringify(parameters));
-  await rejects({ type: 'object', properties: { x: { type: 'integer', minimum: 1 } } },
-    /tool 'f': unsupported JSON Schema keyword 'minimum' at #\/properties\/x/);
+  await rejects({ type: 'object', properties: { x: { type: 'integer', not: {} } } },
+    /tool 'f': unsupported JSON Schema keyword 'not' at #\/properties\/x/);
   await rejects({ anyOf: [{ type: 'object' }] }, /'anyOf' in the parameters of an xml tool call/);
   await rejects({ type: 'object', properties: { x: { type: 'string', enum: ['</parameter>'] } } }, /cannot write raw/);
 });
