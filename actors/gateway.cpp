@@ -13,6 +13,7 @@
 #include "gateway/admin_replicas_json.hpp"
 #include "gateway/admin_status_json.hpp"
 #include "gateway/admin_traffic_json.hpp"
+#include "gateway/anthropic_request_json.hpp"
 #include "gateway/api_error.hpp"
 #include "gateway/openai_endpoints.hpp"
 #include "gateway/warmup.hpp"
@@ -34,8 +35,11 @@ void answer(self_ptr self, const http_call_ptr& http, const std::string& endpoin
   http->responder->respond(status, type, std::move(body), std::move(extra));
 }
 
+// Anthropic's clients read their API's error shape; everyone else OpenAI's.
+bool anthropic_path(const std::string& path) { return path.rfind("/v1/messages", 0) == 0; }
+
 void answer_error(self_ptr self, const http_call_ptr& http, const std::string& endpoint, const api_error& e) {
-  answer(self, http, endpoint, e.status, e.to_json());
+  answer(self, http, endpoint, e.status, anthropic_path(http->request.path) ? anthropic_error_json(e) : e.to_json());
 }
 
 // A removed replica has been stopped (or failed to): it leaves routing, and its series
@@ -70,6 +74,22 @@ void stop_if_drained(self_ptr self, size_t r) {
             [=](const caf::error& e) { replica_stopped(self, r, error_message(e)); });
 }
 
+// The stored conversation of a Responses turn: its messages and the reply as an assistant
+// message, in the chat form a next turn's prompt is rendered from.
+nlohmann::ordered_json conversation_after(const responses_turn& turn, const reply_summary& reply) {
+  nlohmann::ordered_json conversation = turn.conversation;
+  nlohmann::ordered_json m{{"role", "assistant"}, {"content", reply.text}};
+  if (!reply.reasoning.empty()) m["reasoning_content"] = reply.reasoning;
+  if (!reply.calls.empty()) {
+    m["tool_calls"] = nlohmann::ordered_json::array();
+    for (const tool_call& call : reply.calls)
+      m["tool_calls"].push_back({{"id", call.id}, {"type", "function"},
+                                 {"function", {{"name", call.name}, {"arguments", call.arguments}}}});
+  }
+  conversation.push_back(std::move(m));
+  return conversation;
+}
+
 // The call is over: its last bytes go out and it is forgotten.
 void finish_call(self_ptr self, uint64_t id) {
   auto& st = self->state;
@@ -79,10 +99,17 @@ void finish_call(self_ptr self, uint64_t id) {
   const generation_call& g = *c.generation;
   const int status = g.failed() ? g.failure().status : 200;
   if (c.stream) {
-    c.http->responder->write(g.failed() ? generation_call::stream_error(g.failure()) : g.stream_end());
+    c.http->responder->write(g.failed() ? g.stream_error(g.failure()) : g.stream_end());
     c.http->responder->end();
   } else {
-    c.http->responder->respond(status, json_type, g.failed() ? g.failure().to_json() : g.response_body());
+    std::string body = !g.failed()                            ? g.response_body()
+                       : anthropic_path(c.http->request.path) ? anthropic_error_json(g.failure())
+                                                              : g.failure().to_json();
+    c.http->responder->respond(status, json_type, std::move(body));
+  }
+  if (c.turn) {
+    st.call_of_response.erase(c.turn->id);
+    if (c.turn->store && !g.failed()) st.responses->put(c.turn->id, {g.response_body(), conversation_after(*c.turn, g.summary())});
   }
   st.metrics->requests.add({{"endpoint", c.endpoint}, {"status", std::to_string(status)}}).inc();
   const auto now = clock_type::now();
@@ -108,6 +135,7 @@ void forget_call(self_ptr self, uint64_t call_id, int status) {
   }
   st.router->finished(it->second.replica, false, clock_type::now());
   st.metrics->requests.add({{"endpoint", it->second.endpoint}, {"status", std::to_string(status)}}).inc();
+  if (it->second.turn) st.call_of_response.erase(it->second.turn->id);
   const size_t replica = it->second.replica;
   st.calls.erase(it);
   stop_if_drained(self, replica);
@@ -144,7 +172,8 @@ bool replica_ready(const replica_endpoint& r, const std::vector<component_health
 // per choice.
 void start_generation(self_ptr self, const http_call_ptr& http, const std::string& endpoint, api_kind kind,
                       const generation_options& options, int logprobs, bool echo,
-                      std::vector<generation_call::choice_prompt> prompts, const chat_reply_parsing& parsing = {}) {
+                      std::vector<generation_call::choice_prompt> prompts, const chat_reply_parsing& parsing = {},
+                      std::shared_ptr<reply_dialect> dialect = nullptr, std::optional<responses_turn> turn = {}) {
   auto& st = self->state;
   // Pending work is counted in sequences (prompts x n), which is what the engine runs.
   const size_t sequences = prompts.size() * size_t(options.n);
@@ -207,7 +236,9 @@ void start_generation(self_ptr self, const http_call_ptr& http, const std::strin
   c.stream = options.stream;
   c.start = clock_type::now();
   c.generation = std::make_unique<generation_call>(kind, (kind == api_kind::chat ? "chatcmpl-" : "cmpl-") + std::to_string(call_id),
-                                                   options, logprobs, echo, choices, st.tok, parsing);
+                                                   options, logprobs, echo, choices, st.tok, parsing, std::move(dialect));
+  if (turn) st.call_of_response[turn->id] = call_id;
+  c.turn = std::move(turn);
   http->responder->on_close([self, call_id] { caf::anon_send(caf::actor_cast<gateway_actor>(self), closed_atom::value, call_id); });
   if (options.stream) {
     http->responder->start_stream(200, "text/event-stream", {{"Cache-Control", "no-cache"}});
@@ -236,7 +267,8 @@ void prepared(self_ptr self, const http_call_ptr& http, const std::string& endpo
   if (auto* e = std::get_if<api_error>(&p.what)) return answer_error(self, http, endpoint, *e);
   if (auto* t = std::get_if<tokenize_answer>(&p.what)) return answer(self, http, endpoint, 200, std::move(t->json));
   auto& g = std::get<prepared_generation>(p.what);
-  start_generation(self, http, endpoint, g.kind, g.options, g.logprobs, g.echo, std::move(g.prompts), g.parsing);
+  start_generation(self, http, endpoint, g.kind, g.options, g.logprobs, g.echo, std::move(g.prompts), g.parsing,
+                   std::move(g.dialect), std::move(g.turn));
 }
 
 // The request goes to the preparer with the least work queued; the gateway takes other
@@ -492,8 +524,12 @@ void admin_status(self_ptr self, const http_call_ptr& http) {
   });
 }
 
-// "Bearer KEY", the scheme in any case (RFC 9110); the key compared in constant time.
+// "Authorization: Bearer KEY", the scheme in any case (RFC 9110), or Anthropic's
+// "x-api-key: KEY"; the key compared in constant time.
 bool presents(const http::request& req, const std::string& key) {
+  std::string_view api_key = req.header_value("x-api-key");
+  if (!api_key.empty() && api_key.size() == key.size() && CRYPTO_memcmp(api_key.data(), key.data(), key.size()) == 0)
+    return true;
   std::string_view value = req.header_value("authorization");
   const size_t space = value.find(' ');
   if (space == std::string_view::npos || !http::equals_ignoring_case(value.substr(0, space), "bearer")) return false;
@@ -534,6 +570,9 @@ const endpoint endpoints[] = {
     {"/v1/completions", true, prepare},
     {"/v1/chat/completions", true, prepare},
     {"/tokenize", true, prepare},
+    {"/v1/responses", true, prepare},
+    {"/v1/messages", true, prepare},
+    {"/v1/messages/count_tokens", true, prepare},
     {"/detokenize", true, detokenize},
 };
 
@@ -544,8 +583,47 @@ std::string endpoint_label(const std::string& path) {
     if (path == e.path) return path;
   if (path == "/admin/traffic") return path;
   if (model_id_of_path(path)) return "/v1/models";
+  if (path.rfind("/v1/responses/", 0) == 0) return "/v1/responses/{id}";
   if (path == "/admin/replicas" || path.rfind("/admin/replicas/", 0) == 0) return "/admin/replicas";
   return "other";
+}
+
+// GET /v1/responses/{id} (a stored response), DELETE it, POST .../cancel (a running one,
+// which ends where it stands with status "cancelled").
+void stored_response(self_ptr self, const http_call_ptr& http) {
+  auto& st = self->state;
+  const auto& req = http->request;
+  const std::string label = "/v1/responses/{id}";
+  std::string id = req.path.substr(std::string("/v1/responses/").size());
+  const bool cancel = id.size() > 7 && id.ends_with("/cancel");
+  if (cancel) id.resize(id.size() - 7);
+  const std::string method = req.method == "HEAD" ? "GET" : req.method;
+  if (id.empty() || id.find('/') != std::string::npos)
+    return answer_error(self, http, label, {404, "no endpoint " + req.path, "invalid_request_error", {}, {}});
+  if ((cancel && method != "POST") || (!cancel && method != "GET" && method != "DELETE"))
+    return answer_error(self, http, label, {405, "method " + req.method + " is not allowed on " + req.path, "invalid_request_error", {}, {}});
+  const api_error missing{404, "Response with id '" + id + "' not found.", "invalid_request_error", {}, "response_not_found"};
+  if (cancel) {
+    auto running = st.call_of_response.find(id);
+    if (running == st.call_of_response.end()) {
+      if (st.responses->get(id)) return answer_error(self, http, label, bad_param("response_id", "Response with id '" + id + "' has already finished."));
+      return answer_error(self, http, label, missing);
+    }
+    const uint64_t call_id = running->second;
+    auto& c = st.calls[call_id];
+    for (request_id r : c.requests) self->send(st.replicas[c.replica].scheduler, cancel_atom::value, r);
+    c.generation->cancel();
+    const std::string body = c.generation->response_body();
+    finish_call(self, call_id);
+    return answer(self, http, label, 200, body);
+  }
+  if (method == "DELETE") {
+    if (!st.responses->erase(id)) return answer_error(self, http, label, missing);
+    return answer(self, http, label, 200, nlohmann::json{{"id", id}, {"object", "response"}, {"deleted", true}}.dump());
+  }
+  auto stored = st.responses->get(id);
+  if (!stored) return answer_error(self, http, label, missing);
+  answer(self, http, label, 200, stored->response);
 }
 
 void route(self_ptr self, const http_call_ptr& http) {
@@ -568,6 +646,7 @@ void route(self_ptr self, const http_call_ptr& http) {
     if (!serves_model(o.served_model_names, *id)) return answer_error(self, http, "/v1/models", unknown_model(*id));
     return answer(self, http, "/v1/models", 200, model_json(*id, o.max_model_len));
   }
+  if (path.rfind("/v1/responses/", 0) == 0) return stored_response(self, http);
   for (const auto& e : endpoints) {
     if (path != e.path) continue;
     if ((e.post && !post) || (!e.post && !get))
@@ -658,8 +737,10 @@ gateway_actor::behavior_type gateway(gateway_actor::stateful_pointer<gateway_sta
   st.chat = std::move(chat);
   if (st.chat) st.tool_format = tool_call_parser::format_of_template(st.chat->tools_source());
   // Its own threads, a few: one large request waits for none but those queued behind it.
-  const preparation_context context{st.options.served_model_names, st.tok, st.chat, st.tool_format,
-                                    st.options.max_model_len, st.options.special_tokens_in_content};
+  const preparation_context context{st.options.served_model_names, st.tok,
+                                    st.chat, st.tool_format,
+                                    st.options.max_model_len, st.options.special_tokens_in_content,
+                                    st.responses};
   const unsigned preparers = std::clamp(std::thread::hardware_concurrency(), 2u, 4u);
   for (unsigned i = 0; i < preparers; ++i)
     st.preparers.push_back(self->spawn<caf::detached + caf::linked>(request_preparer, context));

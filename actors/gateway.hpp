@@ -2,6 +2,7 @@
 #include <chrono>
 #include <map>
 #include <memory>
+#include <optional>
 #include <random>
 #include <string>
 
@@ -9,6 +10,8 @@
 #include "gateway/gateway_pulse.hpp"
 #include "gateway/generation_call.hpp"
 #include "gateway/metrics.hpp"
+#include "gateway/request_preparation.hpp"
+#include "gateway/response_store.hpp"
 #include "gateway/replica_router.hpp"
 #include "model/chat_template.hpp"
 #include "model/tokenizer.hpp"
@@ -81,6 +84,7 @@ struct gateway_state {
     std::chrono::steady_clock::time_point first_token;
     bool has_first_token = false;
     size_t replica = 0;  // where its requests run
+    std::optional<responses_turn> turn;  // /v1/responses: stored once it completes
   };
   gateway_options options;
   std::shared_ptr<const tokenizer> tok;
@@ -93,6 +97,8 @@ struct gateway_state {
   std::shared_ptr<metrics::registry> registry;
   std::unique_ptr<gateway_metrics> metrics;
   std::map<uint64_t, call> calls;
+  std::shared_ptr<response_store> responses = std::make_shared<response_store>();
+  std::map<std::string, uint64_t> call_of_response;  // a running /v1/responses call, by response id
   std::vector<request_preparer_actor> preparers;  // linked: they end with the gateway
   std::vector<size_t> preparing_on;               // by preparer: requests it holds
   size_t preparing = 0;                           // requests at the preparers

@@ -39,11 +39,12 @@ json message_json(const std::string& content, const std::string& reasoning, cons
 
 generation_call::generation_call(api_kind kind, std::string id, const generation_options& options,
                                  int logprobs, bool echo, std::vector<choice_prompt> prompts,
-                                 std::shared_ptr<const tokenizer> tok, const chat_reply_parsing& parsing)
+                                 std::shared_ptr<const tokenizer> tok, const chat_reply_parsing& parsing,
+                                 std::shared_ptr<reply_dialect> dialect)
     : kind_(kind), id_(std::move(id)),
       created_(std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count()),
       options_(options), logprobs_(logprobs), echo_(echo), tokenizer_(std::move(tok)),
-      forced_calls_(parsing.forced_calls) {
+      forced_calls_(parsing.forced_calls), dialect_(std::move(dialect)) {
   for (auto& p : prompts) {
     choices_.push_back({std::move(p), incremental_detokenizer(*tokenizer_, options_.skip_special_tokens),
                         stop_matcher(options_.stop), {}, {}, 0, {}, {}, {}, {}, {}});
@@ -61,6 +62,7 @@ std::string generation_call::token_label(int token) const {
 }
 
 std::string generation_call::stream_start() const {
+  if (dialect_) return dialect_->stream_start();
   if (kind_ != api_kind::chat) return {};
   std::string out;
   for (size_t i = 0; i < choices_.size(); ++i)
@@ -117,6 +119,7 @@ std::string generation_call::on_event(int index, const token_event& ev, bool& ca
   // A reply that ended on its own after calling tools waits for their results.
   if (c.finish == "stop" && !c.calls.empty()) c.finish = "tool_calls";
   if (!options_.stream) return {};
+  if (dialect_) return dialect_->stream_delta(d.reasoning, d.content, d.calls);
   return chat_chunks(index, d, first_call, fresh_lps, c.finish);
 }
 
@@ -228,6 +231,7 @@ static json usage_json(int prompt, int completion, int cached) {
 }
 
 std::string generation_call::stream_end() const {
+  if (dialect_) return dialect_->stream_end(summary());
   std::string out;
   if (options_.include_usage)
     out += sse({{"id", id_}, {"object", kind_ == api_kind::chat ? "chat.completion.chunk" : "text_completion"},
@@ -236,11 +240,26 @@ std::string generation_call::stream_end() const {
   return out + "data: [DONE]\n\n";
 }
 
-std::string generation_call::stream_error(const api_error& e) {
+std::string generation_call::stream_error(const api_error& e) const {
+  if (dialect_) return dialect_->stream_error(e);
   return http::sse_error_end(e.to_json());
 }
 
+void generation_call::cancel() {
+  for (choice& c : choices_) {
+    if (!c.finish.empty()) continue;
+    c.finish = "cancelled";
+    ++finished_;
+  }
+}
+
+reply_summary generation_call::summary() const {
+  const choice& c = choices_.front();
+  return {c.reasoning_text, c.text, c.calls, c.finish, c.stops.matched(), prompt_tokens(), completion_tokens(), cached_tokens_};
+}
+
 std::string generation_call::response_body() const {
+  if (dialect_) return dialect_->body(summary());
   json choices = json::array();
   for (size_t i = 0; i < choices_.size(); ++i) {
     const choice& c = choices_[i];

@@ -14,6 +14,7 @@
 #include "gateway/api_error.hpp"
 #include "gateway/generation_request_json.hpp"
 #include "gateway/reasoning_parser.hpp"
+#include "gateway/reply_dialect.hpp"
 #include "gateway/stop_matcher.hpp"
 #include "gateway/tool_call_parser.hpp"
 #include "model/incremental_detokenizer.hpp"
@@ -40,9 +41,11 @@ class generation_call {
     std::string text;  // for echo
   };
 
+  // dialect: a chat reply written for another API (reply_dialect.hpp); none: OpenAI's
+  // chat completions or completions.
   generation_call(api_kind kind, std::string id, const generation_options& options, int logprobs,
                   bool echo, std::vector<choice_prompt> prompts, std::shared_ptr<const tokenizer> tok,
-                  const chat_reply_parsing& parsing = {});
+                  const chat_reply_parsing& parsing = {}, std::shared_ptr<reply_dialect> dialect = nullptr);
 
   // The first SSE chunk of a stream (chat: the assistant role), if the API has one.
   std::string stream_start() const;
@@ -60,8 +63,14 @@ class generation_call {
   // response body.
   std::string stream_end() const;
   std::string response_body() const;
-  // An error after the stream began, as an SSE event followed by [DONE].
-  static std::string stream_error(const api_error& e);
+  // An error after the stream began, as an SSE event followed by [DONE] (or the
+  // dialect's last event).
+  std::string stream_error(const api_error& e) const;
+  // Ends every running choice where it stands (finish "cancelled"); the engine is told
+  // by the caller.
+  void cancel();
+  // The first choice's reply, for a dialect and for what is stored of it.
+  reply_summary summary() const;
 
   int prompt_tokens() const;
   int completion_tokens() const;
@@ -113,6 +122,7 @@ class generation_call {
   int finished_ = 0;
   int cached_tokens_ = 0;
   std::optional<api_error> failure_;
+  std::shared_ptr<reply_dialect> dialect_;
 };
 
 }  // namespace troupe

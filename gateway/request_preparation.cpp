@@ -2,6 +2,9 @@
 
 #include <algorithm>
 
+#include "base/random_id.hpp"
+#include "gateway/anthropic_output.hpp"
+#include "gateway/anthropic_request_json.hpp"
 #include "gateway/chat_prompt.hpp"
 #include "gateway/chat_request_json.hpp"
 #include "gateway/generation_request_json.hpp"
@@ -9,6 +12,8 @@
 #include "gateway/openai_endpoints.hpp"
 #include "gateway/reasoning_grammar.hpp"
 #include "gateway/reasoning_parser.hpp"
+#include "gateway/responses_output.hpp"
+#include "gateway/responses_request_json.hpp"
 
 namespace troupe {
 namespace {
@@ -30,8 +35,9 @@ prepared_request completion(const preparation_context& c, const http::request& r
   return {std::move(g)};
 }
 
-prepared_request chat_completion(const preparation_context& c, const http::request& request) {
-  auto parsed = parse_chat_request(request.body, c.tool_format);
+// A chat completions body (the client's, or what a Responses or Messages request amounts to).
+prepared_request chat_generation(const preparation_context& c, nlohmann::ordered_json body) {
+  auto parsed = parse_chat_object(std::move(body), c.tool_format);
   if (!parsed) return {parsed.err()};
   if (!c.serves(parsed->options.model)) return {unknown_model(parsed->options.model)};
   if (!c.chat) return {api_error{400, "this model has no chat template; use /v1/completions", "invalid_request_error", {}, {}}};
@@ -48,6 +54,61 @@ prepared_request chat_completion(const preparation_context& c, const http::reque
     g.options.output_grammar = after_reasoning(g.options.output_grammar);
   g.prompts.push_back({std::move(prompt->ids), {}});
   return {std::move(g)};
+}
+
+prepared_request chat_completion(const preparation_context& c, const http::request& request) {
+  auto body = parse_json_object(request.body);
+  if (!body) return {body.err()};
+  return chat_generation(c, std::move(*body));
+}
+
+prepared_request responses(const preparation_context& c, const http::request& request) {
+  auto body = parse_json_object(request.body);
+  if (!body) return {body.err()};
+  const std::string previous_id = previous_response_id(*body);
+  std::optional<response_store::entry> previous;
+  if (!previous_id.empty()) {
+    previous = c.responses->get(previous_id);
+    if (!previous)
+      return {api_error{404, "Previous response with id '" + previous_id + "' not found.", "invalid_request_error",
+                        "previous_response_id", "previous_response_not_found"}};
+  }
+  auto r = parse_responses_request(*body, previous ? &previous->conversation : nullptr);
+  if (!r) return {r.err()};
+  prepared_request p = chat_generation(c, r->chat_body);
+  auto* g = std::get_if<prepared_generation>(&p.what);
+  if (!g) return p;
+  const std::string id = random_id("resp_");
+  g->dialect = std::make_shared<responses_output>(id, g->options.model, r->echo);
+  g->turn = responses_turn{id, std::move(r->conversation), r->store};
+  return p;
+}
+
+prepared_request messages(const preparation_context& c, const http::request& request) {
+  auto body = parse_json_object(request.body);
+  if (!body) return {body.err()};
+  auto chat = parse_anthropic_request(*body);
+  if (!chat) return {chat.err()};
+  prepared_request p = chat_generation(c, std::move(*chat));
+  auto* g = std::get_if<prepared_generation>(&p.what);
+  if (!g) return p;
+  g->dialect = std::make_shared<anthropic_output>(random_id("msg_"), g->options.model, int(g->prompts.front().ids.size()));
+  return p;
+}
+
+// /v1/messages/count_tokens: the prompt the chat template makes of the messages, counted.
+prepared_request count_tokens(const preparation_context& c, const http::request& request) {
+  auto body = parse_json_object(request.body);
+  if (!body) return {body.err()};
+  auto chat = parse_anthropic_request(*body, true);
+  if (!chat) return {chat.err()};
+  auto r = parse_chat_object(std::move(*chat), c.tool_format);
+  if (!r) return {r.err()};
+  if (!c.serves(r->options.model)) return {unknown_model(r->options.model)};
+  if (!c.chat) return {api_error{400, "this model has no chat template", "invalid_request_error", {}, {}}};
+  auto prompt = render_chat_prompt(*c.chat, *c.tok, *r, c.special_tokens_in_content);
+  if (!prompt) return {bad_param("messages", prompt.err().message)};
+  return {tokenize_answer{nlohmann::ordered_json{{"input_tokens", prompt->ids.size()}}.dump()}};
 }
 
 // /tokenize with `messages`: the prompt the chat template makes of them; with `prompt`: its ids.
@@ -77,6 +138,9 @@ prepared_request prepare_request(const preparation_context& context, const http:
   if (request.path == "/v1/completions") return completion(context, request);
   if (request.path == "/v1/chat/completions") return chat_completion(context, request);
   if (request.path == "/tokenize") return tokenize(context, request);
+  if (request.path == "/v1/responses") return responses(context, request);
+  if (request.path == "/v1/messages") return messages(context, request);
+  if (request.path == "/v1/messages/count_tokens") return count_tokens(context, request);
   return {api_error{404, "no endpoint " + request.path, "invalid_request_error", {}, {}}};
 }
 

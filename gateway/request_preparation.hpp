@@ -5,6 +5,7 @@
 // up neither the others nor /health and /v1/models.
 #include <algorithm>
 #include <memory>
+#include <optional>
 #include <string>
 #include <variant>
 #include <vector>
@@ -12,6 +13,7 @@
 #include "gateway/api_error.hpp"
 #include "gateway/generation_call.hpp"
 #include "gateway/http_request.hpp"
+#include "gateway/response_store.hpp"
 #include "model/chat_template.hpp"
 #include "model/tokenizer.hpp"
 
@@ -30,9 +32,18 @@ struct preparation_context {
   tool_call_format tool_format = tool_call_format::hermes;  // the markup the chat template teaches
   int max_model_len = 0;
   bool special_tokens_in_content = false;  // gateway/chat_prompt.hpp
+  std::shared_ptr<response_store> responses;  // the Responses API's stored responses
 };
 
-// What a /v1/completions or /v1/chat/completions request asks of the engine.
+// A /v1/responses turn, stored once it completes when `store` (response_store.hpp).
+struct responses_turn {
+  std::string id;
+  nlohmann::ordered_json conversation;  // chat messages up to this reply
+  bool store = true;
+};
+
+// What a /v1/completions, /v1/chat/completions, /v1/responses or /v1/messages request asks
+// of the engine.
 struct prepared_generation {
   api_kind kind = api_kind::completion;
   generation_options options;
@@ -40,9 +51,11 @@ struct prepared_generation {
   bool echo = false;
   std::vector<generation_call::choice_prompt> prompts;
   chat_reply_parsing parsing;
+  std::shared_ptr<reply_dialect> dialect;  // /v1/responses and /v1/messages write the reply their way
+  std::optional<responses_turn> turn;      // /v1/responses
 };
 
-// A /tokenize request's whole 200 answer.
+// A /tokenize or /v1/messages/count_tokens request's whole 200 answer.
 struct tokenize_answer {
   std::string json;
 };
@@ -51,8 +64,9 @@ struct prepared_request {
   std::variant<prepared_generation, tokenize_answer, api_error> what;
 };
 
-// The request to /v1/completions, /v1/chat/completions or /tokenize, parsed, rendered and
-// tokenized; an error names the field at fault.
+// The request to /v1/completions, /v1/chat/completions, /v1/responses, /v1/messages,
+// /v1/messages/count_tokens or /tokenize, parsed, rendered and tokenized; an error names the
+// field at fault.
 prepared_request prepare_request(const preparation_context& context, const http::request& request);
 
 }  // namespace troupe

@@ -11,7 +11,10 @@ std::string stop_matcher::push(const std::string& text) {
   if (stopped_) return {};
   held_ += text;
   size_t first = std::string::npos;
-  for (const auto& s : stops_) first = std::min(first, held_.find(s));
+  for (const auto& s : stops_) {
+    const size_t at = held_.find(s);
+    if (at < first || (at == first && at != std::string::npos && s.size() > matched_.size())) first = at, matched_ = s;
+  }
   if (first != std::string::npos) {
     stopped_ = true;
     std::string out = held_.substr(0, first);

@@ -16,9 +16,12 @@ class stop_matcher {
   // The held-back tail, once generation ended without a stop string.
   std::string flush();
   bool stopped() const { return stopped_; }
+  // The stop string found (Anthropic's stop_sequence); empty until one is.
+  const std::string& matched() const { return matched_; }
 
  private:
   std::vector<std::string> stops_;
+  std::string matched_;
   std::string held_;
   bool stopped_ = false;
 };

@@ -1,8 +1,8 @@
 #include "gateway/tool_call_parser.hpp"
 
 #include <algorithm>
-#include <random>
 
+#include "base/random_id.hpp"
 #include "gateway/tool_call_markup.hpp"
 #include "gateway/streamed_text.hpp"
 
@@ -11,15 +11,6 @@ namespace {
 
 constexpr std::string_view open_tag = "<tool_call>";
 constexpr std::string_view close_tag = "</tool_call>";
-
-std::string new_call_id() {
-  static constexpr std::string_view alphabet = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
-  thread_local std::mt19937_64 gen{std::random_device{}()};
-  std::uniform_int_distribution<size_t> pick(0, alphabet.size() - 1);
-  std::string id = "call_";
-  for (int i = 0; i < 24; ++i) id += alphabet[pick(gen)];
-  return id;
-}
 
 }  // namespace
 
@@ -67,7 +58,7 @@ void tool_call_parser::finish_block(std::string_view body, output& out) {
   // The whitespace that led up to the call belongs to the markup, not the answer.
   space_.clear();
   found_call_ = true;
-  call->id = new_call_id();
+  call->id = random_id("call_");
   out.calls.push_back(std::move(*call));
 }
 

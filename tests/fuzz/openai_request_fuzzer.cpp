@@ -1,4 +1,5 @@
-// libFuzzer: every JSON request parser of the HTTP API (tests/fuzz/README.md). The first
+// libFuzzer: every JSON request parser of the HTTP API (tests/fuzz/README.md), the
+// Responses and Anthropic Messages bodies included. The first
 // byte picks the endpoint; the rest is the body. Any bytes end in a request or in a 4xx
 // error with a message, never an exception, a crash or a hang.
 #include <cstddef>
@@ -8,10 +9,12 @@
 #include "base/check.hpp"
 #include "gateway/admin_replicas_json.hpp"
 #include "gateway/admin_traffic_json.hpp"
+#include "gateway/anthropic_request_json.hpp"
 #include "gateway/chat_request_json.hpp"
 #include "gateway/generation_request_json.hpp"
 #include "gateway/json_body.hpp"
 #include "gateway/openai_endpoints.hpp"
+#include "gateway/responses_request_json.hpp"
 
 namespace {
 
@@ -32,7 +35,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace troupe;
   if (size == 0) return 0;
   const std::string_view body(reinterpret_cast<const char*>(data) + 1, size - 1);
-  switch (data[0] % 7) {
+  switch (data[0] % 9) {
     case 0: check(parse_chat_request(body, tool_call_format::hermes)); break;
     case 1: check(parse_chat_request(body, tool_call_format::xml)); break;
     case 2: check(parse_completion_request(body)); break;
@@ -42,6 +45,19 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     case 4: check(parse_detokenize_request(body)); break;
     case 5: check(parse_traffic_request(body)); break;
     case 6: check(parse_replica_change("green/add", body)); break;
+    case 7:
+    case 8:
+      // A Responses or Messages body becomes a chat body, which must then parse or fail
+      // like any client's.
+      if (auto j = parse_json_object(body)) {
+        auto chat = data[0] % 9 == 7 ? [&] {
+          auto r = parse_responses_request(*j, nullptr);
+          return r ? result<nlohmann::ordered_json, api_error>(r->chat_body) : r.err();
+        }() : parse_anthropic_request(*j);
+        check(chat);
+        if (chat) check(parse_chat_object(*chat, tool_call_format::hermes));
+      }
+      break;
   }
   return 0;
 }

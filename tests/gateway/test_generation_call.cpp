@@ -222,7 +222,7 @@ BOOST_AUTO_TEST_CASE(an_engine_failure_mid_stream_becomes_an_error_event) {
   BOOST_TEST(call.on_event(0, failure, cancel).empty());
   BOOST_REQUIRE(call.failed());
   BOOST_TEST(call.failure().status == 500);
-  const std::string tail = generation_call::stream_error(call.failure());
+  const std::string tail = call.stream_error(call.failure());
   BOOST_TEST(tail.rfind("data: {\"error\":", 0) == 0);
   BOOST_TEST(tail.find("no stage of the engine is available") != std::string::npos);
   BOOST_TEST(tail.substr(tail.size() - 14) == "data: [DONE]\n\n");
