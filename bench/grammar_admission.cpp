@@ -1,14 +1,18 @@
 // What grammars the engine has not seen cost the sequences beside them: 16 free sequences
 // decode while 16 constrained ones arrive at once, each with a json_schema of its own (an
 // enum of 1000 strings of about 110 bytes, near the gateway's limits); then again with the
-// same schemas, compiled and cached; first with 16 unconstrained ones, for scale. Per
+// same schemas, compiled and cached; first with 16 unconstrained ones, for scale. With
+// --schema FILE, each arrival's schema is FILE's under a property name of its own (so each
+// is new to the engine), e.g. a zod schema with formats, patterns and bounds. Per
 // round: the gaps between each free sequence's tokens while the others run (median, p99,
 // max: a stalled step shows in all of them) and the others' time to first token. Through
 // the one-node CPU engine (scheduler, stages, sampler: the path a served request takes).
-// Run from the source tree: build/bench/bench_grammar_admission [--model models/demo]
+// Run from the source tree: build/bench/bench_grammar_admission [--model models/demo] [--schema FILE]
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <fstream>
+#include <iterator>
 #include <map>
 #include <string>
 #include <vector>
@@ -44,6 +48,15 @@ grammar enum_grammar(int schema) {
   return json_schema_grammar(nlohmann::ordered_json{{"enum", values}}).value();
 }
 
+// The schema as the one property of an object, named for the arrival.
+result<grammar> wrapped_grammar(const nlohmann::ordered_json& schema, int arrival) {
+  const std::string name = "answer_" + std::to_string(arrival);
+  return json_schema_grammar(nlohmann::ordered_json{{"type", "object"},
+                                                    {"properties", {{name, schema}}},
+                                                    {"required", {name}},
+                                                    {"additionalProperties", false}});
+}
+
 struct round_figures {
   std::vector<double> free_gaps_ms;
   std::vector<double> first_token_ms;
@@ -53,7 +66,7 @@ struct round_figures {
 // once (constrained unless its grammar is empty). Ends once those are done, cancelling the
 // free ones.
 round_figures run_round(caf::scoped_actor& self, const engine& e, const tokenizer& tok,
-                        const std::vector<grammar>& grammars, request_id& next_id) {
+                        const std::vector<grammar>& grammars, int arrival_tokens, request_id& next_id) {
   std::map<request_id, clock_type::time_point> last_token;
   std::map<request_id, bool> is_free;
   generation_request r;
@@ -78,7 +91,7 @@ round_figures run_round(caf::scoped_actor& self, const engine& e, const tokenize
   round_figures out;
   std::map<request_id, clock_type::time_point> submitted;
   r.prompt = tok.encode("Pick one:").value();
-  r.max_tokens = 24;
+  r.max_tokens = arrival_tokens;
   r.stop_token_ids = e.config.eos_token_ids;
   for (const grammar& g : grammars) {
     r.id = next_id++;
@@ -121,10 +134,11 @@ void print(const char* label, const round_figures& f) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string dir = "models/demo";
+  std::string dir = "models/demo", schema_file;
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string flag = argv[i], value = argv[i + 1];
     if (flag == "--model") dir = value;
+    else if (flag == "--schema") schema_file = value;
     else return std::fprintf(stderr, "unknown flag %s\n", flag.c_str()), 2;
   }
   caf::actor_system_config config;
@@ -135,14 +149,29 @@ int main(int argc, char** argv) {
   const tokenizer* tok = &started->tok;
   engine* e = &started->running;
   std::vector<grammar> grammars;
-  for (int i = 0; i < constrained_sequences; ++i) grammars.push_back(enum_grammar(i));
+  std::string what = "a 1000-string enum each";
+  if (schema_file.empty()) {
+    for (int i = 0; i < constrained_sequences; ++i) grammars.push_back(enum_grammar(i));
+  } else {
+    std::ifstream in(schema_file);
+    const auto schema = nlohmann::ordered_json::parse(std::string(std::istreambuf_iterator<char>(in), {}), nullptr, false);
+    if (schema.is_discarded()) return std::fprintf(stderr, "%s: not JSON\n", schema_file.c_str()), 2;
+    for (int i = 0; i < constrained_sequences; ++i) {
+      auto g = wrapped_grammar(schema, i);
+      if (!g) return std::fprintf(stderr, "%s: %s\n", schema_file.c_str(), g.err().message.c_str()), 2;
+      grammars.push_back(std::move(g).value());
+    }
+    what = schema_file + " each, under its own property name";
+  }
   caf::scoped_actor self{system};
   request_id next_id = 1;
-  std::printf("model %s, CPU: %d free sequences, %d constrained ones arriving at once (a 1000-string enum each)\n",
-              dir.c_str(), free_sequences, constrained_sequences);
-  print("no schema:", run_round(self, *e, *tok, std::vector<grammar>(constrained_sequences), next_id));
-  print("new schemas:", run_round(self, *e, *tok, grammars, next_id));
-  print("same schemas, cached:", run_round(self, *e, *tok, grammars, next_id));
+  std::printf("model %s, CPU: %d free sequences, %d constrained ones arriving at once (%s)\n", dir.c_str(),
+              free_sequences, constrained_sequences, what.c_str());
+  // An enum's answer is short; a schema's object is written whole.
+  const int arrival_tokens = schema_file.empty() ? 24 : 160;
+  print("no schema:", run_round(self, *e, *tok, std::vector<grammar>(constrained_sequences), arrival_tokens, next_id));
+  print("new schemas:", run_round(self, *e, *tok, grammars, arrival_tokens, next_id));
+  print("same schemas, cached:", run_round(self, *e, *tok, grammars, arrival_tokens, next_id));
   e->stop(system);
   return 0;
 }

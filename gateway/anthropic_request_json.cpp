@@ -3,6 +3,8 @@
 #include <optional>
 #include <string>
 
+#include "gateway/json_body.hpp"
+
 namespace troupe {
 namespace {
 
@@ -18,7 +20,7 @@ result<std::string, api_error> block_text(const json& content, const std::string
   std::string text;
   for (size_t i = 0; i < content.size(); ++i) {
     const json& b = content[i];
-    const std::string type = b.is_object() ? b.value("type", std::string()) : std::string();
+    const std::string type = string_field(b, "type");
     if (type != "text" || !b.contains("text") || !b["text"].is_string())
       return bad_param(at(where, i), "content blocks of type '" + type + "' are not supported here (text only)");
     text += b["text"].get<std::string>();
@@ -31,7 +33,7 @@ result<std::string, api_error> block_text(const json& content, const std::string
 // tool calls and its thinking its reasoning.
 std::optional<api_error> add_message(const json& m, const std::string& where, json& out) {
   if (!m.is_object()) return bad_param(where, where + " must be an object");
-  const std::string role = m.value("role", std::string());
+  const std::string role = string_field(m, "role");
   if (role != "user" && role != "assistant") return bad_param(where + ".role", "role must be \"user\" or \"assistant\"");
   const json content = m.value("content", json(nullptr));
   if (content.is_string()) {
@@ -45,12 +47,12 @@ std::optional<api_error> add_message(const json& m, const std::string& where, js
   for (size_t i = 0; i < content.size(); ++i) {
     const json& b = content[i];
     const std::string block = at(where + ".content", i);
-    const std::string type = b.is_object() ? b.value("type", std::string()) : std::string();
+    const std::string type = string_field(b, "type");
     if (type == "text") {
       if (!b.contains("text") || !b["text"].is_string()) return bad_param(block + ".text", block + ".text must be a string");
       text += b["text"].get<std::string>();
     } else if (type == "thinking" && role == "assistant") {
-      thinking += b.value("thinking", std::string());
+      thinking += string_field(b, "thinking");
     } else if (type == "redacted_thinking" && role == "assistant") {
       continue;
     } else if (type == "tool_use" && role == "assistant") {
@@ -88,7 +90,7 @@ result<json, api_error> chat_tools(const json& tools) {
     const json& t = tools[i];
     const std::string where = at("tools", i);
     if (!t.is_object()) return bad_param(where, where + " must be an object");
-    const std::string type = t.value("type", std::string("custom"));
+    const std::string type = string_field(t, "type", "custom");
     if (type != "custom")
       return bad_param(where + ".type", "tools of type '" + type + "' are not supported: troupe serves custom tools only");
     if (!t.contains("name") || !t["name"].is_string()) return bad_param(where + ".name", where + ".name must be a string");
@@ -127,14 +129,14 @@ result<json, api_error> parse_anthropic_request(const json& body, bool count_tok
   }
   if (body.contains("tool_choice") && !body["tool_choice"].is_null()) {
     const json& c = body["tool_choice"];
-    const std::string type = c.is_object() ? c.value("type", std::string()) : std::string();
+    const std::string type = string_field(c, "type");
     if (type == "auto") chat["tool_choice"] = "auto";
     else if (type == "any") chat["tool_choice"] = "required";
     else if (type == "none") chat["tool_choice"] = "none";
     else if (type == "tool" && c.contains("name")) chat["tool_choice"] = {{"type", "function"}, {"function", {{"name", c["name"]}}}};
     else return bad_param("tool_choice", "tool_choice must be {\"type\": \"auto\"}, {\"type\": \"any\"}, {\"type\": \"tool\", "
                                          "\"name\": ...} or {\"type\": \"none\"}");
-    if (c.value("disable_parallel_tool_use", false)) chat["parallel_tool_calls"] = false;
+    if (bool_field(c, "disable_parallel_tool_use", false)) chat["parallel_tool_calls"] = false;
   }
   if (body.contains("stop_sequences") && !body["stop_sequences"].is_null()) chat["stop"] = body["stop_sequences"];
   for (const char* key : {"temperature", "top_p", "top_k", "stream"}) {
@@ -146,7 +148,7 @@ result<json, api_error> parse_anthropic_request(const json& body, bool count_tok
   // template's <think> block on or off. The budget is not counted apart from max_tokens.
   const json thinking = body.value("thinking", json(nullptr));
   if (thinking.is_object()) {
-    const std::string type = thinking.value("type", std::string());
+    const std::string type = string_field(thinking, "type");
     if (type != "enabled" && type != "disabled" && type != "adaptive")
       return bad_param("thinking.type", "thinking.type must be \"enabled\", \"adaptive\" or \"disabled\"");
     chat["chat_template_kwargs"] = {{"enable_thinking", type != "disabled"}};

@@ -56,4 +56,16 @@ std::optional<api_error> check_count(size_t count, size_t limit, const std::stri
                               std::to_string(limit) + " are taken");
 }
 
+std::string string_field(const nlohmann::ordered_json& object, const char* key, const std::string& fallback) {
+  if (!object.is_object()) return fallback;
+  auto it = object.find(key);
+  return it != object.end() && it->is_string() ? it->get<std::string>() : fallback;
+}
+
+bool bool_field(const nlohmann::ordered_json& object, const char* key, bool fallback) {
+  if (!object.is_object()) return fallback;
+  auto it = object.find(key);
+  return it != object.end() && it->is_boolean() ? it->get<bool>() : fallback;
+}
+
 }  // namespace troupe

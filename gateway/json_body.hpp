@@ -3,6 +3,7 @@
 // reads its parsers use: nothing here throws, whatever the client sent.
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -26,6 +27,11 @@ std::optional<int64_t> exact_integer(const nlohmann::ordered_json& v);
 
 // Token ids: a list of integers, each in [0, 2^31). An error names `param`.
 result<std::vector<int>, api_error> token_ids(const nlohmann::ordered_json& v, const std::string& param);
+
+// object[key] when it is a string (or a boolean), else `fallback`: nlohmann's value()
+// throws when the member has another type.
+std::string string_field(const nlohmann::ordered_json& object, const char* key, const std::string& fallback = {});
+bool bool_field(const nlohmann::ordered_json& object, const char* key, bool fallback);
 
 // A list of at most `limit` entries; an error naming `param` past it.
 std::optional<api_error> check_count(size_t count, size_t limit, const std::string& param, const char* what);

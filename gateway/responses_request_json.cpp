@@ -5,6 +5,8 @@
 #include <utility>
 #include <vector>
 
+#include "gateway/json_body.hpp"
+
 namespace troupe {
 namespace {
 
@@ -22,13 +24,13 @@ result<std::string, api_error> text_of(const json& content, const std::string& w
   std::string text;
   for (size_t i = 0; i < content.size(); ++i) {
     const json& part = content[i];
-    const std::string type = part.is_object() ? part.value("type", std::string()) : std::string();
+    const std::string type = string_field(part, "type");
     if (type == "input_text" || type == "output_text" || type == "text" || type == "summary_text" ||
         type == "reasoning_text") {
       if (!part.contains("text") || !part["text"].is_string()) return bad_param(at(where, i), at(where, i) + ".text must be a string");
       text += part["text"].get<std::string>();
     } else if (type == "refusal") {
-      text += part.value("refusal", std::string());
+      text += string_field(part, "refusal");
     } else {
       return bad_param(at(where, i) + ".type", "content of type '" + type + "' is not supported by this model (text only)");
     }
@@ -52,9 +54,10 @@ std::optional<api_error> add_items(const json& input, json& messages) {
     const json& item = input[i];
     const std::string where = at("input", i);
     if (!item.is_object()) return bad_param(where, where + " must be an object");
-    const std::string type = item.value("type", std::string(item.contains("role") ? "message" : ""));
+    if (item.contains("type") && !item["type"].is_string()) return bad_param(where + ".type", where + ".type must be a string");
+    const std::string type = string_field(item, "type", item.contains("role") ? "message" : "");
     if (type == "message") {
-      const std::string role = item.value("role", std::string());
+      const std::string role = string_field(item, "role");
       if (role != "user" && role != "system" && role != "developer" && role != "assistant")
         return bad_param(where + ".role", "unknown role \"" + role + "\" (user, system, developer or assistant)");
       auto text = text_of(item.value("content", json(nullptr)), where + ".content");
@@ -93,7 +96,7 @@ result<json, api_error> chat_tools(const json& tools) {
   json out = json::array();
   for (size_t i = 0; i < tools.size(); ++i) {
     const json& t = tools[i];
-    const std::string type = t.is_object() ? t.value("type", std::string()) : std::string();
+    const std::string type = string_field(t, "type");
     if (type != "function")
       return bad_param(at("tools", i) + ".type", "tools of type '" + type + "' are not supported: troupe serves function tools only");
     if (!t.contains("name") || !t["name"].is_string()) return bad_param(at("tools", i) + ".name", at("tools", i) + ".name must be a string");
@@ -108,9 +111,9 @@ result<json, api_error> chat_tools(const json& tools) {
 
 result<json, api_error> chat_tool_choice(const json& choice) {
   if (choice.is_string()) return choice;
-  if (choice.is_object() && choice.value("type", std::string()) == "function" && choice.contains("name"))
+  if (choice.is_object() && string_field(choice, "type") == "function" && choice.contains("name"))
     return json{{"type", "function"}, {"function", {{"name", choice["name"]}}}};
-  const std::string type = choice.is_object() ? choice.value("type", std::string()) : std::string();
+  const std::string type = string_field(choice, "type");
   return bad_param("tool_choice", "tool_choice of type '" + type + "' is not supported (\"auto\", \"none\", \"required\" or "
                                   "{\"type\": \"function\", \"name\": ...})");
 }
@@ -119,10 +122,10 @@ result<json, api_error> chat_response_format(const json& text) {
   if (!text.is_object()) return bad_param("text", "text must be an object");
   if (!text.contains("format")) return json(nullptr);
   const json& f = text["format"];
-  const std::string type = f.is_object() ? f.value("type", std::string()) : std::string();
+  const std::string type = string_field(f, "type");
   if (type == "text" || type == "json_object") return json{{"type", type}};
   if (type != "json_schema") return bad_param("text.format", "text.format.type must be \"text\", \"json_object\" or \"json_schema\"");
-  json schema{{"name", f.value("name", std::string("response"))}, {"schema", f.value("schema", json::object())}};
+  json schema{{"name", string_field(f, "name", "response")}, {"schema", f.value("schema", json::object())}};
   if (f.contains("strict")) schema["strict"] = f["strict"];
   return json{{"type", "json_schema"}, {"json_schema", schema}};
 }

@@ -10,8 +10,8 @@ namespace troupe {
 
 namespace {
 
-constexpr size_t max_nfa_states = 40000;
-constexpr size_t max_subset_work = 40'000'000;  // NFA moves looked at while determinizing
+constexpr size_t max_nfa_states = 20000;
+constexpr size_t max_subset_work = 10'000'000;  // NFA moves looked at while determinizing
 
 using byte_sequence = std::vector<std::pair<uint8_t, uint8_t>>;
 
@@ -237,15 +237,17 @@ class determinizer {
   }
 
   std::vector<int32_t> closure(const std::vector<int32_t>& seeds, bool at_start) {
-    std::vector<int32_t> todo = seeds, out;
-    seen_.assign(2 * states_.size(), 0);
-    for (int32_t s : seeds) seen_[size_t(s)] = 1;
+    // Items seen in this closure carry its stamp: nothing to clear between closures.
+    std::vector<int32_t> todo, out;
+    seen_.resize(2 * states_.size(), 0);
+    ++stamp_;
     auto push = [&](int32_t item) {
-      if (!seen_[size_t(item)]) {
-        seen_[size_t(item)] = 1;
+      if (seen_[size_t(item)] != stamp_) {
+        seen_[size_t(item)] = stamp_;
         todo.push_back(item);
       }
     };
+    for (int32_t s : seeds) push(s);
     while (!todo.empty()) {
       int32_t item = todo.back();
       todo.pop_back();
@@ -265,7 +267,8 @@ class determinizer {
 
   std::vector<nfa::state>& states_;
   int32_t accept_;
-  std::vector<uint8_t> seen_;
+  std::vector<uint32_t> seen_;
+  uint32_t stamp_ = 0;
   size_t work_ = 0;
 };
 

@@ -116,6 +116,8 @@ test('errors come in Anthropic\'s shape, and the key is checked', async () => {
     tools: [{ type: 'web_search_20250305', name: 'web_search' }] }), (e) => e.status === 400 && /web_search_20250305/.test(e.message));
   await assert.rejects(client.messages.create({ model: 'other', max_tokens: 5, messages: [{ role: 'user', content: 'x' }] }),
     (e) => e instanceof Anthropic.NotFoundError && e.error.error.type === 'not_found_error');
+  await assert.rejects(client.messages.create({ model: 'tiny', max_tokens: 5, messages: [{ role: ['user'], content: 'x' }] }),
+    (e) => e.status === 400 && /role must be/.test(e.error.error.message));
   const wrong = new Anthropic({ baseURL: server.baseURL, apiKey: 'sk-wrong', maxRetries: 0 });
   await assert.rejects(wrong.messages.create({ model: 'tiny', max_tokens: 5, messages: [{ role: 'user', content: 'x' }] }),
     (e) => e instanceof Anthropic.AuthenticationError && e.error.error.type === 'authentication_error');

@@ -132,6 +132,8 @@ test('what the server cannot do is a 400 naming it', async () => {
   await rejects({ input: [{ role: 'user', content: [{ type: 'input_image', image_url: 'http://x/y.png' }] }] },
     'input[0].content[0].type', /input_image/);
   await rejects({ background: true }, 'background', /not supported/);
+  await rejects({ input: [{ role: ['user'], content: 'x' }] }, 'input[0].role', /unknown role/);
+  await rejects({ input: [{ type: 7, role: 'user', content: 'x' }] }, 'input[0].type', /must be a string/);
   await assert.rejects(client.responses.create({ model: 'nope', input: 'x' }), (e) => e.status === 404);
 });
 
