@@ -300,6 +300,13 @@ BOOST_AUTO_TEST_CASE(qwen3_fast_masks_are_the_trie_walks) {
   auto tool = tool_call_grammar({{"get_weather", weather}, {"search", person}});
   BOOST_REQUIRE(tool.ok());
   check_fast_mask(*tool, vocabulary, trie);
+  // Automata (formats, patterns, number bounds) and counted object members.
+  check_fast_mask(schema_grammar(json::parse(R"({"type":"object","properties":{
+      "mail":{"type":"string","format":"email","maxLength":20},"code":{"type":"string","pattern":"^[A-Z]{2}\\d{3}$"},
+      "n":{"type":"integer","minimum":-40,"maximum":212},"q":{"type":"number","multipleOf":0.25,"exclusiveMinimum":0},
+      "a":{"type":"boolean"},"b":{"type":"null"}},"required":["mail","code","n","q"],
+      "maxProperties":5,"additionalProperties":false})")),
+                  vocabulary, trie);
 }
 
 // OpenAI's limits: 1,000 enum values, 5,000 properties and 120,000 bytes of names, enum and
