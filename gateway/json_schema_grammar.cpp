@@ -14,15 +14,25 @@ using json = nlohmann::ordered_json;
 namespace {
 
 // Each keyword a schema without strict leaves out is logged the first time only: clients
-// send the same schemas with every request.
+// send the same schemas with every request. Past a bound, no more are named, so that
+// made-up keywords can neither fill the log nor grow the set.
 void log_ignored(const std::set<std::string>& keywords) {
+  constexpr size_t max_named = 256;
   static std::mutex mutex;
   static std::set<std::string> logged;
+  static bool full = false;
   std::lock_guard lock(mutex);
   for (auto& k : keywords) {
-    if (logged.insert(k).second)
-      std::fprintf(stderr, "troupe: JSON Schema keyword '%s' is not enforced where a schema is not strict; it is "
-                           "left out\n", k.c_str());
+    if (full || logged.contains(k)) continue;
+    if (logged.size() == max_named) {
+      std::fprintf(stderr, "troupe: %zu JSON Schema keywords were left out of schemas that are not strict; no more "
+                           "are named\n", max_named);
+      full = true;
+      return;
+    }
+    logged.insert(k);
+    std::fprintf(stderr, "troupe: JSON Schema keyword '%.100s' is not enforced where a schema is not strict; it is "
+                         "left out\n", k.c_str());
   }
 }
 
