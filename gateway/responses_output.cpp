@@ -161,7 +161,9 @@ std::string responses_output::stream_end(const reply_summary& reply) {
   // A reply with neither text nor calls still has its (empty) message, as in the body.
   std::string out = reply.text.empty() && reply.calls.empty() ? open(open_item::message) : std::string();
   out += close_item();
-  const char* last = reply.finish == "error" ? "response.failed" : reply.finish == "length" ? "response.incomplete" : "response.completed";
+  const char* last = reply.finish == "error"                                 ? "response.failed"
+                     : reply.finish == "length" || reply.finish == "cancelled" ? "response.incomplete"
+                                                                               : "response.completed";
   return out + event(last, {{"response", response(&reply)}});
 }
 

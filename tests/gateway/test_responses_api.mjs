@@ -119,6 +119,7 @@ test('a streaming response cancelled midway ends as cancelled', async () => {
   }
   const answer = await cancelled;
   assert.equal(answer.status, 'cancelled');
+  assert.equal(last.type, 'response.incomplete');
   assert.equal(last.response.status, 'cancelled');
   assert.ok(last.response.usage.output_tokens < 4000);
   await assert.rejects(client.responses.cancel('resp_unknown'), (e) => e.status === 404);
