@@ -1,8 +1,10 @@
 #pragma once
 // The last stage's helper for constrained sequences (actors.hpp): it compiles a grammar into
-// the engine's cache and gathers the token classes of its first mask there, on a thread of
-// its own. That takes milliseconds for a new schema (tens of them for a long enum), which a
-// step would otherwise spend with every sequence of the batch waiting.
+// the engine's cache and gathers the token classes of its first mask there, and those of
+// the contexts inside its repetitions (strings above all; up to 0.5 s of them), on a
+// thread of its own. That takes milliseconds for a new schema (tens of them for a long
+// enum or a string), which a step would otherwise spend with every sequence of the batch
+// waiting.
 #include <memory>
 
 #include "actors/actors.hpp"

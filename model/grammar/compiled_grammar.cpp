@@ -2,6 +2,8 @@
 
 #include <string>
 
+#include "model/grammar/counted_runs.hpp"
+
 namespace troupe {
 
 namespace {
@@ -85,7 +87,8 @@ result<compiled_grammar> compiled_grammar::compile(const grammar& g, std::shared
   for (auto& set : g.byte_sets) {
     if (set.words.size() != 4) return error{"grammar: a byte set without 256 bits"};
   }
-  auto corners = left_corners(g, nullable_rules(g));
+  const auto nullable = nullable_rules(g);
+  auto corners = left_corners(g, nullable);
   std::vector<uint8_t> mark(g.rules.size(), 0);
   for (int32_t r = 0; r < rule_count; ++r) {
     if (has_cycle_from(r, corners, mark)) return error{"grammar: rule " + std::to_string(r) + " leads into left recursion"};
@@ -96,15 +99,56 @@ result<compiled_grammar> compiled_grammar::compile(const grammar& g, std::shared
   c.code_.push_back({symbol_kind::rule, g.root});
   c.code_.push_back({symbol_kind::end});
   for (auto& set : g.byte_sets) c.byte_sets_.push_back({set.words[0], set.words[1], set.words[2], set.words[3]});
-  for (auto& rule : g.rules) {
+  auto lay_out = [&c](const grammar_rule& rule) {
     c.rule_begin_.push_back(int32_t(c.alternative_starts_.size()));
     for (auto& alt : rule.alternatives) {
       c.alternative_starts_.push_back(int32_t(c.code_.size()));
       for (auto& s : alt.symbols) c.code_.push_back({s.is_rule ? symbol_kind::rule : symbol_kind::byte_set, s.index});
       c.code_.push_back({symbol_kind::end});
     }
+  };
+  for (auto& rule : g.rules) lay_out(rule);
+
+  // A twin run per item of the counted runs, after the grammar's own rules: "item next" or
+  // empty, twin_items + 1 steps, each position after an item numbered by the items since
+  // the first.
+  const auto runs = find_counted_runs(g, nullable);
+  std::map<std::pair<bool, int32_t>, int32_t> twin_of_item;  // the position after its first item
+  c.twin_begin_ = int32_t(c.code_.size());
+  for (auto& run : runs) {
+    if (!run || twin_of_item.count({run->item.is_rule, run->item.index})) continue;
+    const auto first_rule = int32_t(c.rule_begin_.size());
+    for (int32_t i = 0; i <= twin_items; ++i) {
+      grammar_alternative body{{run->item}};
+      if (i < twin_items) body.symbols.push_back({true, first_rule + i + 1});
+      c.twin_counts_.resize(c.code_.size() - size_t(c.twin_begin_) + 4, -1);
+      if (i < twin_items) c.twin_counts_[c.code_.size() + 1 - size_t(c.twin_begin_)] = int16_t(i);
+      if (i == 0) twin_of_item[{run->item.is_rule, run->item.index}] = int32_t(c.code_.size()) + 1;
+      lay_out(grammar_rule{{body, grammar_alternative{}}});
+    }
   }
   c.rule_begin_.push_back(int32_t(c.alternative_starts_.size()));
+  for (int32_t p = 0; p < c.twin_begin_; ++p) {
+    const auto& symbol = c.code_[size_t(p)];
+    if (symbol.kind != symbol_kind::rule || !runs[size_t(symbol.index)]) continue;
+    const counted_run& run = *runs[size_t(symbol.index)];
+    c.run_steps_[p] = {twin_of_item.at({run.item.is_rule, run.item.index}), run.items, run.required,
+                       c.code_[size_t(p) + 1].kind == symbol_kind::end ? -1 : p + 1};
+  }
+
+  std::map<int32_t, int32_t> after_first_item;  // by repetition head
+  for (int32_t head : repetition_heads(g, nullable)) {
+    const auto& body = g.rules[size_t(head)].alternatives;
+    const int32_t at = body[0].symbols.empty() ? 1 : 0;
+    after_first_item[head] = c.alternative_starts_[size_t(c.rule_begin_[size_t(head)] + at)] + 1;
+  }
+  for (auto [head, after] : after_first_item) c.repetition_contexts_.push_back({after});
+  for (int32_t p = 0; p < c.twin_begin_; ++p) {
+    const auto& symbol = c.code_[size_t(p)];
+    if (symbol.kind != symbol_kind::rule || c.code_[size_t(p) + 1].kind == symbol_kind::end) continue;
+    if (auto head = after_first_item.find(symbol.index); head != after_first_item.end())
+      c.repetition_contexts_.push_back({head->second, p + 1});
+  }
 
   // First bytes and emptiness of every position, to a fixed point (rules refer to rules).
   auto& code = c.code_;
@@ -151,7 +195,8 @@ void compiled_grammar::keep_classes(const void* trie, std::vector<int32_t> conte
   // The accepted tokens, the exits, the key and about a map node.
   const size_t bytes = sizeof(token_classes) + classes->accepted_ids.size() * sizeof(int32_t) +
                        classes->accepted_bits.size() * sizeof(uint64_t) + classes->exits.size() * sizeof(int32_t) +
-                       context.size() * sizeof(int32_t) + 96;
+                       (classes->accepted_items.size() + classes->exit_items.size()) * sizeof(uint16_t) +
+                       classes->exit_nodes_by_items.size() * sizeof(int64_t) + context.size() * sizeof(int32_t) + 96;
   std::lock_guard lock(classes_->mutex);
   if (classes_->budget && !classes_->budget->take(bytes)) return;
   if (!classes_->by_context.emplace(std::pair{trie, std::move(context)}, std::move(classes)).second) {

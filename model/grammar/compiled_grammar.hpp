@@ -6,10 +6,12 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <span>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -37,6 +39,9 @@ class classes_budget {
 
 class compiled_grammar {
  public:
+  // token_classes::accepted_items and exit_items: the count, and this bit once the run ended.
+  static constexpr uint16_t counted_closed = 0x8000;
+
   // An error names the rule when one is left-recursive (the matcher would expand it
   // forever), has no alternatives, or refers to a rule or byte set that does not exist.
   // The token classes it gathers draw on `budget`; none: they are all kept.
@@ -64,6 +69,32 @@ class compiled_grammar {
   // A position holding a reference to the root rule, followed by an end.
   int32_t start() const { return 0; }
 
+  // Counted runs (counted_runs.hpp). At a position that calls a step of a run: the start of
+  // its item's twin (a run of twin_items, which counts them: twin_count), how many items
+  // the run allows from there and how many it needs, and the position the call returns to
+  // (-1: a call last in its alternative returns to its caller's caller); none elsewhere.
+  struct run_step {
+    int32_t twin_start = 0;
+    int32_t remaining = 0;
+    int32_t required = 0;
+    int32_t return_to = -1;
+  };
+  const run_step* run_step_at(int32_t position) const {
+    auto found = run_steps_.find(position);
+    return found == run_steps_.end() ? nullptr : &found->second;
+  }
+  // At a twin's position after its n-th item from its start: n; -1 elsewhere.
+  int32_t twin_count(int32_t position) const {
+    return position < twin_begin_ ? -1 : twin_counts_[size_t(position - twin_begin_)];
+  }
+  // The items a twin counts: a trie whose tokens may hold more is not counted.
+  static constexpr int32_t twin_items = 255;
+  // The contexts a generation meets inside each repetition (counted_runs.hpp's heads): the
+  // position after its first item, alone and above each place that calls the repetition.
+  // Their token classes take a walk of the vocabulary each, which the engine's grammar
+  // warmer takes before a request starts rather than a decode step on first use.
+  const std::vector<std::vector<int32_t>>& repetition_contexts() const { return repetition_contexts_; }
+
   // Whether what its alternative has from `position` on can start with byte b, or match
   // nothing at all: the matcher skips every alternative that can do neither.
   bool can_start_with(int32_t position, uint8_t b) const {
@@ -88,6 +119,11 @@ class compiled_grammar {
     std::vector<uint64_t> accepted_bits;
     std::vector<int32_t> exits;
     int64_t exit_nodes = 0;  // the trie nodes below the exits: the work they leave
+    // At a twin's start only (counted): per accepted token (then all in accepted_ids) and
+    // per exit, the items matched, with counted_closed set once the run was left.
+    bool counted = false;
+    std::vector<uint16_t> accepted_items, exit_items;
+    std::vector<int64_t> exit_nodes_by_items;  // the exit nodes, by the items before the exit
 
     void add_accepted_to(std::vector<uint64_t>& mask) const {
       for (size_t w = 0; w < accepted_bits.size(); ++w) mask[w] |= accepted_bits[w];
@@ -112,6 +148,10 @@ class compiled_grammar {
   std::vector<std::array<uint64_t, 4>> byte_sets_;
   std::vector<int32_t> rule_begin_;
   std::vector<int32_t> alternative_starts_;
+  std::unordered_map<int32_t, run_step> run_steps_;
+  std::vector<std::vector<int32_t>> repetition_contexts_;
+  int32_t twin_begin_ = std::numeric_limits<int32_t>::max();
+  std::vector<int16_t> twin_counts_;
 };
 
 }  // namespace troupe

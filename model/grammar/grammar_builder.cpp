@@ -44,12 +44,16 @@ grammar_sequence grammar_builder::repeated(grammar_sequence s) {
 }
 
 grammar_sequence grammar_builder::repeated(const grammar_sequence& s, int min_count, int max_count) {
-  grammar_sequence required;
-  for (int i = 0; i < min_count; ++i) required = join({required, s});
-  grammar_sequence more;
-  if (max_count < 0) more = repeated(s);
-  for (int i = min_count; i < max_count; ++i) more = optional(join({s, more}));
-  return join({required, more});
+  // One rule per repetition, "item next", with an empty alternative once min_count are
+  // written: the run compiled_grammar counts along (counted_runs.hpp).
+  const grammar_sequence item = s.size() == 1 ? s : rule({s});
+  grammar_sequence next = max_count < 0 ? repeated(item) : grammar_sequence{};
+  for (int i = max_count < 0 ? min_count : max_count; i-- > 0;) {
+    std::vector<grammar_sequence> alternatives = {join({item, next})};
+    if (i >= min_count) alternatives.push_back({});
+    next = rule(std::move(alternatives));
+  }
+  return next;
 }
 
 int32_t grammar_builder::declare() {

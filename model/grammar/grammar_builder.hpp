@@ -29,7 +29,7 @@ class grammar_builder {
   // Zero or more repetitions, through right recursion.
   grammar_sequence repeated(grammar_sequence s);
   // At least min_count repetitions and, unless max_count < 0, at most max_count: a rule
-  // per repetition past min_count, so bounds must stay small.
+  // per repetition, so bounds must stay small.
   grammar_sequence repeated(const grammar_sequence& s, int min_count, int max_count);
 
   // A rule to be defined later, for recursion; reference() names it in sequences.

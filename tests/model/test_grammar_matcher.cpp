@@ -5,10 +5,12 @@
 #define BOOST_TEST_MODULE grammar_matcher
 #include <boost/test/unit_test.hpp>
 
+#include <algorithm>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "model/grammar/counted_runs.hpp"
 #include "model/grammar/grammar_builder.hpp"
 #include "model/grammar/grammar_matcher.hpp"
 #include "tests/support/grammar_walk.hpp"
@@ -83,6 +85,55 @@ BOOST_AUTO_TEST_CASE(the_mask_holds_exactly_the_tokens_advance_takes) {
   BOOST_TEST(bit(mask, 256 + 12));
   BOOST_TEST(!bit(mask, 256 + 10));
   BOOST_TEST(!bit(mask, 'b'));
+}
+
+// '"', 2 to 6 characters (a letter, an escape or a multi-byte one), '"', then "!".
+grammar quoted_run(grammar_builder& b) {
+  auto character = b.rule({b.bytes({{'a', 'z'}}), join({b.literal("\\"), b.bytes({{'n', 'n'}, {'t', 't'}})}), b.multibyte_utf8()});
+  return b.finish(join({b.literal("\""), b.repeated(character, 2, 6), b.literal("\"!")}));
+}
+
+BOOST_AUTO_TEST_CASE(bounded_repetitions_are_found_as_counted_runs) {
+  grammar_builder b;
+  grammar g = quoted_run(b);
+  auto runs = find_counted_runs(g, std::vector<bool>(g.rules.size(), false));
+  std::vector<std::pair<int32_t, int32_t>> found;  // items, required
+  for (auto& run : runs) {
+    if (run) found.emplace_back(run->items, run->required);
+  }
+  std::sort(found.begin(), found.end());
+  // From the first step, 6 items at most and 2 at least; from the last, 1 and 0.
+  BOOST_TEST((found == std::vector<std::pair<int32_t, int32_t>>{{1, 0}, {2, 0}, {3, 0}, {4, 0}, {5, 1}, {6, 2}}));
+}
+
+// The mask along counted runs (each step's classes filtered from one counting walk of a
+// twin run) is what advance takes, from character boundaries and from inside characters.
+BOOST_AUTO_TEST_CASE(the_mask_along_a_counted_run_is_what_advance_takes) {
+  std::vector<std::string> vocabulary;
+  for (int c = 0; c < 256; ++c) vocabulary.push_back(std::string(1, char(c)));
+  for (const char* t : {"ab", "abc", "abcdef", "abcdefg", "\\n", "\\", "n", "nt", "a\\", "a\"", "ab\"", "ab\"!",
+                        "abcde\"!", "\"!", "\xc3\xa9", "\xc3", "\xa9" "a", "a\xc3", "\xa9\"!", "\"", "!", "\"ab"})
+    vocabulary.push_back(t);
+  token_trie trie(vocabulary);
+  grammar_builder b;
+  auto compiled = std::make_shared<const compiled_grammar>(compiled_grammar::compile(quoted_run(b)).value());
+  int checked = 0;
+  for (std::string text : {"\"", "\"a", "\"ab", "\"a\\", "\"abc", "\"a\xc3", "\"abcd", "\"abcd\\", "\"abcde",
+                           "\"abcdef", "\"\xc3\xa9\\n", "\"abcdef\""}) {
+    grammar_matcher m(compiled);
+    BOOST_REQUIRE_MESSAGE(m.advance(text), text);
+    std::vector<uint64_t> mask, walked;
+    m.allowed_tokens(trie, mask);
+    m.allowed_tokens_by_trie_walk(trie, walked);
+    BOOST_TEST((mask == walked), "after '" << text << "'");
+    for (int id = 0; id < int(vocabulary.size()); ++id) {
+      auto copy = m;
+      const bool takes = copy.advance(vocabulary[size_t(id)]);
+      BOOST_TEST(bit(mask, id) == takes, "after '" << text << "', token '" << vocabulary[size_t(id)] << "'");
+      checked += takes;
+    }
+  }
+  BOOST_TEST(checked > 100);
 }
 
 BOOST_AUTO_TEST_CASE(multibyte_utf8_takes_well_formed_characters_only) {
