@@ -94,7 +94,7 @@ int main(int argc, char** argv) {
   caf::actor_system_config config;
   add_message_types(config);
   caf::actor_system system{config};
-  auto started = start_constrained_engine(system, dir);
+  auto started = start_constrained_engine(system, {dir});
   if (!started) return std::fprintf(stderr, "%s\n", started.err().message.c_str()), 1;
   const tokenizer* tok = &started->tok;
   engine* e = &started->running;

@@ -2,11 +2,13 @@
 
 namespace troupe {
 
-result<constrained_engine> start_constrained_engine(caf::actor_system& system, const std::string& dir) {
-  auto tok = tokenizer::load(dir + "/tokenizer.json");
+result<constrained_engine> start_constrained_engine(caf::actor_system& system, const constrained_engine_options& o) {
+  auto tok = tokenizer::load((o.tokenizer_dir.empty() ? o.dir : o.tokenizer_dir) + "/tokenizer.json");
   if (!tok) return tok.err();
   engine_options options;
-  options.backend.model_dir = dir;
+  options.backend.model_dir = o.dir;
+  options.backend.dummy_weights = o.dummy_weights;
+  options.device = o.device;
   options.vocabulary = vocabulary_of(*tok);
   auto e = start_local_engine(system, options);
   if (!e) return e.err();

@@ -1,7 +1,8 @@
 #pragma once
-// The one-node CPU engine the grammar benchmarks drive: the checkpoint in `dir` with its
-// tokenizer, taking constrained requests; the actor system (with add_message_types) is the
-// caller's.
+// The one-node engine the grammar benchmarks drive: the checkpoint in `dir` (or its
+// config.json with dummy weights) on the CPU or the GPU, with the tokenizer of
+// `tokenizer_dir`, taking constrained requests; the actor system (with add_message_types)
+// is the caller's.
 #include <memory>
 #include <string>
 
@@ -17,6 +18,13 @@ struct constrained_engine {
   engine running;
 };
 
-result<constrained_engine> start_constrained_engine(caf::actor_system& system, const std::string& dir);
+struct constrained_engine_options {
+  std::string dir = "models/demo";
+  std::string tokenizer_dir;  // empty: dir
+  device_kind device = device_kind::cpu;
+  bool dummy_weights = false;
+};
+
+result<constrained_engine> start_constrained_engine(caf::actor_system& system, const constrained_engine_options& o);
 
 }  // namespace troupe

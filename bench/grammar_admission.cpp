@@ -6,8 +6,10 @@
 // is new to the engine), e.g. a zod schema with formats, patterns and bounds. Per
 // round: the gaps between each free sequence's tokens while the others run (median, p99,
 // max: a stalled step shows in all of them) and the others' time to first token. Through
-// the one-node CPU engine (scheduler, stages, sampler: the path a served request takes).
-// Run from the source tree: build/bench/bench_grammar_admission [--model models/demo] [--schema FILE]
+// the one-node engine (scheduler, stages, sampler: the path a served request takes), on
+// the CPU or, with --device cuda, the GPU. Run from the source tree:
+//   build/bench/bench_grammar_admission [--model models/demo] [--schema FILE]
+//     [--device cuda --load-format dummy --tokenizer DIR]
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -134,17 +136,23 @@ void print(const char* label, const round_figures& f) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string dir = "models/demo", schema_file;
+  constrained_engine_options options;
+  std::string schema_file;
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string flag = argv[i], value = argv[i + 1];
-    if (flag == "--model") dir = value;
+    if (flag == "--model") options.dir = value;
     else if (flag == "--schema") schema_file = value;
-    else return std::fprintf(stderr, "unknown flag %s\n", flag.c_str()), 2;
+    else if (flag == "--tokenizer") options.tokenizer_dir = value;
+    else if (flag == "--device" && (value == "cpu" || value == "cuda"))
+      options.device = value == "cuda" ? device_kind::cuda : device_kind::cpu;
+    else if (flag == "--load-format" && value == "dummy") options.dummy_weights = true;
+    else return std::fprintf(stderr, "unknown flag or value %s %s\n", flag.c_str(), value.c_str()), 2;
   }
+  const std::string& dir = options.dir;
   caf::actor_system_config config;
   add_message_types(config);
   caf::actor_system system{config};
-  auto started = start_constrained_engine(system, dir);
+  auto started = start_constrained_engine(system, options);
   if (!started) return std::fprintf(stderr, "%s\n", started.err().message.c_str()), 1;
   const tokenizer* tok = &started->tok;
   engine* e = &started->running;
@@ -165,8 +173,8 @@ int main(int argc, char** argv) {
   }
   caf::scoped_actor self{system};
   request_id next_id = 1;
-  std::printf("model %s, CPU: %d free sequences, %d constrained ones arriving at once (%s)\n", dir.c_str(),
-              free_sequences, constrained_sequences, what.c_str());
+  std::printf("model %s, %s: %d free sequences, %d constrained ones arriving at once (%s)\n", dir.c_str(),
+              options.device == device_kind::cuda ? "GPU" : "CPU", free_sequences, constrained_sequences, what.c_str());
   // An enum's answer is short; a schema's object is written whole.
   const int arrival_tokens = schema_file.empty() ? 24 : 160;
   print("no schema:", run_round(self, *e, *tok, std::vector<grammar>(constrained_sequences), arrival_tokens, next_id));
