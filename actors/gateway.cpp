@@ -90,26 +90,30 @@ nlohmann::ordered_json conversation_after(const responses_turn& turn, const repl
   return conversation;
 }
 
-// The call is over: its last bytes go out and it is forgotten.
-void finish_call(self_ptr self, uint64_t id) {
+// The call is over: its last bytes go out and it is forgotten. Returns the response body,
+// rendered once for the client, the response store and `want_body` alike; empty when the
+// call failed or nobody wants it.
+std::string finish_call(self_ptr self, uint64_t id, bool want_body = false) {
   auto& st = self->state;
   auto it = st.calls.find(id);
-  if (it == st.calls.end()) return;
+  if (it == st.calls.end()) return {};
   auto& c = it->second;
   const generation_call& g = *c.generation;
   const int status = g.failed() ? g.failure().status : 200;
+  const bool stored = c.turn && c.turn->store && !g.failed();
+  std::string body = !g.failed() && (!c.stream || stored || want_body) ? g.response_body() : std::string();
   if (c.stream) {
     c.http->responder->write(g.failed() ? g.stream_error(g.failure()) : g.stream_end());
     c.http->responder->end();
   } else {
-    std::string body = !g.failed()                            ? g.response_body()
-                       : anthropic_path(c.http->request.path) ? anthropic_error_json(g.failure())
-                                                              : g.failure().to_json();
-    c.http->responder->respond(status, json_type, std::move(body));
+    c.http->responder->respond(status, json_type,
+                               !g.failed()                            ? body
+                               : anthropic_path(c.http->request.path) ? anthropic_error_json(g.failure())
+                                                                      : g.failure().to_json());
   }
   if (c.turn) {
     st.call_of_response.erase(c.turn->id);
-    if (c.turn->store && !g.failed()) st.responses->put(c.turn->id, {g.response_body(), conversation_after(*c.turn, g.summary())});
+    if (stored) st.responses->put(c.turn->id, {body, conversation_after(*c.turn, g.summary())});
   }
   st.metrics->requests.add({{"endpoint", c.endpoint}, {"status", std::to_string(status)}}).inc();
   const auto now = clock_type::now();
@@ -121,6 +125,7 @@ void finish_call(self_ptr self, uint64_t id) {
   for (request_id r : c.requests) st.by_request.erase(r);
   st.calls.erase(it);
   stop_if_drained(self, replica);
+  return body;
 }
 
 // The call's requests are cancelled and it is forgotten, unanswered here: its client left
@@ -613,9 +618,7 @@ void stored_response(self_ptr self, const http_call_ptr& http) {
     auto& c = st.calls[call_id];
     for (request_id r : c.requests) self->send(st.replicas[c.replica].scheduler, cancel_atom::value, r);
     c.generation->cancel();
-    const std::string body = c.generation->response_body();
-    finish_call(self, call_id);
-    return answer(self, http, label, 200, body);
+    return answer(self, http, label, 200, finish_call(self, call_id, true));
   }
   if (method == "DELETE") {
     if (!st.responses->erase(id)) return answer_error(self, http, label, missing);
@@ -737,10 +740,14 @@ gateway_actor::behavior_type gateway(gateway_actor::stateful_pointer<gateway_sta
   st.chat = std::move(chat);
   if (st.chat) st.tool_format = tool_call_parser::format_of_template(st.chat->tools_source());
   // Its own threads, a few: one large request waits for none but those queued behind it.
-  const preparation_context context{st.options.served_model_names, st.tok,
-                                    st.chat, st.tool_format,
-                                    st.options.max_model_len, st.options.special_tokens_in_content,
-                                    st.responses};
+  preparation_context context;
+  context.served_model_names = st.options.served_model_names;
+  context.tok = st.tok;
+  context.chat = st.chat;
+  context.tool_format = st.tool_format;
+  context.max_model_len = st.options.max_model_len;
+  context.special_tokens_in_content = st.options.special_tokens_in_content;
+  context.responses = st.responses;
   const unsigned preparers = std::clamp(std::thread::hardware_concurrency(), 2u, 4u);
   for (unsigned i = 0; i < preparers; ++i)
     st.preparers.push_back(self->spawn<caf::detached + caf::linked>(request_preparer, context));

@@ -35,24 +35,38 @@ prepared_request completion(const preparation_context& c, const http::request& r
   return {std::move(g)};
 }
 
+// A chat body parsed, its model checked and its messages rendered by the chat template.
+struct rendered_chat {
+  chat_request request;
+  chat_prompt prompt;
+};
+
+result<rendered_chat, api_error> render_chat(const preparation_context& c, nlohmann::ordered_json body,
+                                             const std::string& without_template) {
+  auto parsed = parse_chat_object(std::move(body), c.tool_format);
+  if (!parsed) return parsed.err();
+  if (!c.serves(parsed->options.model)) return unknown_model(parsed->options.model);
+  if (!c.chat) return api_error{400, without_template, "invalid_request_error", {}, {}};
+  auto prompt = render_chat_prompt(*c.chat, *c.tok, *parsed, c.special_tokens_in_content);
+  if (!prompt) return bad_param("messages", prompt.err().message);
+  return rendered_chat{std::move(parsed).value(), std::move(prompt).value()};
+}
+
 // A chat completions body (the client's, or what a Responses or Messages request amounts to).
 prepared_request chat_generation(const preparation_context& c, nlohmann::ordered_json body) {
-  auto parsed = parse_chat_object(std::move(body), c.tool_format);
-  if (!parsed) return {parsed.err()};
-  if (!c.serves(parsed->options.model)) return {unknown_model(parsed->options.model)};
-  if (!c.chat) return {api_error{400, "this model has no chat template; use /v1/completions", "invalid_request_error", {}, {}}};
-  auto prompt = render_chat_prompt(*c.chat, *c.tok, *parsed, c.special_tokens_in_content);
-  if (!prompt) return {bad_param("messages", prompt.err().message)};
-  prepared_generation g{api_kind::chat, std::move(parsed->options), parsed->top_logprobs, false, {}, {}};
+  auto chat = render_chat(c, std::move(body), "this model has no chat template; use /v1/completions");
+  if (!chat) return {chat.err()};
+  auto& [parsed, prompt] = *chat;
+  prepared_generation g{api_kind::chat, std::move(parsed.options), parsed.top_logprobs, false, {}, {}};
   // Without max_tokens a chat reply may run to the end of the context, as in OpenAI's API.
-  if (g.options.max_tokens < 0) g.options.max_tokens = std::max(1, c.max_model_len - int(prompt->ids.size()));
-  g.parsing = {reasoning_parser::prompt_opens_reasoning(prompt->text), std::nullopt, parsed->tool_specs};
-  if (parsed->parses_tool_calls()) g.parsing.tool_format = c.tool_format;
-  g.parsing.forced_calls = parsed->forces_tool_calls();
+  if (g.options.max_tokens < 0) g.options.max_tokens = std::max(1, c.max_model_len - int(prompt.ids.size()));
+  g.parsing = {reasoning_parser::prompt_opens_reasoning(prompt.text), std::nullopt, parsed.tool_specs};
+  if (parsed.parses_tool_calls()) g.parsing.tool_format = c.tool_format;
+  g.parsing.forced_calls = parsed.forces_tool_calls();
   // A prompt that opened <think> leaves the reasoning free: the answer is what is constrained.
   if (g.parsing.starts_in_reasoning && !g.options.output_grammar.rules.empty())
     g.options.output_grammar = after_reasoning(g.options.output_grammar);
-  g.prompts.push_back({std::move(prompt->ids), {}});
+  g.prompts.push_back({std::move(prompt.ids), {}});
   return {std::move(g)};
 }
 
@@ -100,15 +114,11 @@ prepared_request messages(const preparation_context& c, const http::request& req
 prepared_request count_tokens(const preparation_context& c, const http::request& request) {
   auto body = parse_json_object(request.body);
   if (!body) return {body.err()};
-  auto chat = parse_anthropic_request(*body, true);
+  auto anthropic = parse_anthropic_request(*body, true);
+  if (!anthropic) return {anthropic.err()};
+  auto chat = render_chat(c, std::move(*anthropic), "this model has no chat template");
   if (!chat) return {chat.err()};
-  auto r = parse_chat_object(std::move(*chat), c.tool_format);
-  if (!r) return {r.err()};
-  if (!c.serves(r->options.model)) return {unknown_model(r->options.model)};
-  if (!c.chat) return {api_error{400, "this model has no chat template", "invalid_request_error", {}, {}}};
-  auto prompt = render_chat_prompt(*c.chat, *c.tok, *r, c.special_tokens_in_content);
-  if (!prompt) return {bad_param("messages", prompt.err().message)};
-  return {tokenize_answer{nlohmann::ordered_json{{"input_tokens", prompt->ids.size()}}.dump()}};
+  return {tokenize_answer{nlohmann::ordered_json{{"input_tokens", chat->prompt.ids.size()}}.dump()}};
 }
 
 // /tokenize with `messages`: the prompt the chat template makes of them; with `prompt`: its ids.
@@ -116,13 +126,9 @@ prepared_request tokenize(const preparation_context& c, const http::request& req
   auto body = parse_json_object(request.body);
   if (!body) return {body.err()};
   if (body->contains("messages")) {
-    auto r = parse_chat_object(std::move(*body), c.tool_format);
-    if (!r) return {r.err()};
-    if (!c.serves(r->options.model)) return {unknown_model(r->options.model)};
-    if (!c.chat) return {api_error{400, "this model has no chat template", "invalid_request_error", {}, {}}};
-    auto prompt = render_chat_prompt(*c.chat, *c.tok, *r, c.special_tokens_in_content);
-    if (!prompt) return {bad_param("messages", prompt.err().message)};
-    return {tokenize_answer{tokenize_json(prompt->ids, c.max_model_len)}};
+    auto chat = render_chat(c, std::move(*body), "this model has no chat template");
+    if (!chat) return {chat.err()};
+    return {tokenize_answer{tokenize_json(chat->prompt.ids, c.max_model_len)}};
   }
   auto r = parse_tokenize_request(*body);
   if (!r) return {r.err()};
