@@ -35,13 +35,15 @@ grammar_sequence json_rules::separator() { return join({b_.literal(","), optiona
 
 grammar_sequence json_rules::colon() { return join({b_.literal(":"), optional_space()}); }
 
-grammar_sequence json_rules::literal(const json& v) {
+grammar_sequence json_rules::literal(const json& v) { return b_.literal(literal_text(v)); }
+
+std::string json_rules::literal_text(const json& v) const {
   std::string text = v.dump();
-  if (!escape_less_than_) return b_.literal(text);
+  if (!escape_less_than_) return text;
   // Outside strings JSON has no '<': every one is a string's, and may be escaped.
   std::string escaped;
   for (char c : text) escaped += c == '<' ? std::string("\\u003c") : std::string(1, c);
-  return b_.literal(escaped);
+  return escaped;
 }
 
 grammar_sequence json_rules::string() {

@@ -40,6 +40,7 @@ class json_rules {
   grammar_sequence colon();
   // Exactly the JSON text of v.
   grammar_sequence literal(const nlohmann::ordered_json& v);
+  std::string literal_text(const nlohmann::ordered_json& v) const;
   grammar_sequence string();
   // A string of at least min_length characters (an escape counts as one) and, unless
   // max_length < 0, at most max_length.

@@ -137,9 +137,9 @@ grammar_sequence schema_translator::value(const json& schema, const std::string&
   if (schema.contains("enum")) {
     if (!schema["enum"].is_array() || schema["enum"].empty())
       fail_schema(where + "/enum", "an enum that is not a non-empty array");
-    std::vector<grammar_sequence> choices;
-    for (auto& v : schema["enum"]) choices.push_back(rules_.literal(v));
-    return b_.rule(std::move(choices));
+    std::vector<std::string> texts;
+    for (auto& v : schema["enum"]) texts.push_back(rules_.literal_text(v));
+    return b_.one_of(std::move(texts));
   }
   if (schema.contains("anyOf")) {
     auto& any_of = schema["anyOf"];

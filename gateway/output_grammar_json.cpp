@@ -27,9 +27,9 @@ result<grammar, api_error> guided_choice_grammar(const json& choices) {
       !std::all_of(choices.begin(), choices.end(), [](const json& c) { return c.is_string(); }))
     return bad_param("guided_choice", "guided_choice must be a non-empty list of strings");
   grammar_builder b;
-  std::vector<grammar_sequence> alternatives;
-  for (const json& c : choices) alternatives.push_back(b.literal(c.get<std::string>()));
-  return b.finish(b.rule(std::move(alternatives)));
+  std::vector<std::string> texts;
+  for (const json& c : choices) texts.push_back(c.get<std::string>());
+  return b.finish(b.one_of(std::move(texts)));
 }
 
 result<grammar, api_error> response_format_grammar(const json& format) {

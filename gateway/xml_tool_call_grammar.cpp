@@ -131,30 +131,30 @@ class xml_call_rules {
   grammar_sequence untyped_listed_value(const json& schema, schema_translator& translator, const json& listed,
                                         const std::string& where) {
     translator.check_known_keywords(schema, where);
-    std::vector<grammar_sequence> choices;
+    std::vector<std::string> texts;
     for (const json& v : listed) {
       const bool raw = v.is_string() && !json::accept(v.get<std::string>()) && writable_raw(v.get<std::string>());
-      choices.push_back(raw ? b_.literal(v.get<std::string>()) : json_.literal(v));
+      texts.push_back(raw ? v.get<std::string>() : json_.literal_text(v));
     }
-    return b_.rule(std::move(choices));
+    return b_.one_of(std::move(texts));
   }
 
   grammar_sequence text_value(const json& schema, schema_translator& translator, const std::string& where) {
     check_scalar_schema(schema, translator, "string", where);
     const bool nullable = allows_null(schema);
     if (auto listed = listed_values(schema, where)) {
-      std::vector<grammar_sequence> choices;
+      std::vector<std::string> texts;
       for (const json& v : *listed) {
-        if (v.is_null() && nullable) choices.push_back(b_.literal("null"));
+        if (v.is_null() && nullable) texts.push_back("null");
         if (!v.is_string()) continue;  // not a string: the reader would give it back as one
         const std::string text = v.get<std::string>();
         if (!writable_raw(text))
           fail_schema(where, "the string " + v.dump() + ", which an xml tool call cannot write raw (it holds \"</\" "
                              "or reads back as null)");
-        choices.push_back(b_.literal(text));
+        texts.push_back(text);
       }
-      if (choices.empty()) fail_schema(where, "an enum or const with no string to write");
-      return b_.rule(std::move(choices));
+      if (texts.empty()) fail_schema(where, "an enum or const with no string to write");
+      return b_.one_of(std::move(texts));
     }
     grammar_sequence text;
     if (auto a = translator.string_automaton(schema, where)) {

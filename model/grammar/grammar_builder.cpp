@@ -18,6 +18,36 @@ grammar_sequence grammar_builder::literal(std::string_view text) {
   return s;
 }
 
+grammar_sequence grammar_builder::one_of(std::vector<std::string> texts) {
+  if (texts.empty()) return rule({});  // matches nothing: compile_grammar names it
+  std::sort(texts.begin(), texts.end());
+  texts.erase(std::unique(texts.begin(), texts.end()), texts.end());
+  return trie_of(texts, 0, texts.size(), 0);
+}
+
+grammar_sequence grammar_builder::trie_of(const std::vector<std::string>& texts, size_t first, size_t last,
+                                          size_t depth) {
+  std::vector<grammar_sequence> alternatives;
+  size_t i = first;
+  if (texts[i].size() == depth) {  // sorted: a text that ends here comes first
+    alternatives.push_back({});
+    ++i;
+  }
+  while (i < last) {
+    size_t j = i + 1;
+    while (j < last && texts[j][depth] == texts[i][depth]) ++j;
+    // Sorted, the texts of [i, j) share what the first and the last share.
+    size_t shared = depth + 1;
+    while (shared < texts[i].size() && shared < texts[j - 1].size() && texts[i][shared] == texts[j - 1][shared]) ++shared;
+    grammar_sequence alternative = literal(std::string_view(texts[i]).substr(depth, shared - depth));
+    if (j - i > 1 || texts[i].size() > shared) alternative = join({alternative, trie_of(texts, i, j, shared)});
+    alternatives.push_back(std::move(alternative));
+    i = j;
+  }
+  if (alternatives.size() == 1) return alternatives[0];
+  return rule(std::move(alternatives));
+}
+
 grammar_sequence grammar_builder::multibyte_utf8() {
   auto tail = bytes({{0x80, 0xbf}});
   return rule({

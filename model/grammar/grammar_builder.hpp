@@ -3,6 +3,7 @@
 // Rules may refer to themselves (declare first, define later), except on the left.
 #include <cstdint>
 #include <initializer_list>
+#include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
@@ -20,6 +21,9 @@ class grammar_builder {
   grammar_sequence bytes(const byte_set& set);
   // Exactly these bytes.
   grammar_sequence literal(std::string_view text);
+  // Exactly one of these byte strings, written as a trie (a rule where they part ways), so
+  // that a prefix they share is one parser stack, not one per string.
+  grammar_sequence one_of(std::vector<std::string> texts);
   // One well-formed UTF-8 character (no surrogates, no overlong forms) of at least two bytes.
   grammar_sequence multibyte_utf8();
 
@@ -45,6 +49,9 @@ class grammar_builder {
 
  private:
   int32_t byte_set_index(const byte_set& set);
+  // The trie of one_of over texts[first, last) (sorted, unique), which share their first
+  // `depth` bytes: what may follow them.
+  grammar_sequence trie_of(const std::vector<std::string>& texts, size_t first, size_t last, size_t depth);
 
   grammar grammar_;
 };

@@ -136,6 +136,34 @@ BOOST_AUTO_TEST_CASE(the_mask_along_a_counted_run_is_what_advance_takes) {
   BOOST_TEST(checked > 100);
 }
 
+BOOST_AUTO_TEST_CASE(one_of_takes_exactly_its_strings) {
+  const std::vector<std::string> texts = {"apple", "app", "apricot", "banana", "band", "", "app"};
+  grammar_builder b;
+  auto compiled = std::make_shared<const compiled_grammar>(compiled_grammar::compile(b.finish(b.one_of(texts))).value());
+  for (std::string text : {"apple", "app", "apricot", "banana", "band", ""}) {
+    grammar_matcher m(compiled);
+    BOOST_TEST((m.advance(text) && m.accepts_end()), text);
+  }
+  for (std::string text : {"ap", "apples", "bandana", "b", "c", "appl"}) {
+    grammar_matcher m(compiled);
+    BOOST_TEST(!(m.advance(text) && m.accepts_end()), text);
+  }
+  auto vocabulary = small_vocabulary();
+  for (const char* t : {"app", "le", "pri", "ban", "ana", "d", "apple"}) vocabulary.push_back(t);
+  token_trie trie(vocabulary);
+  for (std::string text : {"", "a", "ap", "app", "b", "ban", "bana"}) {
+    grammar_matcher m(compiled);
+    BOOST_REQUIRE(m.advance(text));
+    std::vector<uint64_t> mask;
+    m.allowed_tokens(trie, mask);
+    for (int id = 0; id < int(vocabulary.size()); ++id) {
+      auto copy = m;
+      const bool takes = !vocabulary[size_t(id)].empty() && copy.advance(vocabulary[size_t(id)]);
+      BOOST_TEST(bit(mask, id) == takes, "after '" << text << "', token '" << vocabulary[size_t(id)] << "'");
+    }
+  }
+}
+
 BOOST_AUTO_TEST_CASE(multibyte_utf8_takes_well_formed_characters_only) {
   grammar_builder b;
   auto m0 = matcher_of(b.finish(b.multibyte_utf8()));
