@@ -1,5 +1,6 @@
 #include "actors/stage.hpp"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <thread>
@@ -142,9 +143,12 @@ stage_actor::behavior_type stage(self_ptr self, stage_options options, step_runn
   if (runner) {
     st.runner = std::move(*runner);
     self->send(health, ready_atom::value, st.options.name);
-    if (st.options.last_stage && st.options.grammars)
-      st.grammar_warmer = self->spawn<caf::detached + caf::linked>(grammar_warmer, st.options.grammars,
-                                                                   st.options.vocabulary);
+    if (st.options.last_stage && st.options.grammars) {
+      const unsigned warmers = std::clamp(std::thread::hardware_concurrency() / 4, 1u, 4u);
+      for (unsigned i = 0; i < warmers; ++i)
+        st.grammar_warmers.push_back(self->spawn<caf::detached + caf::linked>(grammar_warmer, st.options.grammars,
+                                                                              st.options.vocabulary));
+    }
   } else {  // e.g. no device memory left for its KV pool: its supervisor decides
     self->quit(caf::make_error(caf::sec::runtime_error, st.options.name + ": " + runner.err().message));
   }
@@ -178,8 +182,9 @@ stage_actor::behavior_type stage(self_ptr self, stage_options options, step_runn
         if (from_this_process(self)) self->state.hang = std::chrono::milliseconds(ms);
       },
       [=](grammar_atom, const grammar& g) -> caf::result<bool> {
-        if (!self->state.grammar_warmer) return false;
-        return self->delegate(self->state.grammar_warmer, grammar_atom::value, g);
+        auto& warmers = self->state.grammar_warmers;
+        if (warmers.empty()) return false;
+        return self->delegate(warmers[self->state.next_warmer++ % warmers.size()], grammar_atom::value, g);
       },
   };
 }

@@ -3,6 +3,7 @@
 #include <memory>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 #include "actors/actors.hpp"
 #include "actors/expert_peer_handles.hpp"
@@ -63,7 +64,10 @@ struct stage_state {
   std::unordered_map<request_id, token_history> histories;
   std::unordered_map<request_id, constrained_output> constraints;
   health_monitor_actor health;
-  grammar_warmer_actor grammar_warmer;  // the last stage's, when it has a grammar cache
+  // The last stage's, when it has a grammar cache: a few, taken in turn, so that new schemas
+  // arriving together are readied side by side.
+  std::vector<grammar_warmer_actor> grammar_warmers;
+  size_t next_warmer = 0;
   std::chrono::milliseconds hang{0};  // a drill's: how long the next step blocks
 };
 
