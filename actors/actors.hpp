@@ -1,6 +1,6 @@
 #pragma once
 // Every actor interface of troupe, with one comment per handler. The actors are described
-// in DESIGN.md; each lives in its own file pair under actors/.
+// in docs/design.md; each lives in its own file pair under actors/.
 #include <string>
 #include <vector>
 

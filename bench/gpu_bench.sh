@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# The GPU table of docs/PERFORMANCE.md in one go, on the GPU machine, for the full
+# The GPU table of docs/performance.md in one go, on the GPU machine, for the full
 # Qwen3-30B-A3B shape with random weights: the CUDA step alone (batch-1 decode next to the
 # bandwidth floor, larger batches, a 4,096-token prefill), `troupe serve --device cuda`
 # driven by `troupe bench` at concurrency 1, 32 and 128 (512 in / 256 out), and
 # transformers' own generate on the same shape. Prepare here with scripts/device_bundle.sh
-# (see docs/PERFORMANCE.md), carry .device, run this there. Logs go to $OUT or .device/out.
+# (see docs/performance.md), carry .device, run this there. Logs go to $OUT or .device/out.
 # --no-transformers leaves the reference out (it takes minutes to build the model).
 set -uo pipefail
 with_transformers=1
