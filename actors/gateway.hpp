@@ -13,8 +13,8 @@
 #include "gateway/request_preparation.hpp"
 #include "gateway/response_store.hpp"
 #include "gateway/replica_router.hpp"
-#include "model/chat_template.hpp"
-#include "model/tokenizer.hpp"
+#include "text/chat_template.hpp"
+#include "text/tokenizer/tokenizer.hpp"
 
 namespace troupe {
 

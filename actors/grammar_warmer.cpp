@@ -3,7 +3,7 @@
 #include <chrono>
 #include <vector>
 
-#include "model/grammar/grammar_matcher.hpp"
+#include "text/grammar/grammar_matcher.hpp"
 
 namespace troupe {
 

@@ -8,8 +8,8 @@
 #include <memory>
 
 #include "actors/actors.hpp"
-#include "model/grammar/grammar_cache.hpp"
-#include "model/grammar/token_vocabulary.hpp"
+#include "text/grammar/grammar_cache.hpp"
+#include "text/grammar/token_vocabulary.hpp"
 
 namespace troupe {
 

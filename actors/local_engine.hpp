@@ -9,7 +9,7 @@
 #include "actors/supervisor.hpp"
 #include "base/result.hpp"
 #include "model/compute_backend.hpp"
-#include "model/grammar/token_vocabulary.hpp"
+#include "text/grammar/token_vocabulary.hpp"
 
 namespace troupe {
 

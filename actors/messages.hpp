@@ -5,8 +5,8 @@
 #include <string>
 #include <vector>
 
-#include "base/fields.hpp"
-#include "model/grammar/grammar.hpp"
+#include "actors/caf_fields.hpp"
+#include "text/grammar/grammar.hpp"
 #include "model/sampling.hpp"
 #include "transport/expert_parallel.hpp"  // expert_session, expert_step: stage -> expert group
 

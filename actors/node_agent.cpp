@@ -7,7 +7,7 @@
 #include "actors/expert_group.hpp"
 #include "actors/stage.hpp"
 #include "cluster/join_proof.hpp"
-#include "model/grammar/grammar_cache.hpp"
+#include "text/grammar/grammar_cache.hpp"
 #include "transport/remote_experts.hpp"
 
 namespace troupe {

@@ -18,7 +18,7 @@
 #include "actors/node_backend.hpp"
 #include "actors/supervisor.hpp"
 #include "cluster/cluster_spec.hpp"
-#include "model/grammar/token_vocabulary.hpp"
+#include "text/grammar/token_vocabulary.hpp"
 #include "transport/expert_server.hpp"
 #include "transport/transport.hpp"
 

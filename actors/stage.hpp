@@ -9,8 +9,8 @@
 #include "actors/expert_peer_handles.hpp"
 #include "actors/supervisor.hpp"
 #include "transport/transport.hpp"
-#include "model/grammar/constrained_output.hpp"
-#include "model/grammar/grammar_cache.hpp"
+#include "text/grammar/constrained_output.hpp"
+#include "text/grammar/grammar_cache.hpp"
 #include "model/step_runner.hpp"
 
 namespace troupe {

@@ -1,11 +1,10 @@
 #pragma once
-// Message structs list their fields once, with TROUPE_FIELDS(name, a, b, ...); CAF's
-// inspect (actor messages, local or remote) and msgpack (transport/ and anything written
-// to the wire outside CAF) are both derived from that list.
+// Message structs list their fields once, with TROUPE_FIELDS(name, a, b, ...); msgpack
+// (transport/ and anything written to the wire outside CAF) is derived from that list here,
+// CAF's inspect (actor messages, local or remote) in actors/caf_fields.hpp.
 #include <tuple>
 #include <type_traits>
 
-#include <caf/meta/type_name.hpp>
 #include <msgpack.hpp>
 
 #define TROUPE_FIELDS(type, ...)                                    \
@@ -17,11 +16,6 @@ namespace troupe {
 
 template <class T>
 concept has_fields = requires(T& x) { x.fields(); T::message_name; };
-
-template <class Inspector, has_fields T>
-typename Inspector::result_type inspect(Inspector& f, T& x) {
-  return std::apply([&](auto&... m) { return f(caf::meta::type_name(T::message_name), m...); }, x.fields());
-}
 
 }  // namespace troupe
 

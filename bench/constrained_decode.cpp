@@ -20,8 +20,8 @@
 #include "bench/constrained_engine.hpp"
 #include "actors/message_types.hpp"
 #include "gateway/json_schema_grammar.hpp"
-#include "model/grammar/constrained_output.hpp"
-#include "model/tokenizer.hpp"
+#include "text/grammar/constrained_output.hpp"
+#include "text/tokenizer/tokenizer.hpp"
 
 using namespace troupe;
 using clock_type = std::chrono::steady_clock;

@@ -7,8 +7,8 @@
 #include <string>
 
 #include "actors/local_engine.hpp"
-#include "model/grammar/token_vocabulary.hpp"
-#include "model/tokenizer.hpp"
+#include "text/grammar/token_vocabulary.hpp"
+#include "text/tokenizer/tokenizer.hpp"
 
 namespace troupe {
 

@@ -25,7 +25,7 @@
 #include "bench/constrained_engine.hpp"
 #include "actors/message_types.hpp"
 #include "gateway/json_schema_grammar.hpp"
-#include "model/tokenizer.hpp"
+#include "text/tokenizer/tokenizer.hpp"
 
 using namespace troupe;
 using clock_type = std::chrono::steady_clock;

@@ -20,8 +20,8 @@
 #include <nlohmann/json.hpp>
 
 #include "gateway/json_schema_grammar.hpp"
-#include "model/grammar/grammar_matcher.hpp"
-#include "model/tokenizer.hpp"
+#include "text/grammar/grammar_matcher.hpp"
+#include "text/tokenizer/tokenizer.hpp"
 
 using namespace troupe;
 using json = nlohmann::json;

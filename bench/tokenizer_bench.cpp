@@ -1,6 +1,6 @@
 // Encode throughput of troupe's tokenizer next to @lenml/tokenizers (under Node) on the
 // same mixed corpus, both pinned to the one core this program starts on. The corpus is
-// tests/model/tokenizer_corpus.json repeated with varied numbers and letter case, as
+// tests/text/tokenizer_corpus.json repeated with varied numbers and letter case, as
 // separate documents (prompts); each side makes one warm-up pass, then reports the
 // median of its timed passes. Run from the source tree:
 //   build/bench/bench_tokenizer [--tokenizer DIR] [--mb N] [--runs N]
@@ -19,7 +19,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/read_file.hpp"
-#include "model/tokenizer.hpp"
+#include "text/tokenizer/tokenizer.hpp"
 
 using namespace troupe;
 using json = nlohmann::json;
@@ -89,7 +89,7 @@ int main(int argc, char** argv) {
 
   auto tok = tokenizer::load(fs::path(dir) / "tokenizer.json");
   if (!tok) return fail(tok.err().message);
-  auto corpus_text = read_text_file("tests/model/tokenizer_corpus.json");
+  auto corpus_text = read_text_file("tests/text/tokenizer_corpus.json");
   if (!corpus_text) return fail(corpus_text.err().message + " (run from the source tree)");
   const auto documents = make_corpus(
       json::parse(corpus_text.value()).get<std::vector<std::string>>(), size_t(mb * 1e6));

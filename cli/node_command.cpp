@@ -19,8 +19,8 @@
 #include "cli/commands.hpp"
 #include "cli/serve_gateway.hpp"
 #include "cluster/gpu_placements.hpp"
-#include "model/grammar/token_vocabulary.hpp"
-#include "model/tokenizer.hpp"
+#include "text/grammar/token_vocabulary.hpp"
+#include "text/tokenizer/tokenizer.hpp"
 #include "transport/ucx_transport.hpp"
 
 namespace troupe::cli {

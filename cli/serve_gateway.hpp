@@ -9,8 +9,8 @@
 #include "actors/gateway.hpp"
 #include "actors/local_engine.hpp"
 #include "gateway/http_server.hpp"
-#include "model/chat_template.hpp"
-#include "model/tokenizer.hpp"
+#include "text/chat_template.hpp"
+#include "text/tokenizer/tokenizer.hpp"
 
 namespace troupe::cli {
 

@@ -9,8 +9,8 @@
 
 #include "base/result.hpp"
 #include "gateway/chat_request_json.hpp"
-#include "model/chat_template.hpp"
-#include "model/tokenizer.hpp"
+#include "text/chat_template.hpp"
+#include "text/tokenizer/tokenizer.hpp"
 
 namespace troupe {
 

@@ -10,7 +10,7 @@
 #include "gateway/api_error.hpp"
 #include "gateway/generation_request_json.hpp"
 #include "gateway/tool_call_parser.hpp"
-#include "model/jinja/value.hpp"
+#include "text/jinja/value.hpp"
 
 namespace troupe {
 

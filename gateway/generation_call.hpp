@@ -17,8 +17,8 @@
 #include "gateway/reply_dialect.hpp"
 #include "gateway/stop_matcher.hpp"
 #include "gateway/tool_call_parser.hpp"
-#include "model/incremental_detokenizer.hpp"
-#include "model/tokenizer.hpp"
+#include "text/tokenizer/incremental_detokenizer.hpp"
+#include "text/tokenizer/tokenizer.hpp"
 
 namespace troupe {
 

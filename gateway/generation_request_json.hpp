@@ -10,7 +10,7 @@
 
 #include "base/result.hpp"
 #include "gateway/api_error.hpp"
-#include "model/grammar/grammar.hpp"
+#include "text/grammar/grammar.hpp"
 #include "model/sampling.hpp"
 
 namespace troupe {

@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "model/grammar/regex_automaton.hpp"
+#include "text/grammar/regex_automaton.hpp"
 
 namespace troupe {
 

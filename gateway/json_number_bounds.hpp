@@ -8,7 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/result.hpp"
-#include "model/grammar/byte_automaton.hpp"
+#include "text/grammar/byte_automaton.hpp"
 
 namespace troupe {
 

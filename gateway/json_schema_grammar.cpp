@@ -5,7 +5,7 @@
 #include <set>
 
 #include "gateway/json_schema_limits.hpp"
-#include "model/grammar/grammar_builder.hpp"
+#include "text/grammar/grammar_builder.hpp"
 
 namespace troupe {
 

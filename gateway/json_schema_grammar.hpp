@@ -10,7 +10,7 @@
 
 #include "base/result.hpp"
 #include "gateway/json_schema_translator.hpp"
-#include "model/grammar/grammar.hpp"
+#include "text/grammar/grammar.hpp"
 
 namespace troupe {
 

@@ -7,8 +7,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "model/grammar/byte_automaton.hpp"
-#include "model/grammar/grammar_builder.hpp"
+#include "text/grammar/byte_automaton.hpp"
+#include "text/grammar/grammar_builder.hpp"
 
 namespace troupe {
 

@@ -9,7 +9,7 @@
 #include "gateway/json_pointer.hpp"
 #include "gateway/json_schema_merge.hpp"
 #include "gateway/json_string_formats.hpp"
-#include "model/grammar/regex_automaton.hpp"
+#include "text/grammar/regex_automaton.hpp"
 
 namespace troupe {
 

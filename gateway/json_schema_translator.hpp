@@ -21,7 +21,7 @@
 #include <nlohmann/json.hpp>
 
 #include "gateway/json_schema_rules.hpp"
-#include "model/grammar/byte_automaton.hpp"
+#include "text/grammar/byte_automaton.hpp"
 
 namespace troupe {
 

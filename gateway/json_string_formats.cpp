@@ -3,7 +3,7 @@
 #include <map>
 #include <mutex>
 
-#include "model/grammar/regex_automaton.hpp"
+#include "text/grammar/regex_automaton.hpp"
 
 namespace troupe {
 

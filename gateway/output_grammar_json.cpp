@@ -5,8 +5,8 @@
 
 #include "gateway/json_schema_grammar.hpp"
 #include "gateway/xml_tool_call_grammar.hpp"
-#include "model/grammar/compiled_grammar.hpp"
-#include "model/grammar/grammar_builder.hpp"
+#include "text/grammar/compiled_grammar.hpp"
+#include "text/grammar/grammar_builder.hpp"
 
 namespace troupe {
 namespace {

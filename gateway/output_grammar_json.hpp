@@ -10,7 +10,7 @@
 #include "base/result.hpp"
 #include "gateway/api_error.hpp"
 #include "gateway/tool_call_parser.hpp"
-#include "model/grammar/grammar.hpp"
+#include "text/grammar/grammar.hpp"
 
 namespace troupe {
 

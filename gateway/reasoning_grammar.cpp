@@ -3,7 +3,7 @@
 #include <string_view>
 #include <vector>
 
-#include "model/grammar/grammar_builder.hpp"
+#include "text/grammar/grammar_builder.hpp"
 
 namespace troupe {
 namespace {

@@ -3,7 +3,7 @@
 // as Qwen3.5's template does with thinking on): free reasoning up to the first
 // `</think>`, at most two newlines, then an answer in the given grammar. The constraint
 // of a structured output then holds the answer, not the reasoning.
-#include "model/grammar/grammar.hpp"
+#include "text/grammar/grammar.hpp"
 
 namespace troupe {
 

@@ -14,8 +14,8 @@
 #include "gateway/generation_call.hpp"
 #include "gateway/http_request.hpp"
 #include "gateway/response_store.hpp"
-#include "model/chat_template.hpp"
-#include "model/tokenizer.hpp"
+#include "text/chat_template.hpp"
+#include "text/tokenizer/tokenizer.hpp"
 
 namespace troupe {
 

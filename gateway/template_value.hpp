@@ -3,7 +3,7 @@
 // integers stay integers, floats stay floats.
 #include <nlohmann/json.hpp>
 
-#include "model/jinja/value.hpp"
+#include "text/jinja/value.hpp"
 
 namespace troupe {
 

@@ -10,8 +10,8 @@
 #include "gateway/json_schema_translator.hpp"
 #include "gateway/streamed_text.hpp"
 #include "gateway/tool_parameter_type.hpp"
-#include "model/grammar/grammar_builder.hpp"
-#include "model/grammar/regex_automaton.hpp"
+#include "text/grammar/grammar_builder.hpp"
+#include "text/grammar/regex_automaton.hpp"
 
 namespace troupe {
 namespace {

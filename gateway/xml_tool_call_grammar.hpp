@@ -22,7 +22,7 @@
 
 #include "base/result.hpp"
 #include "gateway/json_schema_grammar.hpp"
-#include "model/grammar/grammar.hpp"
+#include "text/grammar/grammar.hpp"
 
 namespace troupe {
 

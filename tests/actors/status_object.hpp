@@ -9,7 +9,7 @@
 #include <boost/test/unit_test.hpp>
 #include <nlohmann/json.hpp>
 
-#include "model/grammar/token_vocabulary.hpp"
+#include "text/grammar/token_vocabulary.hpp"
 
 namespace troupe::test {
 

@@ -6,7 +6,7 @@
 #include <string_view>
 
 #include "base/check.hpp"
-#include "model/chat_template.hpp"
+#include "text/chat_template.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace troupe;

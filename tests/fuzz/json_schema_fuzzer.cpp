@@ -9,7 +9,7 @@
 #include "gateway/json_body.hpp"
 #include "gateway/json_schema_grammar.hpp"
 #include "gateway/xml_tool_call_grammar.hpp"
-#include "model/grammar/compiled_grammar.hpp"
+#include "text/grammar/compiled_grammar.hpp"
 
 namespace {
 

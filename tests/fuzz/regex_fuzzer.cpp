@@ -7,7 +7,7 @@
 #include <string_view>
 
 #include "base/check.hpp"
-#include "model/grammar/regex_automaton.hpp"
+#include "text/grammar/regex_automaton.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace troupe;

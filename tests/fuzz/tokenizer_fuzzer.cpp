@@ -10,8 +10,8 @@
 #include <string_view>
 
 #include "base/check.hpp"
-#include "model/incremental_detokenizer.hpp"
-#include "model/tokenizer.hpp"
+#include "text/tokenizer/incremental_detokenizer.hpp"
+#include "text/tokenizer/tokenizer.hpp"
 
 namespace {
 

@@ -5,7 +5,7 @@
 #include <string_view>
 
 #include "base/check.hpp"
-#include "model/tokenizer.hpp"
+#include "text/tokenizer/tokenizer.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace troupe;

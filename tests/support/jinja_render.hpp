@@ -4,7 +4,7 @@
 #include <initializer_list>
 #include <string>
 
-#include "model/jinja/program.hpp"
+#include "text/jinja/program.hpp"
 #include "gateway/template_value.hpp"
 
 namespace troupe::test {

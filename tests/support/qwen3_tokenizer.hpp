@@ -3,7 +3,7 @@
 #include <string>
 #include <vector>
 
-#include "model/tokenizer.hpp"
+#include "text/tokenizer/tokenizer.hpp"
 #include "tests/support/source_dir.hpp"
 
 namespace troupe::test {

@@ -17,8 +17,8 @@
 #include <nlohmann/json.hpp>
 
 #include "gateway/json_schema_grammar.hpp"
-#include "model/grammar/grammar_matcher.hpp"
-#include "model/grammar/regex_automaton.hpp"
+#include "text/grammar/grammar_matcher.hpp"
+#include "text/grammar/regex_automaton.hpp"
 
 using namespace troupe;
 using json = nlohmann::ordered_json;

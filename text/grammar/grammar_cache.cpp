@@ -1,0 +1,33 @@
+#include "text/grammar/grammar_cache.hpp"
+
+#include <msgpack.hpp>
+
+namespace troupe {
+
+result<std::shared_ptr<const compiled_grammar>> grammar_cache::get(const grammar& g) {
+  // The grammar's wire form is its identity: equal grammars pack to equal bytes.
+  msgpack::sbuffer packed;
+  msgpack::pack(packed, g);
+  std::string key(packed.data(), packed.size());
+  std::lock_guard lock(mutex_);
+  if (auto found = by_key_.find(key); found != by_key_.end()) {
+    recent_.splice(recent_.begin(), recent_, found->second);
+    return found->second->second;
+  }
+  auto compiled = compiled_grammar::compile(g, budget_);
+  if (!compiled) return compiled.err();
+  while (!recent_.empty() && (recent_.size() >= capacity_ || budget_->used() > budget_->limit() / 2)) {
+    by_key_.erase(recent_.back().first);
+    recent_.pop_back();
+  }
+  recent_.emplace_front(key, std::make_shared<const compiled_grammar>(std::move(compiled).value()));
+  by_key_[std::move(key)] = recent_.begin();
+  return recent_.front().second;
+}
+
+size_t grammar_cache::size() const {
+  std::lock_guard lock(mutex_);
+  return recent_.size();
+}
+
+}  // namespace troupe
