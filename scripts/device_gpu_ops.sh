@@ -10,11 +10,23 @@ out=${OUT:-.device/out}
 mkdir -p "$out"
 export LD_LIBRARY_PATH=$PWD/.device/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader
+# Every test case's full path (suite/case, case/_0 for a data-driven one's samples), out of
+# the indented tree --list_content prints (four spaces a level).
+test_cases() {
+  "$1" --list_content 2>&1 | sed 's/\*$//' | awk '
+    { match($0, /^ */); depth = RLENGTH / 4; name = substr($0, RLENGTH + 1)
+      if (NR > 1 && depth <= last) print path
+      part[depth] = name; path = part[0]
+      for (d = 1; d <= depth; ++d) path = path "/" part[d]
+      last = depth }
+    END { if (NR > 0) print path }'
+}
+
 test_rc=0
 for test in .device/bin/test_cuda_* .device/bin/test_gpu_*; do
   [ -x "$test" ] || continue
   name=$(basename "$test")
-  for case in $("$test" --list_content 2>&1 | sed 's/\*$//'); do
+  for case in $(test_cases "$test"); do
     TROUPE_SOURCE_DIR=$PWD timeout 300 "$test" --run_test="$case" --log_level=test_suite --color_output=no \
       >>"$out/$name.log" 2>&1 || { test_rc=1; echo "FAILED: $name/$case"; }
   done
