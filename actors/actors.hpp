@@ -6,8 +6,9 @@
 
 #include <caf/all.hpp>
 
-#include "actors/kv_messages.hpp"
-#include "actors/messages.hpp"
+#include "actors/caf_fields.hpp"
+#include "engine/kv_messages.hpp"
+#include "engine/messages.hpp"
 #include "gateway/http_request.hpp"
 #include "gateway/http_responder.hpp"
 

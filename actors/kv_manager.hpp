@@ -1,6 +1,6 @@
 #pragma once
 #include "actors/actors.hpp"
-#include "actors/kv_blocks.hpp"
+#include "engine/kv_blocks.hpp"
 
 namespace troupe {
 

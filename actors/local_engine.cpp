@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "actors/cpu_backend.hpp"
+#include "engine/cpu_backend.hpp"
 #include "actors/expert_group.hpp"
 #include "actors/health_monitor.hpp"
 #include "actors/kv_manager.hpp"

@@ -4,7 +4,7 @@
 // own KV pool) and the expert groups, which reach each other through the in-process
 // transport of the chosen device. The multi-node node_agent builds on the same pieces.
 #include "actors/actors.hpp"
-#include "actors/pipeline_layout.hpp"
+#include "engine/pipeline_layout.hpp"
 #include "actors/scheduler.hpp"
 #include "actors/supervisor.hpp"
 #include "base/result.hpp"

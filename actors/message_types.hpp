@@ -3,7 +3,7 @@
 
 namespace troupe {
 
-// Announces every message type of actors/messages.hpp and kv_messages.hpp to CAF, so
+// Announces every message type of engine/messages.hpp and kv_messages.hpp to CAF, so
 // they can be serialized to other nodes and printed in logs.
 void add_message_types(caf::actor_system_config& config);
 

@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "actors/actors.hpp"
-#include "actors/node_backend.hpp"
+#include "engine/node_backend.hpp"
 #include "actors/supervisor.hpp"
 #include "cluster/cluster_spec.hpp"
 #include "text/grammar/token_vocabulary.hpp"

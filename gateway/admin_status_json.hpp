@@ -8,7 +8,7 @@
 #include <string_view>
 #include <vector>
 
-#include "actors/messages.hpp"
+#include "engine/messages.hpp"
 #include "base/result.hpp"
 #include "gateway/replica_router.hpp"
 

@@ -10,7 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "actors/messages.hpp"
+#include "engine/messages.hpp"
 #include "gateway/api_error.hpp"
 #include "gateway/generation_request_json.hpp"
 #include "gateway/reasoning_parser.hpp"

@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "transport/expert_parallel.hpp"
-#include "transport/gpu_remote_experts.hpp"
+#include "model/cuda/gpu_remote_experts.hpp"
 #include "transport/nccl_transport.hpp"
 
 namespace troupe {

@@ -8,8 +8,8 @@
 #include "base/result.hpp"
 #include "model/compute_backend.hpp"
 #include "model/cuda/gpu_weights.hpp"
-#include "transport/gpu_experts.hpp"
-#include "transport/gpu_remote_experts.hpp"
+#include "model/cuda/gpu_experts.hpp"
+#include "model/cuda/gpu_remote_experts.hpp"
 
 namespace troupe {
 

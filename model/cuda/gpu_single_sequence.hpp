@@ -10,7 +10,7 @@
 #include "base/result.hpp"
 #include "model/cuda/gpu_weights.hpp"
 #include "model/step_runner.hpp"
-#include "transport/gpu_experts.hpp"
+#include "model/cuda/gpu_experts.hpp"
 
 namespace troupe {
 

@@ -23,8 +23,8 @@
 #include "model/cuda/gpu_weights.hpp"
 #include "model/cuda/step_inputs.hpp"
 #include "model/step_runner.hpp"
-#include "transport/gpu_experts.hpp"
-#include "transport/gpu_remote_experts.hpp"
+#include "model/cuda/gpu_experts.hpp"
+#include "model/cuda/gpu_remote_experts.hpp"
 
 namespace troupe {
 

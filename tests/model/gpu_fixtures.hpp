@@ -11,7 +11,7 @@
 
 #include "model/cuda/gpu_weights.hpp"
 #include "tests/support/source_dir.hpp"
-#include "transport/gpu_experts.hpp"
+#include "model/cuda/gpu_experts.hpp"
 
 namespace troupe::test {
 

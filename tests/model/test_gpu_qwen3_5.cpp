@@ -24,7 +24,7 @@
 #include "model/safetensors_writer.hpp"
 #include "model/single_sequence.hpp"
 #include "tests/support/temp_dir.hpp"
-#include "transport/gpu_experts.hpp"
+#include "model/cuda/gpu_experts.hpp"
 
 using namespace troupe;
 namespace fs = std::filesystem;

@@ -12,7 +12,7 @@
 #include "model/cuda/gpu_step_runner.hpp"
 #include "tests/model/gpu_fixtures.hpp"
 #include "tests/model/pipeline_decode.hpp"
-#include "transport/gpu_remote_experts.hpp"
+#include "model/cuda/gpu_remote_experts.hpp"
 
 using namespace troupe;
 namespace fs = std::filesystem;

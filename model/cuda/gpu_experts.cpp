@@ -1,4 +1,4 @@
-#include "transport/gpu_experts.hpp"
+#include "model/cuda/gpu_experts.hpp"
 
 #include <algorithm>
 

@@ -1,11 +1,12 @@
 #pragma once
-// Every message that actors exchange: plain structs, serializable by CAF and msgpack
-// (TROUPE_FIELDS), so the same code runs in one process and across nodes.
+// Every message that actors exchange: plain structs, serializable by msgpack and (with
+// actors/caf_fields.hpp) CAF through TROUPE_FIELDS, so the same code runs in one process
+// and across nodes. Below gateway/ and actors/, which both speak them.
 #include <cstdint>
 #include <string>
 #include <vector>
 
-#include "actors/caf_fields.hpp"
+#include "base/fields.hpp"
 #include "text/grammar/grammar.hpp"
 #include "model/sampling.hpp"
 #include "transport/expert_parallel.hpp"  // expert_session, expert_step: stage -> expert group

@@ -13,7 +13,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "actors/kv_messages.hpp"
+#include "engine/kv_messages.hpp"
 
 namespace troupe {
 

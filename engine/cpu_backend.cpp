@@ -1,4 +1,4 @@
-#include "actors/cpu_backend.hpp"
+#include "engine/cpu_backend.hpp"
 
 #include "model/cpu_step_runner.hpp"
 #include "model/local_experts.hpp"

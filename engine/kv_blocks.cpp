@@ -1,4 +1,4 @@
-#include "actors/kv_blocks.hpp"
+#include "engine/kv_blocks.hpp"
 
 #include <algorithm>
 

@@ -1,4 +1,4 @@
-#include "actors/pipeline_layout.hpp"
+#include "engine/pipeline_layout.hpp"
 
 #include <string>
 

@@ -7,7 +7,7 @@
 #include <memory>
 #include <string>
 
-#include "actors/cpu_backend.hpp"
+#include "engine/cpu_backend.hpp"
 #include "base/result.hpp"
 #include "cluster/cluster_spec.hpp"
 #include "cluster/expert_ranks.hpp"

@@ -6,7 +6,7 @@
 #include <numeric>
 #include <set>
 
-#include "actors/kv_blocks.hpp"
+#include "engine/kv_blocks.hpp"
 
 using namespace troupe;
 

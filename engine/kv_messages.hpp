@@ -2,7 +2,7 @@
 // scheduler <-> kv_manager: one request per step carries every block operation of it.
 #include <vector>
 
-#include "actors/messages.hpp"
+#include "engine/messages.hpp"
 
 namespace troupe {
 

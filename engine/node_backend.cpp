@@ -1,4 +1,4 @@
-#include "actors/node_backend.hpp"
+#include "engine/node_backend.hpp"
 
 #include <algorithm>
 
