@@ -158,7 +158,7 @@ void contained(self_ptr self, const http_call_ptr& http, const char* what, Work 
     for (const auto& [id, c] : self->state.calls)
       if (c.http == http) of_request.push_back(id);
     for (uint64_t id : of_request) forget_call(self, id, 500);
-    http->responder->fail(500, api_error{500, std::string("internal error: ") + e.what(), "internal_server_error", {}, {}}.to_json());
+    http->responder->fail(500, internal_error(std::string("internal error: ") + e.what()).to_json());
   }
 }
 
@@ -230,8 +230,8 @@ void start_generation(self_ptr self, const http_call_ptr& http, const std::strin
       !options.user.empty() ? options.user : std::string(http->request.header_value("x-session-id"));
   const auto replica = st.router->pick(session, choices.front().ids, clock_type::now());
   if (!replica)
-    return answer_error(self, http, endpoint, {503, "no replica can take requests now (each is drained, down or failing)",
-                                               "service_unavailable", {}, {}});
+    return answer_error(self, http, endpoint,
+                        service_unavailable("no replica can take requests now (each is drained, down or failing)"));
   st.metrics->replica_requests.add({{"replica", st.replicas[*replica].name}}).inc();
   const uint64_t call_id = st.next_call++;
   auto& c = st.calls[call_id];
@@ -324,17 +324,17 @@ void health(self_ptr self, const http_call_ptr& http) {
               const auto& st = self->state;
               if (st.warmup_started && st.warmup_left == 0) return answer(self, http, "/health", 200, "");
               return answer_error(self, http, "/health",
-                                  {503, "warming up: " + std::to_string(st.warmup_left) + " of " +
-                                            std::to_string(st.options.warmup_requests) + " warm-up requests running",
-                                   "service_unavailable", {}, {}});
+                                  service_unavailable("warming up: " + std::to_string(st.warmup_left) + " of " +
+                                                      std::to_string(st.options.warmup_requests) +
+                                                      " warm-up requests running"));
             }
             std::string waiting;
             for (const auto& p : parts)
               if (!p.ready) waiting += (waiting.empty() ? "" : ", ") + p.name + (p.stuck ? " (stuck in a step)" : "");
-            answer_error(self, http, "/health", {503, "not ready: " + waiting, "service_unavailable", {}, {}});
+            answer_error(self, http, "/health", service_unavailable("not ready: " + waiting));
           },
           [=](const caf::error&) {
-            answer_error(self, http, "/health", {503, "the health monitor does not answer", "service_unavailable", {}, {}});
+            answer_error(self, http, "/health", service_unavailable("the health monitor does not answer"));
           });
 }
 
@@ -401,7 +401,7 @@ void admin_replicas(self_ptr self, const http_call_ptr& http) {
   if (req.path == endpoint && get) return answer(self, http, endpoint, 200, replica_listing_json(st));
   if (req.path == endpoint || req.method != "POST")
     return answer_error(self, http, endpoint,
-                        {405, "method " + req.method + " is not allowed on " + req.path, "invalid_request_error", {}, {}});
+                        method_not_allowed(req.method, req.path));
   if (!st.options.replica_control)
     return answer_error(self, http, endpoint,
                         {400, "this server runs one replica: replicas are added and removed in a cluster (troupe cluster up)",
@@ -447,7 +447,7 @@ void answer_metrics(self_ptr self, const http_call_ptr& http) {
         answer(self, http, "/metrics", 200, st.registry->render(), metrics::content_type.data());
       },
       [=](const caf::error&) {
-        answer_error(self, http, "/metrics", {503, "the health monitor does not answer", "service_unavailable", {}, {}});
+        answer_error(self, http, "/metrics", service_unavailable("the health monitor does not answer"));
       });
 }
 
@@ -478,7 +478,7 @@ void gather_stats(self_ptr self, const http_call_ptr& http, const std::string& e
             [=](const caf::error&) {
               if (all->failed) return;
               all->failed = true;
-              answer_error(self, http, endpoint, {503, "a scheduler does not answer", "service_unavailable", {}, {}});
+              answer_error(self, http, endpoint, service_unavailable("a scheduler does not answer"));
             });
 }
 
@@ -524,7 +524,7 @@ void admin_status(self_ptr self, const http_call_ptr& http) {
               answer(self, http, endpoint, 200, status_json(status));
             },
             [=](const caf::error&) {
-              answer_error(self, http, endpoint, {503, "the health monitor does not answer", "service_unavailable", {}, {}});
+              answer_error(self, http, endpoint, service_unavailable("the health monitor does not answer"));
             });
   });
 }
@@ -604,9 +604,9 @@ void stored_response(self_ptr self, const http_call_ptr& http) {
   if (cancel) id.resize(id.size() - 7);
   const std::string method = req.method == "HEAD" ? "GET" : req.method;
   if (id.empty() || id.find('/') != std::string::npos)
-    return answer_error(self, http, label, {404, "no endpoint " + req.path, "invalid_request_error", {}, {}});
+    return answer_error(self, http, label, no_endpoint(req.path));
   if ((cancel && method != "POST") || (!cancel && method != "GET" && method != "DELETE"))
-    return answer_error(self, http, label, {405, "method " + req.method + " is not allowed on " + req.path, "invalid_request_error", {}, {}});
+    return answer_error(self, http, label, method_not_allowed(req.method, req.path));
   const api_error missing{404, "Response with id '" + id + "' not found.", "invalid_request_error", {}, "response_not_found"};
   if (cancel) {
     auto running = st.call_of_response.find(id);
@@ -639,12 +639,12 @@ void route(self_ptr self, const http_call_ptr& http) {
   if (path == "/admin/replicas" || path.rfind("/admin/replicas/", 0) == 0) return admin_replicas(self, http);
   if (path == "/admin/traffic") {
     if (!get && !post)
-      return answer_error(self, http, path, {405, "method " + req.method + " is not allowed on " + path, "invalid_request_error", {}, {}});
+      return answer_error(self, http, path, method_not_allowed(req.method, path));
     return admin_traffic(self, http);
   }
   if (std::optional<std::string> id = model_id_of_path(path)) {
     if (!get)
-      return answer_error(self, http, "/v1/models", {405, "method " + req.method + " is not allowed on " + path, "invalid_request_error", {}, {}});
+      return answer_error(self, http, "/v1/models", method_not_allowed(req.method, path));
     const auto& o = self->state.options;
     if (!serves_model(o.served_model_names, *id)) return answer_error(self, http, "/v1/models", unknown_model(*id));
     return answer(self, http, "/v1/models", 200, model_json(*id, o.max_model_len));
@@ -653,10 +653,10 @@ void route(self_ptr self, const http_call_ptr& http) {
   for (const auto& e : endpoints) {
     if (path != e.path) continue;
     if ((e.post && !post) || (!e.post && !get))
-      return answer_error(self, http, path, {405, "method " + req.method + " is not allowed on " + path, "invalid_request_error", {}, {}});
+      return answer_error(self, http, path, method_not_allowed(req.method, path));
     return e.handle(self, http);
   }
-  answer_error(self, http, "other", {404, "no endpoint " + path, "invalid_request_error", {}, {}});
+  answer_error(self, http, "other", no_endpoint(path));
 }
 
 // New tokens (or the end) of choice `index` of a call.
@@ -703,7 +703,7 @@ gateway_state::~gateway_state() {
 
 http_call::~http_call() {
   if (responder)
-    responder->fail(503, api_error{503, "the gateway stopped while it held this request; retry it", "service_unavailable", {}, {}}
+    responder->fail(503, service_unavailable("the gateway stopped while it held this request; retry it")
                              .to_json());
 }
 

@@ -16,7 +16,7 @@ request_preparer_actor::behavior_type request_preparer(
           std::fprintf(stderr, "troupe: gateway: preparing a request to %s failed: %s\n", http->request.path.c_str(),
                        e.what());
           return std::make_shared<prepared_request>(
-              prepared_request{api_error{500, std::string("internal error: ") + e.what(), "internal_server_error", {}, {}}});
+              prepared_request{internal_error(std::string("internal error: ") + e.what())});
         }
       },
   };

@@ -64,7 +64,7 @@ struct current_gateway {
 std::string hung_gateway_error(std::chrono::milliseconds silent) {
   char seconds[32];
   std::snprintf(seconds, sizeof seconds, "%.1f", double(silent.count()) / 1000);
-  return api_error{503, "the gateway has not answered for " + std::string(seconds) + " s", "service_unavailable", {}, {}}
+  return service_unavailable("the gateway has not answered for " + std::string(seconds) + " s")
       .to_json();
 }
 

@@ -23,4 +23,25 @@ inline api_error bad_param(std::string param, std::string message) {
   return {400, std::move(message), "invalid_request_error", std::move(param), {}};
 }
 
+// A 400 that names no field.
+inline api_error bad_request(std::string message) { return {400, std::move(message), "invalid_request_error", {}, {}}; }
+
+inline api_error no_endpoint(const std::string& path) {
+  return {404, "no endpoint " + path, "invalid_request_error", {}, {}};
+}
+
+inline api_error method_not_allowed(const std::string& method, const std::string& path) {
+  return {405, "method " + method + " is not allowed on " + path, "invalid_request_error", {}, {}};
+}
+
+// The server cannot take the request now; the message says why.
+inline api_error service_unavailable(std::string message) {
+  return {503, std::move(message), "service_unavailable", {}, {}};
+}
+
+// A failure inside the server.
+inline api_error internal_error(std::string message) {
+  return {500, std::move(message), "internal_server_error", {}, {}};
+}
+
 }  // namespace troupe

@@ -78,7 +78,7 @@ std::string generation_call::on_event(int index, const token_event& ev, bool& ca
   if (!c.finish.empty()) return {};
   cached_tokens_ = std::max(cached_tokens_, ev.cached_prompt_tokens);
   if (ev.finish == uint8_t(finish_reason::error)) {
-    failure_ = api_error{500, ev.error_message, "internal_server_error", {}, {}};
+    failure_ = internal_error(ev.error_message);
     c.finish = "error";
     ++finished_;
     return {};

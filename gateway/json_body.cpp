@@ -19,10 +19,9 @@ result<json, api_error> parse_json_object(std::string_view body) {
   };
   json j = json::parse(body, refuse_deep, /*allow_exceptions=*/false);
   if (too_deep)
-    return api_error{400, "the request body nests more than " + std::to_string(max_json_depth) + " levels deep",
-                     "invalid_request_error", {}, {}};
-  if (j.is_discarded()) return api_error{400, "the request body is not valid JSON", "invalid_request_error", {}, {}};
-  if (!j.is_object()) return api_error{400, "the request body must be a JSON object", "invalid_request_error", {}, {}};
+    return bad_request("the request body nests more than " + std::to_string(max_json_depth) + " levels deep");
+  if (j.is_discarded()) return bad_request("the request body is not valid JSON");
+  if (!j.is_object()) return bad_request("the request body must be a JSON object");
   return j;
 }
 

@@ -46,7 +46,7 @@ result<rendered_chat, api_error> render_chat(const preparation_context& c, nlohm
   auto parsed = parse_chat_object(std::move(body), c.tool_format);
   if (!parsed) return parsed.err();
   if (!c.serves(parsed->options.model)) return unknown_model(parsed->options.model);
-  if (!c.chat) return api_error{400, without_template, "invalid_request_error", {}, {}};
+  if (!c.chat) return bad_request(without_template);
   auto prompt = render_chat_prompt(*c.chat, *c.tok, *parsed, c.special_tokens_in_content);
   if (!prompt) return bad_param("messages", prompt.err().message);
   return rendered_chat{std::move(parsed).value(), std::move(prompt).value()};
@@ -147,7 +147,7 @@ prepared_request prepare_request(const preparation_context& context, const http:
   if (request.path == "/v1/responses") return responses(context, request);
   if (request.path == "/v1/messages") return messages(context, request);
   if (request.path == "/v1/messages/count_tokens") return count_tokens(context, request);
-  return {api_error{404, "no endpoint " + request.path, "invalid_request_error", {}, {}}};
+  return {no_endpoint(request.path)};
 }
 
 }  // namespace troupe
