@@ -99,78 +99,86 @@ result<compiled_grammar> compiled_grammar::compile(const grammar& g, std::shared
   c.code_.push_back({symbol_kind::rule, g.root});
   c.code_.push_back({symbol_kind::end});
   for (auto& set : g.byte_sets) c.byte_sets_.push_back({set.words[0], set.words[1], set.words[2], set.words[3]});
-  auto lay_out = [&c](const grammar_rule& rule) {
-    c.rule_begin_.push_back(int32_t(c.alternative_starts_.size()));
-    for (auto& alt : rule.alternatives) {
-      c.alternative_starts_.push_back(int32_t(c.code_.size()));
-      for (auto& s : alt.symbols) c.code_.push_back({s.is_rule ? symbol_kind::rule : symbol_kind::byte_set, s.index});
-      c.code_.push_back({symbol_kind::end});
-    }
-  };
-  for (auto& rule : g.rules) lay_out(rule);
+  for (auto& rule : g.rules) c.lay_out(rule);
+  c.add_counted_runs(find_counted_runs(g, nullable));
+  c.add_repetition_contexts(g, repetition_heads(g, nullable));
+  c.find_first_bytes();
+  return c;
+}
 
-  // A twin run per item of the counted runs, after the grammar's own rules: "item next" or
-  // empty, twin_items + 1 steps, each position after an item numbered by the items since
-  // the first.
-  const auto runs = find_counted_runs(g, nullable);
+void compiled_grammar::lay_out(const grammar_rule& rule) {
+  rule_begin_.push_back(int32_t(alternative_starts_.size()));
+  for (auto& alt : rule.alternatives) {
+    alternative_starts_.push_back(int32_t(code_.size()));
+    for (auto& s : alt.symbols) code_.push_back({s.is_rule ? symbol_kind::rule : symbol_kind::byte_set, s.index});
+    code_.push_back({symbol_kind::end});
+  }
+}
+
+// A twin run per item of the counted runs, after the grammar's own rules: "item next" or
+// empty, twin_items + 1 steps, each position after an item numbered by the items since the
+// first. Then every call of a step, looked up through its item's twin.
+void compiled_grammar::add_counted_runs(const std::vector<std::optional<counted_run>>& runs) {
   std::map<std::pair<bool, int32_t>, int32_t> twin_of_item;  // the position after its first item
-  c.twin_begin_ = int32_t(c.code_.size());
+  twin_begin_ = int32_t(code_.size());
   for (auto& run : runs) {
     if (!run || twin_of_item.count({run->item.is_rule, run->item.index})) continue;
-    const auto first_rule = int32_t(c.rule_begin_.size());
+    const auto first_rule = int32_t(rule_begin_.size());
     for (int32_t i = 0; i <= twin_items; ++i) {
       grammar_alternative body{{run->item}};
       if (i < twin_items) body.symbols.push_back({true, first_rule + i + 1});
-      c.twin_counts_.resize(c.code_.size() - size_t(c.twin_begin_) + 4, -1);
-      if (i < twin_items) c.twin_counts_[c.code_.size() + 1 - size_t(c.twin_begin_)] = int16_t(i);
-      if (i == 0) twin_of_item[{run->item.is_rule, run->item.index}] = int32_t(c.code_.size()) + 1;
+      twin_counts_.resize(code_.size() - size_t(twin_begin_) + 4, -1);
+      if (i < twin_items) twin_counts_[code_.size() + 1 - size_t(twin_begin_)] = int16_t(i);
+      if (i == 0) twin_of_item[{run->item.is_rule, run->item.index}] = int32_t(code_.size()) + 1;
       lay_out(grammar_rule{{body, grammar_alternative{}}});
     }
   }
-  c.rule_begin_.push_back(int32_t(c.alternative_starts_.size()));
-  for (int32_t p = 0; p < c.twin_begin_; ++p) {
-    const auto& symbol = c.code_[size_t(p)];
+  rule_begin_.push_back(int32_t(alternative_starts_.size()));
+  for (int32_t p = 0; p < twin_begin_; ++p) {
+    const auto& symbol = code_[size_t(p)];
     if (symbol.kind != symbol_kind::rule || !runs[size_t(symbol.index)]) continue;
     const counted_run& run = *runs[size_t(symbol.index)];
-    c.run_steps_[p] = {twin_of_item.at({run.item.is_rule, run.item.index}), run.items, run.required,
-                       c.code_[size_t(p) + 1].kind == symbol_kind::end ? -1 : p + 1};
+    run_steps_[p] = {twin_of_item.at({run.item.is_rule, run.item.index}), run.items, run.required,
+                     code_[size_t(p) + 1].kind == symbol_kind::end ? -1 : p + 1};
   }
+}
 
+void compiled_grammar::add_repetition_contexts(const grammar& g, const std::vector<int32_t>& heads) {
   std::map<int32_t, int32_t> after_first_item;  // by repetition head
-  for (int32_t head : repetition_heads(g, nullable)) {
-    const auto& body = g.rules[size_t(head)].alternatives;
-    const int32_t at = body[0].symbols.empty() ? 1 : 0;
-    after_first_item[head] = c.alternative_starts_[size_t(c.rule_begin_[size_t(head)] + at)] + 1;
+  for (int32_t head : heads) {
+    const int32_t body = g.rules[size_t(head)].alternatives[0].symbols.empty() ? 1 : 0;
+    after_first_item[head] = alternative_starts_[size_t(rule_begin_[size_t(head)] + body)] + 1;
   }
-  for (auto [head, after] : after_first_item) c.repetition_contexts_.push_back({after});
-  for (int32_t p = 0; p < c.twin_begin_; ++p) {
-    const auto& symbol = c.code_[size_t(p)];
-    if (symbol.kind != symbol_kind::rule || c.code_[size_t(p) + 1].kind == symbol_kind::end) continue;
+  for (auto [head, after] : after_first_item) repetition_contexts_.push_back({after});
+  for (int32_t p = 0; p < twin_begin_; ++p) {
+    const auto& symbol = code_[size_t(p)];
+    if (symbol.kind != symbol_kind::rule || code_[size_t(p) + 1].kind == symbol_kind::end) continue;
     if (auto head = after_first_item.find(symbol.index); head != after_first_item.end())
-      c.repetition_contexts_.push_back({head->second, p + 1});
+      repetition_contexts_.push_back({head->second, p + 1});
   }
+}
 
-  // First bytes and emptiness of every position, to a fixed point (rules refer to rules).
-  auto& code = c.code_;
+// First bytes and emptiness of every position, to a fixed point (rules refer to rules).
+void compiled_grammar::find_first_bytes() {
   for (bool changed = true; changed;) {
     changed = false;
-    for (size_t p = code.size(); p-- > 0;) {
-      auto& symbol = code[p];
+    for (size_t p = code_.size(); p-- > 0;) {
+      auto& symbol = code_[p];
       std::array<uint64_t, 4> first = {0, 0, 0, 0};
       bool empty = false;
       if (symbol.kind == symbol_kind::end) {
         empty = true;
       } else if (symbol.kind == symbol_kind::byte_set) {
-        first = c.byte_sets_[size_t(symbol.index)];
+        first = byte_sets_[size_t(symbol.index)];
       } else {
         bool rule_empty = false;
-        for (int32_t start : c.alternatives(symbol.index)) {
-          for (int w = 0; w < 4; ++w) first[size_t(w)] |= code[size_t(start)].first_bytes[size_t(w)];
-          rule_empty = rule_empty || code[size_t(start)].can_be_empty;
+        for (int32_t start : alternatives(symbol.index)) {
+          for (int w = 0; w < 4; ++w) first[size_t(w)] |= code_[size_t(start)].first_bytes[size_t(w)];
+          rule_empty = rule_empty || code_[size_t(start)].can_be_empty;
         }
         if (rule_empty) {
-          for (int w = 0; w < 4; ++w) first[size_t(w)] |= code[p + 1].first_bytes[size_t(w)];
-          empty = code[p + 1].can_be_empty;
+          for (int w = 0; w < 4; ++w) first[size_t(w)] |= code_[p + 1].first_bytes[size_t(w)];
+          empty = code_[p + 1].can_be_empty;
         }
       }
       if (first != symbol.first_bytes || empty != symbol.can_be_empty) {
@@ -180,7 +188,6 @@ result<compiled_grammar> compiled_grammar::compile(const grammar& g, std::shared
       }
     }
   }
-  return c;
 }
 
 std::shared_ptr<const compiled_grammar::token_classes> compiled_grammar::find_classes(

@@ -10,12 +10,14 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <span>
 #include <unordered_map>
 #include <utility>
 #include <vector>
 
 #include "base/result.hpp"
+#include "text/grammar/counted_runs.hpp"
 #include "text/grammar/grammar.hpp"
 
 namespace troupe {
@@ -136,6 +138,13 @@ class compiled_grammar {
   size_t classes_bytes() const;
 
  private:
+  // compile's steps: a rule's alternatives appended to the code; the twins of the counted
+  // runs and the steps that call them; the repetitions' contexts; first bytes throughout.
+  void lay_out(const grammar_rule& rule);
+  void add_counted_runs(const std::vector<std::optional<counted_run>>& runs);
+  void add_repetition_contexts(const grammar& g, const std::vector<int32_t>& heads);
+  void find_first_bytes();
+
   struct classes_cache {
     ~classes_cache();
     std::mutex mutex;
