@@ -1,7 +1,6 @@
 #include "actors/grammar_warmer.hpp"
 
 #include <chrono>
-#include <vector>
 
 #include "text/grammar/grammar_matcher.hpp"
 
@@ -23,15 +22,8 @@ grammar_warmer_actor::behavior_type grammar_warmer(grammar_warmer_actor::pointer
         if (!compiled) return false;
         // Waits for the tokenizer's vocabulary, as the first constrained step would.
         if (const auto v = vocabulary.valid() ? vocabulary.get() : nullptr) {
-          const auto started = std::chrono::steady_clock::now();
-          const auto shared = std::move(compiled).value();
-          grammar_matcher matcher(shared);
-          std::vector<uint64_t> mask;
-          matcher.allowed_tokens(v->trie, mask);
-          for (const auto& context : shared->repetition_contexts()) {
-            if (std::chrono::steady_clock::now() - started > repetition_budget) break;
-            matcher.gather_classes(v->trie, context);
-          }
+          grammar_matcher matcher(std::move(compiled).value());
+          matcher.gather_classes(v->trie, std::chrono::steady_clock::now() + repetition_budget);
         }
         return true;
       },

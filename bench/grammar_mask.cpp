@@ -73,12 +73,7 @@ int main(int argc, char** argv) {
   // As actors/grammar_warmer.cpp prepares a grammar, without its time budget.
   auto warmed = std::make_shared<const compiled_grammar>(compiled_grammar::compile(*language).value());
   const auto warm_start = std::chrono::steady_clock::now();
-  {
-    grammar_matcher first(warmed);
-    std::vector<uint64_t> first_mask;
-    first.allowed_tokens(trie, first_mask);
-    for (const auto& context : warmed->repetition_contexts()) first.gather_classes(trie, context);
-  }
+  grammar_matcher(warmed).gather_classes(trie, std::chrono::steady_clock::time_point::max());
   const double warm_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - warm_start).count();
 
   std::mt19937 gen(1);

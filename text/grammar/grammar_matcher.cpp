@@ -141,6 +141,15 @@ void grammar_matcher::allowed_tokens(const token_trie& trie, std::vector<uint64_
   cached_masks_.emplace(std::move(key), mask);
 }
 
+void grammar_matcher::gather_classes(const token_trie& trie, std::chrono::steady_clock::time_point deadline) {
+  std::vector<uint64_t> mask;
+  allowed_tokens(trie, mask);
+  for (const auto& context : grammar_->repetition_contexts()) {
+    if (std::chrono::steady_clock::now() > deadline) return;
+    classes_of(trie, context);
+  }
+}
+
 void grammar_matcher::allowed_tokens_by_trie_walk(const token_trie& trie, std::vector<uint64_t>& mask) {
   mask.assign(size_t(trie.vocab_size() + 63) / 64, 0);
   walk_subtree(trie, 0, tops_, mask, nullptr);
@@ -178,13 +187,8 @@ std::shared_ptr<const compiled_grammar::token_classes> grammar_matcher::walked_c
   arena_.resize(committed);
   if (count && !counts.ambiguous) {
     classes->counted = true;
-    for (size_t w = 0; w < classes_scratch_.size(); ++w) {
-      for (; classes_scratch_[w] != 0; classes_scratch_[w] &= classes_scratch_[w] - 1) {
-        const auto id = int32_t(w * 64 + size_t(std::countr_zero(classes_scratch_[w])));
-        classes->accepted_ids.push_back(id);
-        classes->accepted_items.push_back(counts.token[size_t(id)]);
-      }
-    }
+    move_ids(classes_scratch_, classes->accepted_ids);
+    for (int32_t id : classes->accepted_ids) classes->accepted_items.push_back(counts.token[size_t(id)]);
     std::vector<std::pair<int32_t, uint16_t>> exits;
     for (size_t i = 0; i < classes->exits.size(); ++i) exits.emplace_back(classes->exits[i], counts.exit[i]);
     std::sort(exits.begin(), exits.end());
@@ -275,9 +279,12 @@ void grammar_matcher::keep_accepted(std::vector<uint64_t>& bits, compiled_gramma
     return;
   }
   classes.accepted_ids.reserve(count);
+  move_ids(bits, classes.accepted_ids);
+}
+
+void grammar_matcher::move_ids(std::vector<uint64_t>& bits, std::vector<int32_t>& ids) {
   for (size_t w = 0; w < bits.size(); ++w)
-    for (; bits[w] != 0; bits[w] &= bits[w] - 1)
-      classes.accepted_ids.push_back(int32_t(w * 64 + size_t(std::countr_zero(bits[w]))));
+    for (; bits[w] != 0; bits[w] &= bits[w] - 1) ids.push_back(int32_t(w * 64 + size_t(std::countr_zero(bits[w]))));
 }
 
 void grammar_matcher::stack_mask(const token_trie& trie, int32_t top, std::vector<uint64_t>& mask) {

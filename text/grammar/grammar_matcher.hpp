@@ -4,6 +4,7 @@
 // top is the position to match from next, expanded only when a byte comes, and only into
 // alternatives that can start with that byte; stacks share their lower parts, stored once
 // in an arena as (position, parent) nodes, so following a byte costs only the top.
+#include <chrono>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -36,9 +37,10 @@ class grammar_matcher {
   // state: inside a JSON string the state repeats from token to token (at most 64 masks,
   // which a copy of the matcher copies).
   void allowed_tokens(const token_trie& trie, std::vector<uint64_t>& mask);
-  // Gathers the token classes of `context` (positions top first, as compiled_grammar's
-  // repetition_contexts lists them) into the grammar, if it has none yet.
-  void gather_classes(const token_trie& trie, const std::vector<int32_t>& context) { classes_of(trie, context); }
+  // Readies the grammar's token classes before a request starts (its engine's grammar
+  // warmer, at admission): those of this state's mask, then those of the contexts inside
+  // each repetition (compiled_grammar::repetition_contexts) until `deadline`.
+  void gather_classes(const token_trie& trie, std::chrono::steady_clock::time_point deadline);
   // The same mask by walking the whole trie along with the stacks, no caches: the
   // reference the fast mask is tested against.
   void allowed_tokens_by_trie_walk(const token_trie& trie, std::vector<uint64_t>& mask);
@@ -95,6 +97,8 @@ class grammar_matcher {
   std::optional<int64_t> counted_exit_nodes(const token_trie& trie, const std::vector<int32_t>& context);
   // Moves the tokens set in `bits` into the classes' accepted tokens, leaving `bits` zero.
   static void keep_accepted(std::vector<uint64_t>& bits, compiled_grammar::token_classes& classes);
+  // Appends the ids of the bits set in `bits`, in order, leaving `bits` zero.
+  static void move_ids(std::vector<uint64_t>& bits, std::vector<int32_t>& ids);
   // Sets the bits of the tokens the stack with top arena node `top` takes: the classes of
   // its top position, widened to the positions below while they leave much to walk.
   void stack_mask(const token_trie& trie, int32_t top, std::vector<uint64_t>& mask);
