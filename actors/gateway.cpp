@@ -404,8 +404,8 @@ void admin_replicas(self_ptr self, const http_call_ptr& http) {
                         method_not_allowed(req.method, req.path));
   if (!st.options.replica_control)
     return answer_error(self, http, endpoint,
-                        {400, "this server runs one replica: replicas are added and removed in a cluster (troupe cluster up)",
-                         "invalid_request_error", {}, {}});
+                        bad_request("this server runs one replica: replicas are added and removed in a cluster "
+                                    "(troupe cluster up)"));
   auto change = parse_replica_change(std::string_view(req.path).substr(endpoint.size() + 1), req.body);
   if (!change) return answer_error(self, http, endpoint, change.err());
   const auto r = st.router->index_of(change->name);
