@@ -9,8 +9,8 @@
 #include "actors/caf_fields.hpp"
 #include "engine/kv_messages.hpp"
 #include "engine/messages.hpp"
-#include "gateway/http_request.hpp"
-#include "gateway/http_responder.hpp"
+#include "gateway/http/http_request.hpp"
+#include "gateway/http/http_responder.hpp"
 
 namespace troupe {
 

@@ -10,12 +10,12 @@
 #include "actors/local_sender.hpp"
 #include "actors/replica_control.hpp"
 #include "actors/request_preparer.hpp"
-#include "gateway/admin_replicas_json.hpp"
-#include "gateway/admin_status_json.hpp"
-#include "gateway/admin_traffic_json.hpp"
-#include "gateway/anthropic_request_json.hpp"
+#include "gateway/admin/admin_replicas_json.hpp"
+#include "gateway/admin/admin_status_json.hpp"
+#include "gateway/admin/admin_traffic_json.hpp"
+#include "gateway/anthropic/anthropic_request_json.hpp"
 #include "gateway/api_error.hpp"
-#include "gateway/openai_endpoints.hpp"
+#include "gateway/openai/openai_endpoints.hpp"
 #include "gateway/warmup.hpp"
 
 namespace troupe {

@@ -7,12 +7,12 @@
 #include <string>
 
 #include "actors/actors.hpp"
-#include "gateway/gateway_pulse.hpp"
 #include "gateway/generation_call.hpp"
+#include "gateway/http/gateway_pulse.hpp"
 #include "gateway/metrics.hpp"
-#include "gateway/request_preparation.hpp"
-#include "gateway/response_store.hpp"
+#include "gateway/openai/response_store.hpp"
 #include "gateway/replica_router.hpp"
+#include "gateway/request_preparation.hpp"
 #include "text/chat_template.hpp"
 #include "text/tokenizer/tokenizer.hpp"
 

@@ -17,9 +17,9 @@
 #include <nlohmann/json.hpp>
 
 #include "actors/local_engine.hpp"
-#include "bench/constrained_engine.hpp"
 #include "actors/message_types.hpp"
-#include "gateway/json_schema_grammar.hpp"
+#include "bench/constrained_engine.hpp"
+#include "gateway/json_schema/json_schema_grammar.hpp"
 #include "text/grammar/constrained_output.hpp"
 #include "text/tokenizer/tokenizer.hpp"
 

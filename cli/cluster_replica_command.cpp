@@ -16,7 +16,7 @@
 #include "cli/args.hpp"
 #include "cli/commands.hpp"
 #include "cluster/cluster_spec.hpp"
-#include "gateway/admin_replicas_json.hpp"
+#include "gateway/admin/admin_replicas_json.hpp"
 
 namespace troupe::cli {
 

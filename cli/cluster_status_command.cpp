@@ -12,7 +12,7 @@
 #include "cli/args.hpp"
 #include "cli/commands.hpp"
 #include "cluster/cluster_spec.hpp"
-#include "gateway/admin_status_json.hpp"
+#include "gateway/admin/admin_status_json.hpp"
 
 namespace troupe::cli {
 namespace {

@@ -12,7 +12,7 @@
 #include "actors/supervisor.hpp"
 #include "base/hang_drill_signal.hpp"
 #include "gateway/api_error.hpp"
-#include "gateway/gateway_pulse.hpp"
+#include "gateway/http/gateway_pulse.hpp"
 
 namespace troupe::cli {
 

@@ -8,7 +8,7 @@
 
 #include "actors/gateway.hpp"
 #include "actors/local_engine.hpp"
-#include "gateway/http_server.hpp"
+#include "gateway/http/http_server.hpp"
 #include "text/chat_template.hpp"
 #include "text/tokenizer/tokenizer.hpp"
 

@@ -55,7 +55,7 @@ struct gateway_settings {
   bool protect_metrics = false;  // /metrics asks for api_key or admin_key
   bool special_tokens_in_content = false;  // chat content may hold special tokens (the old behaviour)
   int max_pending = 1024;
-  int max_connections = 4096;  // open client connections (gateway/http_server.hpp)
+  int max_connections = 4096;  // open client connections (gateway/http/http_server.hpp)
   // A client whose response has waited this long without it taking any is disconnected.
   std::chrono::milliseconds send_timeout{30000};
   std::string node;  // runs the gateway, scheduler and kv_manager; the first node unless given

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "base/result.hpp"
-#include "gateway/chat_request_json.hpp"
+#include "gateway/openai/chat_request_json.hpp"
 #include "text/chat_template.hpp"
 #include "text/tokenizer/tokenizer.hpp"
 

@@ -2,7 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "gateway/response_format.hpp"
+#include "gateway/http/response_format.hpp"
 
 namespace troupe {
 namespace {

@@ -12,7 +12,7 @@
 
 #include "engine/messages.hpp"
 #include "gateway/api_error.hpp"
-#include "gateway/generation_request_json.hpp"
+#include "gateway/openai/generation_request_json.hpp"
 #include "gateway/reasoning_parser.hpp"
 #include "gateway/reply_dialect.hpp"
 #include "gateway/stop_matcher.hpp"

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <vector>
 
-#include "gateway/json_schema_grammar.hpp"
+#include "gateway/json_schema/json_schema_grammar.hpp"
 #include "gateway/xml_tool_call_grammar.hpp"
 #include "text/grammar/compiled_grammar.hpp"
 #include "text/grammar/grammar_builder.hpp"

@@ -1,7 +1,8 @@
 #pragma once
 // A chat reply written for an API other than chat completions: OpenAI's Responses API
-// (responses_output.hpp) and Anthropic's Messages API (anthropic_output.hpp) take the same
-// reply (reasoning, answer text, tool calls) as their own objects and streamed events.
+// (openai/responses_output.hpp) and Anthropic's Messages API
+// (anthropic/anthropic_output.hpp) take the same reply (reasoning, answer text, tool
+// calls) as their own objects and streamed events.
 // generation_call parses the reply and hands the pieces to its dialect.
 #include <string>
 #include <vector>

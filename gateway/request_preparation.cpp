@@ -3,17 +3,17 @@
 #include <algorithm>
 
 #include "base/random_id.hpp"
-#include "gateway/anthropic_output.hpp"
-#include "gateway/anthropic_request_json.hpp"
+#include "gateway/anthropic/anthropic_output.hpp"
+#include "gateway/anthropic/anthropic_request_json.hpp"
 #include "gateway/chat_prompt.hpp"
-#include "gateway/chat_request_json.hpp"
-#include "gateway/generation_request_json.hpp"
 #include "gateway/json_body.hpp"
-#include "gateway/openai_endpoints.hpp"
+#include "gateway/openai/chat_request_json.hpp"
+#include "gateway/openai/generation_request_json.hpp"
+#include "gateway/openai/openai_endpoints.hpp"
+#include "gateway/openai/responses_output.hpp"
+#include "gateway/openai/responses_request_json.hpp"
 #include "gateway/reasoning_grammar.hpp"
 #include "gateway/reasoning_parser.hpp"
-#include "gateway/responses_output.hpp"
-#include "gateway/responses_request_json.hpp"
 
 namespace troupe {
 namespace {

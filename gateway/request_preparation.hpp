@@ -12,8 +12,8 @@
 
 #include "gateway/api_error.hpp"
 #include "gateway/generation_call.hpp"
-#include "gateway/http_request.hpp"
-#include "gateway/response_store.hpp"
+#include "gateway/http/http_request.hpp"
+#include "gateway/openai/response_store.hpp"
 #include "text/chat_template.hpp"
 #include "text/tokenizer/tokenizer.hpp"
 
@@ -35,7 +35,7 @@ struct preparation_context {
   std::shared_ptr<response_store> responses;  // the Responses API's stored responses
 };
 
-// A /v1/responses turn, stored once it completes when `store` (response_store.hpp).
+// A /v1/responses turn, stored once it completes when `store` (openai/response_store.hpp).
 struct responses_turn {
   std::string id;
   nlohmann::ordered_json conversation;  // chat messages up to this reply

@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "gateway/http_request.hpp"
-#include "gateway/http_responder.hpp"
+#include "gateway/http/http_request.hpp"
+#include "gateway/http/http_responder.hpp"
 
 namespace troupe::http {
 

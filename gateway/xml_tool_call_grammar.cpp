@@ -6,8 +6,8 @@
 #include <set>
 #include <string>
 
-#include "gateway/json_schema_merge.hpp"
-#include "gateway/json_schema_translator.hpp"
+#include "gateway/json_schema/json_schema_merge.hpp"
+#include "gateway/json_schema/json_schema_translator.hpp"
 #include "gateway/streamed_text.hpp"
 #include "gateway/tool_parameter_type.hpp"
 #include "text/grammar/grammar_builder.hpp"

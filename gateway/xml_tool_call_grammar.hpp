@@ -21,7 +21,7 @@
 #include <vector>
 
 #include "base/result.hpp"
-#include "gateway/json_schema_grammar.hpp"
+#include "gateway/json_schema/json_schema_grammar.hpp"
 #include "text/grammar/grammar.hpp"
 
 namespace troupe {

@@ -7,7 +7,7 @@
 
 #include "actors/grammar_warmer.hpp"
 #include "actors/message_types.hpp"
-#include "gateway/json_schema_grammar.hpp"
+#include "gateway/json_schema/json_schema_grammar.hpp"
 #include "tests/actors/status_object.hpp"
 
 using namespace troupe;

@@ -6,7 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "gateway/json_schema_grammar.hpp"
+#include "gateway/json_schema/json_schema_grammar.hpp"
 #include "tests/actors/engine_harness.hpp"
 #include "tests/actors/status_object.hpp"
 

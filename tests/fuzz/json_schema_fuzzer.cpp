@@ -7,7 +7,7 @@
 
 #include "base/check.hpp"
 #include "gateway/json_body.hpp"
-#include "gateway/json_schema_grammar.hpp"
+#include "gateway/json_schema/json_schema_grammar.hpp"
 #include "gateway/xml_tool_call_grammar.hpp"
 #include "text/grammar/compiled_grammar.hpp"
 

@@ -7,14 +7,14 @@
 #include <string_view>
 
 #include "base/check.hpp"
-#include "gateway/admin_replicas_json.hpp"
-#include "gateway/admin_traffic_json.hpp"
-#include "gateway/anthropic_request_json.hpp"
-#include "gateway/chat_request_json.hpp"
-#include "gateway/generation_request_json.hpp"
+#include "gateway/admin/admin_replicas_json.hpp"
+#include "gateway/admin/admin_traffic_json.hpp"
+#include "gateway/anthropic/anthropic_request_json.hpp"
 #include "gateway/json_body.hpp"
-#include "gateway/openai_endpoints.hpp"
-#include "gateway/responses_request_json.hpp"
+#include "gateway/openai/chat_request_json.hpp"
+#include "gateway/openai/generation_request_json.hpp"
+#include "gateway/openai/openai_endpoints.hpp"
+#include "gateway/openai/responses_request_json.hpp"
 
 namespace {
 

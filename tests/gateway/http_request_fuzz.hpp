@@ -8,7 +8,7 @@
 #include <string_view>
 
 #include "base/check.hpp"
-#include "gateway/request_parser.hpp"
+#include "gateway/http/request_parser.hpp"
 
 namespace troupe::test {
 

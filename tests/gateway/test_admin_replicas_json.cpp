@@ -3,7 +3,7 @@
 #define BOOST_TEST_MODULE admin_replicas_json
 #include <boost/test/unit_test.hpp>
 
-#include "gateway/admin_replicas_json.hpp"
+#include "gateway/admin/admin_replicas_json.hpp"
 
 using namespace troupe;
 using namespace std::chrono_literals;

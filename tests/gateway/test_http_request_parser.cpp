@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "gateway/request_parser.hpp"
+#include "gateway/http/request_parser.hpp"
 
 using namespace troupe::http;
 

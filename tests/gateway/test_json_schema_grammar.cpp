@@ -13,11 +13,11 @@
 #include <string>
 #include <vector>
 
-#include "gateway/json_schema_grammar.hpp"
-#include "text/grammar/grammar_matcher.hpp"
+#include "gateway/json_schema/json_schema_grammar.hpp"
 #include "tests/support/grammar_walk.hpp"
 #include "tests/support/json_schema_check.hpp"
 #include "tests/support/qwen3_tokenizer.hpp"
+#include "text/grammar/grammar_matcher.hpp"
 
 using namespace troupe;
 using test::matcher_of;

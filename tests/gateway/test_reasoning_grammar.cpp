@@ -10,10 +10,10 @@
 
 #include <nlohmann/json.hpp>
 
-#include "gateway/json_schema_grammar.hpp"
+#include "gateway/json_schema/json_schema_grammar.hpp"
 #include "gateway/reasoning_grammar.hpp"
-#include "text/grammar/grammar_matcher.hpp"
 #include "tests/support/grammar_walk.hpp"
+#include "text/grammar/grammar_matcher.hpp"
 
 using namespace troupe;
 using test::matcher_of;

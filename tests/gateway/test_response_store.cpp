@@ -5,7 +5,7 @@
 
 #include <string>
 
-#include "gateway/response_store.hpp"
+#include "gateway/openai/response_store.hpp"
 
 using namespace troupe;
 using namespace std::chrono_literals;

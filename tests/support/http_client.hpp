@@ -14,7 +14,7 @@
 #include <string_view>
 #include <vector>
 
-#include "gateway/http_request.hpp"
+#include "gateway/http/http_request.hpp"
 
 namespace troupe::test {
 

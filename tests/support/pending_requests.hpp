@@ -10,7 +10,7 @@
 #include <mutex>
 #include <optional>
 
-#include "gateway/http_server.hpp"
+#include "gateway/http/http_server.hpp"
 
 namespace troupe::test {
 

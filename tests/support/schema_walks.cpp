@@ -16,7 +16,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "gateway/json_schema_grammar.hpp"
+#include "gateway/json_schema/json_schema_grammar.hpp"
 #include "text/grammar/grammar_matcher.hpp"
 #include "text/grammar/regex_automaton.hpp"
 
