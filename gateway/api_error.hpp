@@ -39,6 +39,11 @@ inline api_error service_unavailable(std::string message) {
   return {503, std::move(message), "service_unavailable", {}, {}};
 }
 
+// Too many requests are queued: the client should retry later.
+inline api_error too_many_requests() {
+  return {429, "the server has too many requests queued; retry later", "rate_limit_error", {}, {}};
+}
+
 // A failure inside the server.
 inline api_error internal_error(std::string message) {
   return {500, std::move(message), "internal_server_error", {}, {}};
