@@ -74,6 +74,7 @@ using remove_replica_atom = caf::atom_constant<caf::atom("rmrep")>;
 using forget_atom = caf::atom_constant<caf::atom("forget")>;
 using prepare_atom = caf::atom_constant<caf::atom("prepare")>;
 using grammar_atom = caf::atom_constant<caf::atom("grammar")>;
+using rejoin_atom = caf::atom_constant<caf::atom("rejoin")>;
 
 // A pipeline stage: a contiguous range of layers on one device, with their KV pool. A step
 // enters at the first stage and each stage hands it on: the plan as a message, its
@@ -231,6 +232,13 @@ using replica_control_actor = caf::typed_actor<
     // Stops replica R, which runs no request any more: its stages, expert groups and
     // scheduler end, and the health monitor forgets them. The answer: the parts stopped.
     caf::replies_to<remove_replica_atom, int>::with<int>>;
+
+// The head of a running cluster: it owns it, and every change to it is one of its
+// messages, taken one at a time. Besides the replicas' control, the rejoin of node N
+// (cluster.conf's order) whose process was started again, with its new agent; the answer
+// once its parts are back.
+using cluster_head_actor =
+    replica_control_actor::extend<caf::replies_to<rejoin_atom, int, node_agent_actor>::with<bool>>;
 
 }  // namespace troupe
 

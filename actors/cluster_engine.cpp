@@ -4,9 +4,10 @@
 #include <cstdio>
 #include <thread>
 
+#include "actors/error_message.hpp"
 #include "actors/health_monitor.hpp"
 #include "actors/kv_manager.hpp"
-#include "actors/replica_control.hpp"
+#include "actors/shutdown.hpp"
 #include "cluster/join_proof.hpp"
 
 namespace troupe {
@@ -74,15 +75,6 @@ status wait_until_ready(caf::scoped_actor& self, const health_monitor_actor& hea
                (waiting.empty() ? std::string("components that never reported") : waiting)};
 }
 
-// Ends these actors and waits until they have.
-void stop_actors(caf::scoped_actor& self, const std::vector<caf::actor>& actors) {
-  for (const caf::actor& a : actors) {
-    self->monitor(a);
-    self->send_exit(a, caf::exit_reason::user_shutdown);
-  }
-  for (size_t i = 0; i < actors.size(); ++i) self->receive([](const caf::down_msg&) {});
-}
-
 // Replica `r`'s kv manager and scheduler in this process.
 scheduler_actor spawn_replica_engine(caf::actor_system& system, const cluster_spec& spec, running_cluster& c, size_t r) {
   const replica_spec& replica = spec.replicas[r];
@@ -108,7 +100,7 @@ void running_cluster::stop(caf::actor_system& system) {
   caf::scoped_actor self{system, /*hide=*/true};
   std::vector<caf::actor> all = actors;
   for (const auto& engine : replica_actors) all.insert(all.end(), engine.begin(), engine.end());
-  stop_actors(self, all);
+  shutdown(self, all);
 }
 
 result<running_cluster> start_cluster_engine(caf::actor_system& system, const cluster_spec& spec,
@@ -244,7 +236,7 @@ result<int> stop_replica(caf::actor_system& system, const cluster_spec& spec, ru
     if (!n && parts) parts = error{"replica " + replica.name + ": " + n.err().message};
   }
   self->send(cluster.health, forget_atom::value, replica.name + "/");
-  stop_actors(self, cluster.replica_actors[r]);
+  shutdown(self, cluster.replica_actors[r]);
   cluster.replica_actors[r].clear();
   cluster.replicas[r].scheduler = nullptr;
   cluster.schedulers[r] = nullptr;

@@ -46,4 +46,11 @@ expert_group_actor::behavior_type expert_group(self_ptr self, expert_group_optio
   };
 }
 
+child_spec expert_group_child(expert_group_options options, experts_attacher attach, health_monitor_actor health) {
+  std::string name = options.name;
+  return {std::move(name), [options, attach, health](caf::local_actor* parent) {
+            return caf::actor_cast<caf::actor>(parent->spawn<caf::detached>(expert_group, options, attach, health));
+          }};
+}
+
 }  // namespace troupe

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "actors/actors.hpp"
+#include "actors/supervisor.hpp"
 #include "model/expert_executor.hpp"
 #include "transport/expert_parallel.hpp"
 
@@ -34,5 +35,8 @@ struct expert_group_state {
 expert_group_actor::behavior_type expert_group(expert_group_actor::stateful_pointer<expert_group_state> self,
                                                expert_group_options options, experts_attacher attach,
                                                health_monitor_actor health);
+
+// A group as its supervisor (re)starts it: a detached actor of its own.
+child_spec expert_group_child(expert_group_options options, experts_attacher attach, health_monitor_actor health);
 
 }  // namespace troupe

@@ -6,8 +6,8 @@
 #include <memory>
 #include <string_view>
 
+#include "actors/error_message.hpp"
 #include "actors/gateway_handlers.hpp"
-#include "actors/replica_control.hpp"
 #include "gateway/admin/admin_replicas_json.hpp"
 #include "gateway/admin/admin_status_json.hpp"
 #include "gateway/admin/admin_traffic_json.hpp"
@@ -37,7 +37,7 @@ void replica_stopped(self_ptr self, size_t r, const std::string& failure) {
                failure.empty() ? "" : "; stopping it failed: ", failure.c_str());
 }
 
-// Replica r, starting, joins routing once replica_control says every part is ready; back
+// Replica r, starting, joins routing once the cluster head says every part is ready; back
 // to off, with the reason, when it could not start.
 void start_replica(self_ptr self, size_t r, double weight, std::chrono::milliseconds ramp) {
   std::fprintf(stderr, "troupe: replica %s is starting\n", self->state.replicas[r].name.c_str());

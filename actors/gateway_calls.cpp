@@ -6,8 +6,8 @@
 #include <cstdio>
 #include <string_view>
 
+#include "actors/error_message.hpp"
 #include "actors/gateway_handlers.hpp"
-#include "actors/replica_control.hpp"
 #include "gateway/anthropic/anthropic_request_json.hpp"
 #include "gateway/generation_limits.hpp"
 

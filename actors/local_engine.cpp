@@ -6,6 +6,7 @@
 #include "actors/expert_group.hpp"
 #include "actors/health_monitor.hpp"
 #include "actors/kv_manager.hpp"
+#include "actors/shutdown.hpp"
 #include "actors/stage.hpp"
 #include "transport/in_process_transport.hpp"
 #ifdef TROUPE_WITH_CUDA
@@ -64,15 +65,9 @@ result<engine> start_local_engine(caf::actor_system& system, const engine_option
   for (int g = 0; g < groups; ++g) {
     expert_group_options opts{expert_group_name(g), c.num_experts * g / groups,
                               c.num_experts * (g + 1) / groups, {}};
-    children.push_back({opts.name, [opts, attach = backend->attach_experts, health = e.health](caf::local_actor* parent) {
-                          return caf::actor_cast<caf::actor>(parent->spawn<caf::detached>(expert_group, opts, attach, health));
-                        }});
+    children.push_back(expert_group_child(opts, backend->attach_experts, e.health));
   }
-  // Requests with the same response_format or tools reuse a compiled grammar; each keeps a
-  // bitset of the vocabulary per grammar context it met, so only so many, and so many
-  // bytes of those, are kept.
-  constexpr size_t cached_grammars = 64, grammar_classes_bytes = size_t{512} << 20;
-  const auto grammars = std::make_shared<grammar_cache>(cached_grammars, grammar_classes_bytes);
+  const auto grammars = make_engine_grammar_cache();
   // The stages hand their rows on through one in-process endpoint, a peer of itself.
   auto rows = std::make_shared<in_process_transport>(std::make_shared<in_process_hub>());
   auto self_peer = rows->connect(rows->address());
@@ -92,13 +87,8 @@ result<engine> start_local_engine(caf::actor_system& system, const engine_option
 
 void engine::stop(caf::actor_system& system) {
   caf::scoped_actor self{system, /*hide=*/true};
-  const std::vector<caf::actor> actors{supervisor, caf::actor_cast<caf::actor>(scheduler),
-                                       caf::actor_cast<caf::actor>(kv), caf::actor_cast<caf::actor>(health)};
-  for (const caf::actor& a : actors) {
-    self->monitor(a);
-    self->send_exit(a, caf::exit_reason::user_shutdown);
-  }
-  for (size_t i = 0; i < actors.size(); ++i) self->receive([](const caf::down_msg&) {});
+  shutdown(self, {supervisor, caf::actor_cast<caf::actor>(scheduler), caf::actor_cast<caf::actor>(kv),
+                  caf::actor_cast<caf::actor>(health)});
 }
 
 }  // namespace troupe

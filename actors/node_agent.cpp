@@ -75,9 +75,7 @@ std::vector<child_spec> node_children(self_ptr self, size_t r, const health_moni
       opts.make_server = [make = st.backend->make_expert_server, first = opts.first_expert, last = opts.last_expert] {
         return make(first, last);
       };
-    children.push_back({opts.name, [opts, attach = st.backend->backend.attach_experts, health](caf::local_actor* parent) {
-                          return caf::actor_cast<caf::actor>(parent->spawn<caf::detached>(expert_group, opts, attach, health));
-                        }});
+    children.push_back(expert_group_child(opts, st.backend->backend.attach_experts, health));
   }
   // On the CPU a stage reaches the replica's groups wherever they run; a GPU's runners use
   // the GPU's own experts.
@@ -87,9 +85,7 @@ std::vector<child_spec> node_children(self_ptr self, size_t r, const health_moni
                                                         expert_route(st, replica, c.num_experts), uint16_t(o.node),
                                                         c.hidden_size, timeout)
                      : nullptr;
-  // As in one process: requests with the same response_format or tools reuse a grammar.
-  constexpr size_t cached_grammars = 64, grammar_classes_bytes = size_t{512} << 20;
-  const auto grammars = std::make_shared<grammar_cache>(cached_grammars, grammar_classes_bytes);
+  const auto grammars = make_engine_grammar_cache();
   for (size_t k = 0; k < replica.stages.size(); ++k) {
     const placement& p = replica.stages[k];
     if (p.node != me) continue;

@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "base/check.hpp"
+#include "engine/batch_policy.hpp"
 
 namespace troupe {
 namespace {
@@ -191,9 +192,7 @@ void on_kv_reply(self_ptr self, const kv_step_request& asked, const kv_step_repl
     st.waiting.erase(std::find(st.waiting.begin(), st.waiting.end(), id));
     st.running.push_back(id);
     changed = true;
-    const int count = std::min(int(s.tokens.size()) - s.computed, budget);
-    budget -= count;
-    if (count > 0) add_span(id, count);
+    if (const int count = admitted_tokens(int(s.tokens.size()), s.computed, budget); count > 0) add_span(id, count);
   }
   for (auto it = preempted.rbegin(); it != preempted.rend(); ++it) {
     st.running.erase(std::find(st.running.begin(), st.running.end(), *it));
@@ -217,12 +216,6 @@ void on_kv_reply(self_ptr self, const kv_step_request& asked, const kv_step_repl
 // How many steps may be in flight at once.
 int micro_batches(const scheduler_options& o) {
   return std::max(1, o.micro_batches > 0 ? o.micro_batches : o.pipeline_stages);
-}
-
-// Of `active` sequences, how many one step takes: an even share per micro-batch.
-int step_share(const scheduler_state& st, int active) {
-  const int batches = micro_batches(st.options);
-  return std::max(1, (active + batches - 1) / batches);
 }
 
 // A sequence whose grammar the last stage readied (or failed to: its first step compiles
@@ -252,23 +245,19 @@ void schedule(self_ptr self) {
     self->request(st.kv, caf::infinite, kv_step_atom::value, std::move(flush)).then([](const kv_step_reply&) {});
     return;
   }
-  int slots = st.options.max_num_seqs - int(st.running.size());
-  int share = step_share(st, int(st.running.size()) + std::min(int(st.waiting.size()), std::max(slots, 0)));
-  kv_step_request req;
-  int budget = st.options.max_num_batched_tokens;
+  std::vector<sequence_progress> progress;
   for (request_id id : st.running) {
     const sequence& s = st.sequences[id];
-    const int count = std::min(int(s.tokens.size()) - s.computed, budget);
-    if (s.in_step || count <= 0 || share <= 0) continue;
-    budget -= count;
-    --share;
-    req.grows.push_back({id, s.computed + count});
+    progress.push_back({id, int(s.tokens.size()), s.computed, s.in_step});
   }
-  for (request_id id : st.waiting) {
-    if (slots-- <= 0 || budget <= 0 || share-- <= 0) break;
-    req.admits.push_back({id, st.sequences[id].tokens});
-  }
-  if (req.grows.empty() && req.admits.empty()) return;  // every running sequence is in a step
+  const batch_choice choice = choose_batch(
+      {st.options.max_num_seqs, st.options.max_num_batched_tokens, micro_batches(st.options)}, progress,
+      std::vector<request_id>(st.waiting.begin(), st.waiting.end()));
+  if (choice.empty()) return;  // every running sequence is in a step
+  const int budget = choice.budget_left;
+  kv_step_request req;
+  req.grows = choice.grows;
+  for (request_id id : choice.admits) req.admits.push_back({id, st.sequences[id].tokens});
   st.kv_in_flight = true;
   req.releases = std::move(st.pending_kv.releases);
   req.commits = std::move(st.pending_kv.commits);

@@ -7,7 +7,7 @@
 // every stage and expert group is ready, and serves the OpenAI API until SIGTERM. A node
 // process it started that dies is started again and given its part back (node_keeper).
 // Replicas are added and removed at runtime through the gateway's /admin/replicas
-// (replica_control); a replica with `start = no` waits for its add.
+// (the cluster_head actor, which owns the running cluster); a replica with `start = no` waits for its add.
 #include <unistd.h>
 
 #include <algorithm>
@@ -16,12 +16,13 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <mutex>
 #include <thread>
 
 #include "actors/cluster_engine.hpp"
 #include "actors/node_agent.hpp"
-#include "actors/replica_control.hpp"
+#include "actors/cluster_head.hpp"
+#include "actors/error_message.hpp"
+#include "actors/shutdown.hpp"
 #include "cli/args.hpp"
 #include "cli/cluster_system.hpp"
 #include "cli/commands.hpp"
@@ -177,31 +178,6 @@ int cluster_up_command(int argc, char** argv) {
   scheduling.micro_batches = spec.engine.pipeline_micro_batches;
   auto cluster = start_cluster_engine(system, spec, checked->model, agents, scheduling);
   if (!cluster) return fail(cluster.err().message);
-  // A node's rejoin and a replica's start or stop each change `cluster`: one at a time.
-  std::mutex changing;
-  // A node whose agent the head loses (its process died, or stopped answering heartbeats
-  // for the connection timeout: stopped, hung), or one of whose stages is stuck in a step,
-  // is killed if it still runs, and restarted.
-  std::atomic<node_keeper*> keeping{nullptr};
-  const caf::actor watch = spawn_node_watch(system, spec, [&keeping](const std::string& node) {
-    if (node_keeper* k = keeping.load()) k->lost(node);
-  });
-  caf::anon_send(cluster->health, subscribe_atom::value, watch);
-  node_keeper keeper(children, spec.file, node_restarts(spec.cluster), spec.cluster.startup_timeout,
-                     [&](const std::string& name, int node_port) -> status {
-                       const auto at = std::find_if(spec.nodes.begin(), spec.nodes.end(),
-                                                    [&](const node_spec& n) { return n.name == name; });
-                       auto agent = reach(system, spec, *at, node_port,
-                                          std::chrono::steady_clock::now() + spec.cluster.startup_timeout);
-                       if (!agent) return agent.err();
-                       std::lock_guard lock(changing);
-                       auto back = rejoin_node(system, spec, *cluster, size_t(at - spec.nodes.begin()), *agent);
-                       if (back) watch_node(watch, name, *agent);
-                       return back;
-                     });
-  keeping = &keeper;
-  for (size_t i = 0; i < spec.nodes.size(); ++i)
-    if (spec.nodes[i].name != head && spec.nodes[i].port == 0) watch_node(watch, spec.nodes[i].name, agents[i]);
   gateway_options g;
   g.routing = routing_policy_named(spec.gateway.routing).value();
   g.served_model_names = served_model_names(spec.model.served_model_name.empty() ? spec.model.path.filename().string()
@@ -212,38 +188,54 @@ int cluster_up_command(int argc, char** argv) {
   g.special_tokens_in_content = spec.gateway.special_tokens_in_content;
   g.max_pending = size_t(spec.gateway.max_pending);
   g.warmup_requests = *warmup;
-  replica_control_functions control{[&](size_t r) {
-                                      std::lock_guard lock(changing);
-                                      return start_replica(system, spec, *cluster, r);
-                                    },
-                                    [&](size_t r) {
-                                      std::lock_guard lock(changing);
-                                      return stop_replica(system, spec, *cluster, r);
-                                    }};
-  g.replica_control = system.spawn<caf::detached>(replica_control, std::move(control));
+  const node_agent_actor head_agent = agents[size_t(spec.node(head) - spec.nodes.data())];
+  served_engine e{cluster->config, cluster->health, cluster->replicas, cluster->max_model_len, cluster->num_blocks, {},
+                  [&system, head_agent](int ms) {
+                    caf::scoped_actor self{system, /*hide=*/true};
+                    self->send(head_agent, hang_atom::value, ms);
+                  }};
+  // From here the head actor owns the cluster: a node's rejoin and a replica's start or
+  // stop (/admin/replicas) are its messages, one at a time.
+  const cluster_head_actor cluster_owner = system.spawn<caf::detached>(cluster_head, &spec, std::move(*cluster));
+  g.replica_control = cluster_owner;
+  // A node whose agent the head loses (its process died, or stopped answering heartbeats
+  // for the connection timeout: stopped, hung), or one of whose stages is stuck in a step,
+  // is killed if it still runs, and restarted.
+  std::atomic<node_keeper*> keeping{nullptr};
+  const caf::actor watch = spawn_node_watch(system, spec, [&keeping](const std::string& node) {
+    if (node_keeper* k = keeping.load()) k->lost(node);
+  });
+  caf::anon_send(e.health, subscribe_atom::value, watch);
+  node_keeper keeper(children, spec.file, node_restarts(spec.cluster), spec.cluster.startup_timeout,
+                     [&](const std::string& name, int node_port) -> status {
+                       const auto at = std::find_if(spec.nodes.begin(), spec.nodes.end(),
+                                                    [&](const node_spec& n) { return n.name == name; });
+                       auto agent = reach(system, spec, *at, node_port,
+                                          std::chrono::steady_clock::now() + spec.cluster.startup_timeout);
+                       if (!agent) return agent.err();
+                       caf::scoped_actor self{system, /*hide=*/true};
+                       status back = ok();
+                       self->request(cluster_owner, caf::infinite, rejoin_atom::value, int(at - spec.nodes.begin()),
+                                     *agent)
+                           .receive([](bool) {}, [&](const caf::error& why) { back = error{error_message(why)}; });
+                       if (back) watch_node(watch, name, *agent);
+                       return back;
+                     });
+  keeping = &keeper;
+  for (size_t i = 0; i < spec.nodes.size(); ++i)
+    if (spec.nodes[i].name != head && spec.nodes[i].port == 0) watch_node(watch, spec.nodes[i].name, agents[i]);
   http::server_options http;
   http.host = spec.gateway.host;
   http.port = *port >= 0 ? *port : spec.gateway.port;
   http.send_timeout = spec.gateway.send_timeout;
   http.max_connections = size_t(spec.gateway.max_connections);
-  const node_agent_actor head_agent = agents[size_t(spec.node(head) - spec.nodes.data())];
-  const served_engine e{cluster->config,
-                        cluster->health,
-                        cluster->replicas,
-                        cluster->max_model_len,
-                        cluster->num_blocks,
-                        [&] {
-                          keeping = nullptr;  // no node rejoins a cluster that is stopping
-                          keeper.stop();
-                          caf::anon_send_exit(watch, caf::exit_reason::user_shutdown);
-                          caf::anon_send_exit(g.replica_control, caf::exit_reason::user_shutdown);
-                          std::lock_guard lock(changing);  // a replica's start or stop under way ends first
-                          cluster->stop(system);
-                        },
-                        [&system, head_agent](int ms) {
-                          caf::scoped_actor self{system, /*hide=*/true};
-                          self->send(head_agent, hang_atom::value, ms);
-                        }};
+  e.stop = [&] {
+    keeping = nullptr;  // no node rejoins a cluster that is stopping
+    keeper.stop();
+    caf::scoped_actor self{system, /*hide=*/true};
+    // A replica's start or stop under way ends first: the head takes its exit after it.
+    shutdown(self, {watch, caf::actor_cast<caf::actor>(cluster_owner)});
+  };
   return serve_until_stopped(system, e, *codec, g, http, stop_signals, "troupe cluster up");
 }
 

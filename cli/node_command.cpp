@@ -13,6 +13,7 @@
 #include <future>
 
 #include "actors/node_agent.hpp"
+#include "actors/shutdown.hpp"
 #include "base/hang_drill_signal.hpp"
 #include "cli/args.hpp"
 #include "cli/cluster_system.hpp"
@@ -131,8 +132,7 @@ int node_command(int argc, char** argv) {
         self->send(agent, hang_atom::value, *ms);
       }
     } else if (signal > 0) {
-      self->send_exit(agent, caf::exit_reason::user_shutdown);
-      self->receive([](const caf::down_msg&) {}, caf::after(stop_grace) >> [] {});
+      shutdown(self, {caf::actor_cast<caf::actor>(agent)}, stop_grace);
       break;
     }
     self->receive([&](const caf::down_msg&) { ended = true; }, caf::after(std::chrono::seconds(0)) >> [] {});

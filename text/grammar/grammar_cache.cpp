@@ -25,6 +25,10 @@ result<std::shared_ptr<const compiled_grammar>> grammar_cache::get(const grammar
   return recent_.front().second;
 }
 
+std::shared_ptr<grammar_cache> make_engine_grammar_cache() {
+  return std::make_shared<grammar_cache>(64, size_t{512} << 20);
+}
+
 size_t grammar_cache::size() const {
   std::lock_guard lock(mutex_);
   return recent_.size();

@@ -40,4 +40,9 @@ class grammar_cache {
   std::unordered_map<std::string, std::list<entry>::iterator> by_key_;
 };
 
+// An engine's cache, shared by its stages. Requests with the same response_format or tools
+// reuse a compiled grammar; each keeps a bitset of the vocabulary per grammar context it
+// met, so only 64 grammars, and 512 MiB of those bitsets, are kept.
+std::shared_ptr<grammar_cache> make_engine_grammar_cache();
+
 }  // namespace troupe
