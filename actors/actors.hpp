@@ -241,4 +241,3 @@ using cluster_head_actor =
     replica_control_actor::extend<caf::replies_to<rejoin_atom, int, node_agent_actor>::with<bool>>;
 
 }  // namespace troupe
-

@@ -60,8 +60,8 @@ status wait_until_ready(caf::scoped_actor& self, const health_monitor_actor& hea
                         std::chrono::steady_clock::time_point deadline, const std::string& prefix = "") {
   std::vector<component_health> last;
   while (std::chrono::steady_clock::now() < deadline) {
-    self->request(health, caf::infinite, health_atom::value).receive([&](std::vector<component_health> v) { last = v; },
-                                                                     [](caf::error&) {});
+    self->request(health, caf::infinite, health_atom::value)
+        .receive([&](std::vector<component_health> v) { last = v; }, [](caf::error&) {});
     std::erase_if(last, [&](const component_health& c) { return c.name.rfind(prefix, 0) != 0; });
     if (last.size() >= expected &&
         std::all_of(last.begin(), last.end(), [](const component_health& c) { return c.ready; }))
@@ -76,7 +76,8 @@ status wait_until_ready(caf::scoped_actor& self, const health_monitor_actor& hea
 }
 
 // Replica `r`'s kv manager and scheduler in this process.
-scheduler_actor spawn_replica_engine(caf::actor_system& system, const cluster_spec& spec, running_cluster& c, size_t r) {
+scheduler_actor spawn_replica_engine(caf::actor_system& system, const cluster_spec& spec, running_cluster& c,
+                                     size_t r) {
   const replica_spec& replica = spec.replicas[r];
   // Every node's CPU stages keep one recurrent-state slot per sequence the engine may run.
   const int state_slots = c.config.has_linear_layers() ? spec.engine.max_num_seqs : 0;
@@ -86,7 +87,8 @@ scheduler_actor spawn_replica_engine(caf::actor_system& system, const cluster_sp
   options.pipeline_stages = int(replica.stages.size());
   options.expert_groups = int(replica.experts.size());
   options.component_prefix = replica.name + "/";
-  options.step_timeout = caf::duration{std::chrono::duration_cast<std::chrono::milliseconds>(spec.cluster.step_timeout)};
+  options.step_timeout =
+      caf::duration{std::chrono::duration_cast<std::chrono::milliseconds>(spec.cluster.step_timeout)};
   auto s = system.spawn(troupe::scheduler, options, kv);
   c.replica_actors[r] = {caf::actor_cast<caf::actor>(kv), caf::actor_cast<caf::actor>(s)};
   c.replicas[r].scheduler = s;
@@ -144,8 +146,8 @@ result<running_cluster> start_cluster_engine(caf::actor_system& system, const cl
     components += replica.stages.size() + replica.experts.size();
   }
   for (size_t i = 0; i < agents.size(); ++i) {
-    auto started = ask<int>(self, agents[i], control, spec.nodes[i].name, start_atom::value, addresses, c.schedulers,
-                            c.health);
+    auto started =
+        ask<int>(self, agents[i], control, spec.nodes[i].name, start_atom::value, addresses, c.schedulers, c.health);
     if (!started) {
       c.stop(system);
       return started.err();
@@ -194,8 +196,8 @@ status rejoin_node(caf::actor_system& system, const cluster_spec& spec, running_
                  silent ? "it gets the address when it rejoins" : "it reaches it once it can");
     if (silent) cluster.addresses[i].clear();
   }
-  auto started = ask<int>(self, agent, control, name, start_atom::value, cluster.addresses, cluster.schedulers,
-                          cluster.health);
+  auto started =
+      ask<int>(self, agent, control, name, start_atom::value, cluster.addresses, cluster.schedulers, cluster.health);
   if (!started) return started.err();
   return ok();
 }

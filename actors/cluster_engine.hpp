@@ -20,13 +20,13 @@ struct running_cluster {
   std::vector<caf::actor> actors;          // this process's: health monitor, node agent
   // By replica: its kv manager and scheduler here, none while it is not running.
   std::vector<std::vector<caf::actor>> replica_actors;
-  scheduler_options scheduling;            // of every replica's scheduler
-  int num_blocks = 0;                      // per stage (the nodes' least)
+  scheduler_options scheduling;  // of every replica's scheduler
+  int num_blocks = 0;            // per stage (the nodes' least)
   int max_model_len = 0;
   // What a node started again needs to take its part back.
-  std::vector<node_agent_actor> agents;              // spec.nodes' order
-  std::vector<std::vector<uint8_t>> addresses;       // their transport addresses
-  std::vector<scheduler_actor> schedulers;           // the replicas', null while one is not running
+  std::vector<node_agent_actor> agents;         // spec.nodes' order
+  std::vector<std::vector<uint8_t>> addresses;  // their transport addresses
+  std::vector<scheduler_actor> schedulers;      // the replicas', null while one is not running
 
   // Stops this process's actors (the nodes stop when their head's schedulers are gone).
   void stop(caf::actor_system& system);

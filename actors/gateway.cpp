@@ -69,8 +69,8 @@ void start_warmup(self_ptr self) {
   st.warmup_started = true;
   st.warmup_start = clock_type::now();
   const auto me = caf::actor_cast<gateway_actor>(self);
-  for (auto& r : http::warmup_requests(st.options.warmup_requests, st.options.served_model_names.front(), st.chat != nullptr,
-                                       st.options.api_key)) {
+  for (auto& r : http::warmup_requests(st.options.warmup_requests, st.options.served_model_names.front(),
+                                       st.chat != nullptr, st.options.api_key)) {
     auto done = [me](int status, const std::string& body) { caf::anon_send(me, warmed_atom::value, status, body); };
     route(self, std::make_shared<http_call>(std::move(r), std::make_shared<http::warmup_responder>(done)));
   }
@@ -126,8 +126,7 @@ gateway_state::~gateway_state() {
 
 http_call::~http_call() {
   if (responder)
-    responder->fail(503, service_unavailable("the gateway stopped while it held this request; retry it")
-                             .to_json());
+    responder->fail(503, service_unavailable("the gateway stopped while it held this request; retry it").to_json());
 }
 
 gateway_metrics::gateway_metrics(metrics::registry& r)
@@ -135,27 +134,34 @@ gateway_metrics::gateway_metrics(metrics::registry& r)
       prompt_tokens(r.add_counter("troupe_prompt_tokens_total", "Prompt tokens submitted to the engine.").add()),
       generation_tokens(r.add_counter("troupe_generation_tokens_total", "Tokens generated.").add()),
       time_to_first_token(r.add_histogram("troupe_time_to_first_token_seconds", "Time from request to its first token.",
-                                          {0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30}).add()),
-      time_per_output_token(r.add_histogram("troupe_time_per_output_token_seconds", "Mean time between output tokens of a request.",
-                                            {0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1}).add()),
+                                          {0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30})
+                              .add()),
+      time_per_output_token(r.add_histogram("troupe_time_per_output_token_seconds",
+                                            "Mean time between output tokens of a request.",
+                                            {0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1})
+                                .add()),
       e2e_latency(r.add_histogram("troupe_e2e_request_latency_seconds", "Time from request to its last byte.",
-                                  {0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120}).add()),
+                                  {0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120})
+                      .add()),
       running(r.add_gauge("troupe_num_requests_running", "Sequences in the running batch.").add()),
       waiting(r.add_gauge("troupe_num_requests_waiting", "Sequences waiting for admission.").add()),
       kv_usage(r.add_gauge("troupe_kv_cache_usage_ratio", "Fraction of KV blocks held by sequences.").add()),
-      prefix_hit_rate(r.add_gauge("troupe_prefix_cache_hit_ratio", "Prefix-cache block hits over lookups since start.").add()),
+      prefix_hit_rate(
+          r.add_gauge("troupe_prefix_cache_hit_ratio", "Prefix-cache block hits over lookups since start.").add()),
       preemptions(r.add_counter("troupe_preemptions_total", "Sequences preempted for lack of KV blocks.").add()),
       recoveries(r.add_counter("troupe_recoveries_total", "Sequences re-prefilled after a failure.").add()),
       component_ready(r.add_gauge("troupe_component_ready", "1 when the component reported ready.")),
       component_restarts(r.add_gauge("troupe_component_restarts", "Restarts of the component by its supervisor.")),
       replica_requests(r.add_counter("troupe_replica_requests_total", "Calls routed to the replica.")),
-      replica_weight(r.add_gauge("troupe_replica_weight", "The replica's share of new requests, relative to the others.")),
+      replica_weight(
+          r.add_gauge("troupe_replica_weight", "The replica's share of new requests, relative to the others.")),
       replica_in_flight(r.add_gauge("troupe_replica_requests_in_flight", "Requests the replica is running.")),
-      replica_routable(r.add_gauge("troupe_replica_routable", "1 when the replica takes new requests (healthy, circuit closed, weight above 0).")) {}
+      replica_routable(
+          r.add_gauge("troupe_replica_routable",
+                      "1 when the replica takes new requests (healthy, circuit closed, weight above 0).")) {}
 
 gateway_actor::behavior_type gateway(gateway_actor::stateful_pointer<gateway_state> self, gateway_options options,
-                                     std::shared_ptr<const tokenizer> tok,
-                                     std::shared_ptr<const chat_template> chat,
+                                     std::shared_ptr<const tokenizer> tok, std::shared_ptr<const chat_template> chat,
                                      std::vector<replica_endpoint> replicas, health_monitor_actor health) {
   using namespace gateway_handlers;
   auto& st = self->state;

@@ -28,16 +28,16 @@ struct replica_endpoint {
 };
 
 struct gateway_options {
-  std::vector<std::string> served_model_names;  // at least one: the first is listed first
+  std::vector<std::string> served_model_names;           // at least one: the first is listed first
   routing_policy routing = routing_policy::round_robin;  // among several replicas
   circuit_options circuit;
-  std::string api_key;        // empty: no authentication
-  std::string admin_key;      // for /admin/*; empty: the api_key serves there too
+  std::string api_key;           // empty: no authentication
+  std::string admin_key;         // for /admin/*; empty: the api_key serves there too
   bool protect_metrics = false;  // /metrics asks for the api_key or the admin_key
   // Special-token text in a chat request's strings is read as special tokens (gateway/chat_prompt.hpp).
   bool special_tokens_in_content = false;
   int max_model_len = 0;
-  int vocab_size = 0;         // ids the model accepts
+  int vocab_size = 0;  // ids the model accepts
   std::vector<int> eos_token_ids;
   size_t max_pending = 1024;  // accepted calls in flight before 429
   // Streamed requests the gateway sends itself at once when the engine is first ready
@@ -83,12 +83,12 @@ struct gateway_state {
     std::chrono::steady_clock::time_point start;
     std::chrono::steady_clock::time_point first_token;
     bool has_first_token = false;
-    size_t replica = 0;  // where its requests run
+    size_t replica = 0;                  // where its requests run
     std::optional<responses_turn> turn;  // /v1/responses: stored once it completes
   };
   gateway_options options;
   std::shared_ptr<const tokenizer> tok;
-  std::shared_ptr<const chat_template> chat;  // null when the model ships none
+  std::shared_ptr<const chat_template> chat;                // null when the model ships none
   tool_call_format tool_format = tool_call_format::hermes;  // the markup the chat template teaches
   std::vector<replica_endpoint> replicas;
   std::unique_ptr<replica_router> router;
@@ -98,17 +98,17 @@ struct gateway_state {
   std::unique_ptr<gateway_metrics> metrics;
   std::map<uint64_t, call> calls;
   std::shared_ptr<response_store> responses = std::make_shared<response_store>();
-  std::map<std::string, uint64_t> call_of_response;  // a running /v1/responses call, by response id
-  std::vector<request_preparer_actor> preparers;  // linked: they end with the gateway
-  std::vector<size_t> preparing_on;               // by preparer: requests it holds
-  size_t preparing = 0;                           // requests at the preparers
+  std::map<std::string, uint64_t> call_of_response;           // a running /v1/responses call, by response id
+  std::vector<request_preparer_actor> preparers;              // linked: they end with the gateway
+  std::vector<size_t> preparing_on;                           // by preparer: requests it holds
+  size_t preparing = 0;                                       // requests at the preparers
   std::map<request_id, std::pair<uint64_t, int>> by_request;  // -> (call, choice)
   uint64_t next_call = 1;
   request_id next_request = 1;
   uint64_t engine_preemptions = 0, engine_recoveries = 0;  // last seen, for the counters
   std::mt19937_64 seeds{std::random_device{}()};
-  int warmup_left = 0;           // warm-up requests not finished yet
-  bool warmup_started = false;   // sent (or there are none)
+  int warmup_left = 0;          // warm-up requests not finished yet
+  bool warmup_started = false;  // sent (or there are none)
   std::chrono::steady_clock::time_point warmup_start;
 
   // A gateway that dies (a bug, the gateway drill) cancels its requests: nobody would take
@@ -117,8 +117,7 @@ struct gateway_state {
 };
 
 gateway_actor::behavior_type gateway(gateway_actor::stateful_pointer<gateway_state> self, gateway_options options,
-                                     std::shared_ptr<const tokenizer> tok,
-                                     std::shared_ptr<const chat_template> chat,
+                                     std::shared_ptr<const tokenizer> tok, std::shared_ptr<const chat_template> chat,
                                      std::vector<replica_endpoint> replicas, health_monitor_actor health);
 
 }  // namespace troupe

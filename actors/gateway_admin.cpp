@@ -78,24 +78,25 @@ std::string replica_listing_json(const gateway_state& st) {
 void answer_metrics(self_ptr self, const http_call_ptr& http, const std::string& endpoint) {
   auto& st = self->state;
   self->request(st.health, std::chrono::seconds(5), health_atom::value)
-      .then([=](const std::vector<component_health>& parts) {
-        auto& st = self->state;
-        auto& m = *st.metrics;
-        for (const auto& p : parts) {
-          m.component_ready.add({{"component", p.name}}).set(p.ready ? 1 : 0);
-          m.component_restarts.add({{"component", p.name}}).set(p.restarts);
-        }
-        const auto view = st.router->view(clock_type::now());
-        for (const auto& r : view) {
-          m.replica_weight.add({{"replica", r.name}}).set(r.weight);
-          m.replica_in_flight.add({{"replica", r.name}}).set(r.in_flight);
-          m.replica_routable.add({{"replica", r.name}}).set(r.healthy && !r.circuit_open && r.weight > 0 ? 1 : 0);
-        }
-        answer(self, http, endpoint, 200, st.registry->render(), metrics::content_type.data());
-      },
-      [=](const caf::error&) {
-        answer_error(self, http, endpoint, service_unavailable("the health monitor does not answer"));
-      });
+      .then(
+          [=](const std::vector<component_health>& parts) {
+            auto& st = self->state;
+            auto& m = *st.metrics;
+            for (const auto& p : parts) {
+              m.component_ready.add({{"component", p.name}}).set(p.ready ? 1 : 0);
+              m.component_restarts.add({{"component", p.name}}).set(p.restarts);
+            }
+            const auto view = st.router->view(clock_type::now());
+            for (const auto& r : view) {
+              m.replica_weight.add({{"replica", r.name}}).set(r.weight);
+              m.replica_in_flight.add({{"replica", r.name}}).set(r.in_flight);
+              m.replica_routable.add({{"replica", r.name}}).set(r.healthy && !r.circuit_open && r.weight > 0 ? 1 : 0);
+            }
+            answer(self, http, endpoint, 200, st.registry->render(), metrics::content_type.data());
+          },
+          [=](const caf::error&) {
+            answer_error(self, http, endpoint, service_unavailable("the health monitor does not answer"));
+          });
 }
 
 // Every replica's scheduler figures, in replica order (zero for one not running), to
@@ -159,10 +160,10 @@ void health(self_ptr self, const http_call_ptr& http, const std::string& endpoin
             if (std::any_of(replicas.begin(), replicas.end(), [&](const auto& r) { return replica_ready(r, parts); })) {
               const auto& st = self->state;
               if (st.warmup_started && st.warmup_left == 0) return answer(self, http, endpoint, 200, "");
-              return answer_error(self, http, endpoint,
-                                  service_unavailable("warming up: " + std::to_string(st.warmup_left) + " of " +
-                                                      std::to_string(st.options.warmup_requests) +
-                                                      " warm-up requests running"));
+              return answer_error(
+                  self, http, endpoint,
+                  service_unavailable("warming up: " + std::to_string(st.warmup_left) + " of " +
+                                      std::to_string(st.options.warmup_requests) + " warm-up requests running"));
             }
             std::string waiting;
             for (const auto& p : parts)
@@ -249,17 +250,20 @@ void change_replica(self_ptr self, const http_call_ptr& http, const std::string&
     return answer_error(self, http, endpoint,
                         bad_request("this server runs one replica: replicas are added and removed in a cluster "
                                     "(troupe cluster up)"));
-  const std::string_view name_and_change = std::string_view(req.path).substr(std::string_view("/admin/replicas/").size());
+  const std::string_view name_and_change =
+      std::string_view(req.path).substr(std::string_view("/admin/replicas/").size());
   auto change = parse_replica_change(name_and_change, req.body);
   if (!change) return answer_error(self, http, endpoint, change.err());
   const auto r = st.router->index_of(change->name);
   if (!r)
-    return answer_error(self, http, endpoint,
-                        {404, "no replica " + change->name + " in cluster.conf (a replica is added from its [replica.NAME] section)",
-                         "invalid_request_error", "name", "replica_not_found"});
+    return answer_error(
+        self, http, endpoint,
+        {404, "no replica " + change->name + " in cluster.conf (a replica is added from its [replica.NAME] section)",
+         "invalid_request_error", "name", "replica_not_found"});
   const status changed = change->add ? st.router->begin_add(*r) : st.router->begin_remove(*r, clock_type::now());
   if (!changed)
-    return answer_error(self, http, endpoint, {409, changed.err().message, "invalid_request_error", "name", "replica_state"});
+    return answer_error(self, http, endpoint,
+                        {409, changed.err().message, "invalid_request_error", "name", "replica_state"});
   st.replica_errors[*r].clear();
   if (change->add) {
     start_replica(self, *r, change->weight.value_or(st.replicas[*r].weight), change->ramp);

@@ -23,8 +23,8 @@ nlohmann::ordered_json conversation_after(const responses_turn& turn, const repl
   if (!reply.calls.empty()) {
     m["tool_calls"] = nlohmann::ordered_json::array();
     for (const tool_call& call : reply.calls)
-      m["tool_calls"].push_back({{"id", call.id}, {"type", "function"},
-                                 {"function", {{"name", call.name}, {"arguments", call.arguments}}}});
+      m["tool_calls"].push_back(
+          {{"id", call.id}, {"type", "function"}, {"function", {{"name", call.name}, {"arguments", call.arguments}}}});
   }
   conversation.push_back(std::move(m));
   return conversation;

@@ -37,7 +37,7 @@ using handler = void (*)(self_ptr self, const http_call_ptr& http, const std::st
 void route(self_ptr self, const http_call_ptr& http);
 
 // gateway_calls.cpp
-void prepare(self_ptr self, const http_call_ptr& http, const std::string& endpoint);  // generation, /tokenize
+void prepare(self_ptr self, const http_call_ptr& http, const std::string& endpoint);          // generation, /tokenize
 void stored_response(self_ptr self, const http_call_ptr& http, const std::string& endpoint);  // GET, DELETE
 void cancel_response(self_ptr self, const http_call_ptr& http, const std::string& endpoint);
 // New tokens (or the end) of choice `index` of a call.

@@ -14,7 +14,8 @@ constexpr std::chrono::milliseconds repetition_budget{500};
 
 }  // namespace
 
-grammar_warmer_actor::behavior_type grammar_warmer(grammar_warmer_actor::pointer, std::shared_ptr<grammar_cache> grammars,
+grammar_warmer_actor::behavior_type grammar_warmer(grammar_warmer_actor::pointer,
+                                                   std::shared_ptr<grammar_cache> grammars,
                                                    pending_vocabulary vocabulary) {
   return {
       [=](grammar_atom, const grammar& g) {

@@ -59,8 +59,10 @@ void declare_stuck(self_ptr self, const std::string& name, component& c) {
   auto& st = self->state;
   c.stuck = true;
   const double in_step = std::chrono::duration<double>(clock_type::now() - *c.busy_since).count();
-  std::fprintf(stderr, "troupe: %s has been in one step for %.1f s without progress (progress timeout %lld ms%s): "
-               "declared failed%s\n", name.c_str(), in_step, static_cast<long long>(timeout_of(st, c).count()),
+  std::fprintf(stderr,
+               "troupe: %s has been in one step for %.1f s without progress (progress timeout %lld ms%s): "
+               "declared failed%s\n",
+               name.c_str(), in_step, static_cast<long long>(timeout_of(st, c).count()),
                c.strikes ? ", doubled for each failure since its last finished step" : "",
                c.progressed ? "" : "; its supervisor does not replace it again, as it has finished no step since");
   ++c.strikes;
@@ -145,8 +147,8 @@ health_monitor_actor::behavior_type health_monitor(self_ptr self, std::chrono::m
         for (const auto& [name, c] : components) {
           // Said until a replacement is ready: why it is down, while it restarts.
           const bool stuck = c.stuck || (c.ready && stuck_now(self->state, name, c, t));
-          out.push_back({name, c.ready && !stuck, std::chrono::duration<double>(t - c.last_progress).count(),
-                         c.restarts, stuck});
+          out.push_back(
+              {name, c.ready && !stuck, std::chrono::duration<double>(t - c.last_progress).count(), c.restarts, stuck});
         }
         return out;
       },

@@ -18,7 +18,7 @@ struct health_monitor_state {
     caf::actor_addr reporter;  // the actor that last said ready: its end makes it not ready
     caf::actor supervisor;     // the one that expected it: told when it is stuck
     std::optional<std::chrono::steady_clock::time_point> busy_since;  // a step in flight
-    bool stuck = false;  // declared stuck
+    bool stuck = false;                                               // declared stuck
     // A step finished since it was last declared stuck: only then is its supervisor told
     // again (an in-process replacement stuck before any progress waits on something
     // outside it, which a next one would wait on too).
@@ -50,7 +50,7 @@ struct health_monitor_state {
 // not ready until the step returns or fails. Only the reporter's busy and progress
 // messages count: a replaced actor that wakes up does not speak for its successor. A
 // replica removed at runtime is forgotten whole, by its prefix.
-health_monitor_actor::behavior_type health_monitor(
-    health_monitor_actor::stateful_pointer<health_monitor_state> self, std::chrono::milliseconds progress_timeout);
+health_monitor_actor::behavior_type health_monitor(health_monitor_actor::stateful_pointer<health_monitor_state> self,
+                                                   std::chrono::milliseconds progress_timeout);
 
 }  // namespace troupe

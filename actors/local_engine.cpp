@@ -2,12 +2,12 @@
 
 #include <algorithm>
 
-#include "engine/cpu_backend.hpp"
 #include "actors/expert_group.hpp"
 #include "actors/health_monitor.hpp"
 #include "actors/kv_manager.hpp"
 #include "actors/shutdown.hpp"
 #include "actors/stage.hpp"
+#include "engine/cpu_backend.hpp"
 #include "transport/in_process_transport.hpp"
 #ifdef TROUPE_WITH_CUDA
 #include "model/cuda/gpu_backend.hpp"
@@ -24,7 +24,8 @@ result<compute_backend> make_backend(const engine_options& options) {
   if (options.device == device_kind::cpu) return make_cpu_backend(b);
 #ifdef TROUPE_WITH_CUDA
   if (options.expert_groups != 1)
-    return error{"--device cuda serves its experts as one group per GPU; expert groups across GPUs come with a cluster"};
+    return error{
+        "--device cuda serves its experts as one group per GPU; expert groups across GPUs come with a cluster"};
   // The stages share the GPU, its weights and its experts; each has activations of its own.
   b.pipeline_stages = options.pipeline_layers.empty() ? options.pipeline_stages : int(options.pipeline_layers.size());
   return make_gpu_backend(b);
@@ -63,8 +64,7 @@ result<engine> start_local_engine(caf::actor_system& system, const engine_option
 
   std::vector<child_spec> children;
   for (int g = 0; g < groups; ++g) {
-    expert_group_options opts{expert_group_name(g), c.num_experts * g / groups,
-                              c.num_experts * (g + 1) / groups, {}};
+    expert_group_options opts{expert_group_name(g), c.num_experts * g / groups, c.num_experts * (g + 1) / groups, {}};
     children.push_back(expert_group_child(opts, backend->attach_experts, e.health));
   }
   const auto grammars = make_engine_grammar_cache();
@@ -74,14 +74,23 @@ result<engine> start_local_engine(caf::actor_system& system, const engine_option
   if (!self_peer) return self_peer.err();
   for (size_t k = 0; k < layout->size(); ++k) {
     const layer_range layers = (*layout)[k];
-    stage_options opts{stage_name(int(k)), int(k), layers.first, layers.last, layers.last == c.num_layers,
-                       c.hidden_size, {rows, *self_peer}, ready_vocabulary(options.vocabulary), grammars, {}, {}};
+    stage_options opts{stage_name(int(k)),
+                       int(k),
+                       layers.first,
+                       layers.last,
+                       layers.last == c.num_layers,
+                       c.hidden_size,
+                       {rows, *self_peer},
+                       ready_vocabulary(options.vocabulary),
+                       grammars,
+                       {},
+                       {}};
     children.push_back(stage_child(opts, backend->make_runner, e.health));
   }
   restart_policy restarts = options.restarts;
   restarts.replace_stuck = options.device == device_kind::cpu;
-  e.supervisor = system.spawn(supervisor, std::move(children), restarts, e.health,
-                              caf::actor_cast<caf::actor>(e.scheduler));
+  e.supervisor =
+      system.spawn(supervisor, std::move(children), restarts, e.health, caf::actor_cast<caf::actor>(e.scheduler));
   return e;
 }
 

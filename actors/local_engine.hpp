@@ -4,10 +4,10 @@
 // own KV pool) and the expert groups, which reach each other through the in-process
 // transport of the chosen device. The multi-node node_agent builds on the same pieces.
 #include "actors/actors.hpp"
-#include "engine/pipeline_layout.hpp"
 #include "actors/scheduler.hpp"
 #include "actors/supervisor.hpp"
 #include "base/result.hpp"
+#include "engine/pipeline_layout.hpp"
 #include "model/compute_backend.hpp"
 #include "text/grammar/token_vocabulary.hpp"
 

@@ -22,7 +22,8 @@ int node_index(const cluster_spec& spec, const std::string& name) {
 }
 
 caf::error refused(const node_agent_state& st, const std::string& why) {
-  return caf::make_error(caf::sec::runtime_error, "node " + st.options.spec.nodes[size_t(st.options.node)].name + ": " + why);
+  return caf::make_error(caf::sec::runtime_error,
+                         "node " + st.options.spec.nodes[size_t(st.options.node)].name + ": " + why);
 }
 
 bool joined(self_ptr self) {
@@ -68,8 +69,7 @@ std::vector<child_spec> node_children(self_ptr self, size_t r, const health_moni
   for (size_t g = 0; g < replica.experts.size(); ++g) {
     const placement& p = replica.experts[g];
     if (p.node != me) continue;
-    expert_group_options opts{prefix + expert_group_name(int(g)), p.first,
-                              p.last.value_or(c.num_experts - 1) + 1, {}};
+    expert_group_options opts{prefix + expert_group_name(int(g)), p.first, p.last.value_or(c.num_experts - 1) + 1, {}};
     // A GPU group that stages of other nodes reach over NCCL serves them too.
     if (st.backend->make_expert_server && !stages_reaching_group(replica, g, c.num_experts).empty())
       opts.make_server = [make = st.backend->make_expert_server, first = opts.first_expert, last = opts.last_expert] {
@@ -80,11 +80,10 @@ std::vector<child_spec> node_children(self_ptr self, size_t r, const health_moni
   // On the CPU a stage reaches the replica's groups wherever they run; a GPU's runners use
   // the GPU's own experts.
   const bool on_cpu = st.backend->make_runner_over != nullptr;
-  auto experts = on_cpu && c.num_experts > 0
-                     ? std::make_shared<remote_experts>(o.link, st.backend->groups,
-                                                        expert_route(st, replica, c.num_experts), uint16_t(o.node),
-                                                        c.hidden_size, timeout)
-                     : nullptr;
+  auto experts = on_cpu && c.num_experts > 0 ? std::make_shared<remote_experts>(
+                                                   o.link, st.backend->groups, expert_route(st, replica, c.num_experts),
+                                                   uint16_t(o.node), c.hidden_size, timeout)
+                                             : nullptr;
   const auto grammars = make_engine_grammar_cache();
   for (size_t k = 0; k < replica.stages.size(); ++k) {
     const placement& p = replica.stages[k];
@@ -92,8 +91,8 @@ std::vector<child_spec> node_children(self_ptr self, size_t r, const health_moni
     const int last = p.last.value_or(c.num_layers - 1) + 1;
     const bool last_stage = k + 1 == replica.stages.size();
     const int next_peer = last_stage ? -1 : st.peers[size_t(node_index(o.spec, replica.stages[k + 1].node))];
-    stage_options opts{prefix + stage_name(int(k)), int(k), p.first, last, last_stage, c.hidden_size,
-                       {o.link, next_peer, timeout, int(r)}, o.vocabulary, grammars, {}, {}};
+    stage_options opts{prefix + stage_name(int(k)),          int(k),       p.first,  last, last_stage, c.hidden_size,
+                       {o.link, next_peer, timeout, int(r)}, o.vocabulary, grammars, {},   {}};
     step_runner_factory make = st.backend->backend.make_runner;
     if (on_cpu)
       make = [over = st.backend->make_runner_over, experts](int first, int last_layer) {
@@ -135,8 +134,8 @@ int start_replica_here(self_ptr self, size_t r, const scheduler_actor& scheduler
   auto children = node_children(self, r, health);
   if (children.empty()) return 0;
   const int count = int(children.size());
-  auto s = self->spawn(supervisor, std::move(children), st.options.restarts, health,
-                       caf::actor_cast<caf::actor>(scheduler));
+  auto s =
+      self->spawn(supervisor, std::move(children), st.options.restarts, health, caf::actor_cast<caf::actor>(scheduler));
   self->link_to(s);
   st.supervisors[r] = s;
   st.parts[r] = count;
@@ -205,8 +204,8 @@ node_agent_actor::behavior_type node_agent(self_ptr self, node_agent_options opt
         auto sender = self->current_sender();
         auto nonce = sender == nullptr ? st.nonces.end() : st.nonces.find(sender->node());
         if (nonce == st.nonces.end()) return refused(st, "ask for a challenge before joining");
-        const bool proven = join_proof_matches(st.options.spec.cluster.secret, st.options.spec.cluster.name,
-                                               nonce->second, proof);
+        const bool proven =
+            join_proof_matches(st.options.spec.cluster.secret, st.options.spec.cluster.name, nonce->second, proof);
         st.nonces.erase(nonce);  // one proof per nonce
         if (!proven) {
           std::fprintf(stderr, "troupe node %s: refused a head that does not know the cluster secret\n",
@@ -268,9 +267,11 @@ node_agent_actor::behavior_type node_agent(self_ptr self, node_agent_options opt
       [=](repoint_atom, int node, const std::vector<uint8_t>& address) -> caf::result<int> {
         auto& st = self->state;
         if (!joined(self)) return refused(st, "join the cluster first");
-        if (node < 0 || size_t(node) >= st.peers.size()) return refused(st, "no node " + std::to_string(node) + " to repoint");
+        if (node < 0 || size_t(node) >= st.peers.size())
+          return refused(st, "no node " + std::to_string(node) + " to repoint");
         if (auto moved = st.options.link->repoint(st.peers[size_t(node)], address); !moved)
-          return refused(st, "reaching node " + st.options.spec.nodes[size_t(node)].name + " again: " + moved.err().message);
+          return refused(
+              st, "reaching node " + st.options.spec.nodes[size_t(node)].name + " again: " + moved.err().message);
         return st.peers[size_t(node)];
       },
       [=](hang_atom, int ms) {
@@ -278,7 +279,8 @@ node_agent_actor::behavior_type node_agent(self_ptr self, node_agent_options opt
           return refuse_stranger(self, "a hang drill");
         // As this agent: a supervisor takes drills from this process only.
         const auto me = caf::actor_cast<caf::actor>(self);
-        for (const auto& [supervising, name] : self->state.stages) caf::send_as(me, supervising, hang_atom::value, name, ms);
+        for (const auto& [supervising, name] : self->state.stages)
+          caf::send_as(me, supervising, hang_atom::value, name, ms);
       },
       [=](add_replica_atom, int r, const scheduler_actor& scheduler, health_monitor_actor health) -> caf::result<int> {
         auto& st = self->state;

@@ -15,9 +15,9 @@
 #include <vector>
 
 #include "actors/actors.hpp"
-#include "engine/node_backend.hpp"
 #include "actors/supervisor.hpp"
 #include "cluster/cluster_spec.hpp"
+#include "engine/node_backend.hpp"
 #include "text/grammar/token_vocabulary.hpp"
 #include "transport/expert_server.hpp"
 #include "transport/transport.hpp"
@@ -46,8 +46,8 @@ struct node_agent_state {
   // The head's scheduler of each replica, null while the replica is not running: when a
   // running one goes, the head has gone.
   std::vector<scheduler_actor> schedulers;
-  std::vector<caf::actor> supervisors;  // by replica: of its part here, null when none
-  std::vector<int> parts;               // by replica: its stages and expert groups here
+  std::vector<caf::actor> supervisors;                     // by replica: of its part here, null when none
+  std::vector<int> parts;                                  // by replica: its stages and expert groups here
   std::vector<std::pair<caf::actor, std::string>> stages;  // each stage here, with its supervisor
   // Removals waiting for a supervisor to end: the answer, with how many parts it ran.
   std::map<caf::actor_addr, std::pair<caf::typed_response_promise<int>, int>> stopping;

@@ -16,10 +16,9 @@ using sequence = scheduler_state::sequence;
 
 void schedule(self_ptr self);
 
-void send_event(const sequence& s, std::vector<sampled_token> tokens, finish_reason finish,
-                std::string message = {}) {
+void send_event(const sequence& s, std::vector<sampled_token> tokens, finish_reason finish, std::string message = {}) {
   caf::anon_send(s.sink, token_event{s.request.id, std::move(tokens), uint8_t(finish), std::move(message),
-                                 int(s.request.prompt.size()), std::max(0, s.cached_prompt_tokens)});
+                                     int(s.request.prompt.size()), std::max(0, s.cached_prompt_tokens)});
 }
 
 // Ends a sequence: its blocks go back with the next KV request, stages drop its state.
@@ -78,7 +77,8 @@ void recover(self_ptr self) {
   for (auto it = running.rbegin(); it != running.rend(); ++it) {
     sequence& s = st.sequences[*it];
     if (s.cancelled || ++s.recoveries > st.options.max_recoveries) {
-      if (!s.cancelled) send_event(s, {}, finish_reason::error, "the engine failed repeatedly while running this request");
+      if (!s.cancelled)
+        send_event(s, {}, finish_reason::error, "the engine failed repeatedly while running this request");
       st.sequences.erase(*it);
       st.finished.push_back(*it);
       continue;
@@ -115,7 +115,8 @@ void on_step_result(self_ptr self, const step_plan& plan, const step_result& res
     s.recoveries = 0;
     const auto& stops = s.request.stop_token_ids;
     finish_reason finish = finish_reason::none;
-    if (std::find(stops.begin(), stops.end(), t.token) != stops.end()) finish = finish_reason::stop;
+    if (std::find(stops.begin(), stops.end(), t.token) != stops.end())
+      finish = finish_reason::stop;
     else if (s.generated >= s.request.max_tokens || int(s.tokens.size()) >= st.options.max_model_len)
       finish = finish_reason::length;
     send_event(s, {t}, finish);
@@ -155,8 +156,17 @@ void on_kv_reply(self_ptr self, const kv_step_request& asked, const kv_step_repl
   st.finished.clear();
   auto add_span = [&](request_id id, int count) {
     sequence& s = st.sequences[id];
-    step_sequence span{id, int(plan.token_ids.size()), count, s.computed, int(s.request.prompt.size()),
-                       s.blocks, s.computed + count == int(s.tokens.size()), s.request.sampling, s.restart, {}, {},
+    step_sequence span{id,
+                       int(plan.token_ids.size()),
+                       count,
+                       s.computed,
+                       int(s.request.prompt.size()),
+                       s.blocks,
+                       s.computed + count == int(s.tokens.size()),
+                       s.request.sampling,
+                       s.restart,
+                       {},
+                       {},
                        s.state_slot};
     if (s.restart) {
       span.prefix.assign(s.tokens.begin(), s.tokens.begin() + s.computed);
@@ -250,9 +260,9 @@ void schedule(self_ptr self) {
     const sequence& s = st.sequences[id];
     progress.push_back({id, int(s.tokens.size()), s.computed, s.in_step});
   }
-  const batch_choice choice = choose_batch(
-      {st.options.max_num_seqs, st.options.max_num_batched_tokens, micro_batches(st.options)}, progress,
-      std::vector<request_id>(st.waiting.begin(), st.waiting.end()));
+  const batch_choice choice =
+      choose_batch({st.options.max_num_seqs, st.options.max_num_batched_tokens, micro_batches(st.options)}, progress,
+                   std::vector<request_id>(st.waiting.begin(), st.waiting.end()));
   if (choice.empty()) return;  // every running sequence is in a step
   const int budget = choice.budget_left;
   kv_step_request req;
@@ -318,7 +328,8 @@ scheduler_actor::behavior_type scheduler(scheduler_actor::stateful_pointer<sched
         // sequence in it: the last stage does both beside its steps before this one waits.
         added.readying_grammar = true;
         self->request(st.stages.back(), st.options.stage_timeout, grammar_atom::value, added.request.output_grammar)
-            .then([=](bool) { wait_for_admission(self, id); }, [=](const caf::error&) { wait_for_admission(self, id); });
+            .then([=](bool) { wait_for_admission(self, id); },
+                  [=](const caf::error&) { wait_for_admission(self, id); });
       },
       [=](cancel_atom, request_id id) {
         auto& st = self->state;
@@ -333,12 +344,11 @@ scheduler_actor::behavior_type scheduler(scheduler_actor::stateful_pointer<sched
         st.stats.running = int(st.running.size());
         st.stats.waiting = int(st.sequences.size() - st.running.size());
         auto promise = self->make_response_promise<engine_stats>();
-        self->request(st.kv, caf::infinite, usage_atom::value)
-            .then([=](const kv_usage& u) mutable {
-              engine_stats out = self->state.stats;
-              out.kv = u;
-              promise.deliver(out);
-            });
+        self->request(st.kv, caf::infinite, usage_atom::value).then([=](const kv_usage& u) mutable {
+          engine_stats out = self->state.stats;
+          out.kv = u;
+          promise.deliver(out);
+        });
         return promise;
       },
       [=](child_up_atom, const std::string& name, const caf::actor& child) {
@@ -364,7 +374,8 @@ scheduler_actor::behavior_type scheduler(scheduler_actor::stateful_pointer<sched
         if (k + 1 < int(st.stages.size()) && st.stages[size_t(k + 1)])
           self->send(stage, next_stage_atom::value, caf::actor_cast<caf::actor>(st.stages[size_t(k + 1)]));
         for (int g = 0; g < int(st.expert_groups.size()); ++g)
-          if (const caf::actor& group = st.expert_groups[size_t(g)]) self->send(stage, expert_group_atom::value, g, group);
+          if (const caf::actor& group = st.expert_groups[size_t(g)])
+            self->send(stage, expert_group_atom::value, g, group);
         schedule(self);
       },
       // After a recovery: retry once every stage is up, or give up on every request once
@@ -375,9 +386,12 @@ scheduler_actor::behavior_type scheduler(scheduler_actor::stateful_pointer<sched
         const auto now = std::chrono::steady_clock::now();
         const bool up = pipeline_up(st);
         // The clock runs only while requests wait on an engine that does not work.
-        if (st.sequences.empty()) st.stage_lost = {};
-        else if (!up && st.stage_lost == std::chrono::steady_clock::time_point{}) st.stage_lost = now;
-        if (st.stage_lost != std::chrono::steady_clock::time_point{} && now - st.stage_lost > st.options.stage_timeout) {
+        if (st.sequences.empty())
+          st.stage_lost = {};
+        else if (!up && st.stage_lost == std::chrono::steady_clock::time_point{})
+          st.stage_lost = now;
+        if (st.stage_lost != std::chrono::steady_clock::time_point{} &&
+            now - st.stage_lost > st.options.stage_timeout) {
           for (auto& [id, s] : st.sequences) {
             if (!s.cancelled) send_event(s, {}, finish_reason::error, "no stage of the engine is available");
             st.finished.push_back(id);

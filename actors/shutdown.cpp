@@ -15,8 +15,9 @@ size_t shutdown(caf::scoped_actor& self, const std::vector<caf::actor>& actors, 
   const auto deadline = std::chrono::steady_clock::now() + grace;
   bool timed_out = false;
   while (!running.empty() && !timed_out) {
-    const auto left = std::max(std::chrono::milliseconds(0),
-                               std::chrono::ceil<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now()));
+    const auto left =
+        std::max(std::chrono::milliseconds(0),
+                 std::chrono::ceil<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now()));
     self->receive(
         [&](const caf::down_msg& down) {
           // The caller monitors nothing else meanwhile: any other down message is dropped.

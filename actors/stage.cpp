@@ -97,8 +97,8 @@ caf::result<step_result> run_step(self_ptr self, const step_plan& plan, std::vec
   auto out = st.runner->run(batch, std::move(hidden), samples);
   if (!out) log_failure(st.options, plan.step, began, out.err().message);
   if (st.options.generation.replaced())
-    return caf::make_error(caf::sec::runtime_error, st.options.name + ": replaced while stuck in step " +
-                                                        std::to_string(plan.step));
+    return caf::make_error(caf::sec::runtime_error,
+                           st.options.name + ": replaced while stuck in step " + std::to_string(plan.step));
   if (!out) {
     self->send(st.health, busy_atom::value, st.options.name, false);
     return caf::make_error(caf::sec::runtime_error, st.options.name + ": " + out.err().message);
@@ -120,8 +120,8 @@ caf::result<step_result> run_step(self_ptr self, const step_plan& plan, std::vec
 
 // The previous stage's residual rows of `plan`, from the transport.
 result<std::vector<float>> rows_handed_on(const stage_options& options, const step_plan& plan) {
-  auto message = options.link.rows->receive(rows_tag(options, options.index - 1, plan.step), ~uint64_t{0},
-                                            options.link.timeout);
+  auto message =
+      options.link.rows->receive(rows_tag(options, options.index - 1, plan.step), ~uint64_t{0}, options.link.timeout);
   if (!message) return error{"the rows of step " + std::to_string(plan.step) + ": " + message.err().message};
   const size_t expected = plan.token_ids.size() * size_t(options.hidden_size) * sizeof(float);
   if (message->bytes.size() != expected)
@@ -146,8 +146,8 @@ stage_actor::behavior_type stage(self_ptr self, stage_options options, step_runn
     if (st.options.last_stage && st.options.grammars) {
       const unsigned warmers = std::clamp(std::thread::hardware_concurrency() / 4, 1u, 4u);
       for (unsigned i = 0; i < warmers; ++i)
-        st.grammar_warmers.push_back(self->spawn<caf::detached + caf::linked>(grammar_warmer, st.options.grammars,
-                                                                              st.options.vocabulary));
+        st.grammar_warmers.push_back(
+            self->spawn<caf::detached + caf::linked>(grammar_warmer, st.options.grammars, st.options.vocabulary));
     }
   } else {  // e.g. no device memory left for its KV pool: its supervisor decides
     self->quit(caf::make_error(caf::sec::runtime_error, st.options.name + ": " + runner.err().message));

@@ -8,10 +8,10 @@
 #include "actors/actors.hpp"
 #include "actors/expert_peer_handles.hpp"
 #include "actors/supervisor.hpp"
-#include "transport/transport.hpp"
+#include "model/step_runner.hpp"
 #include "text/grammar/constrained_output.hpp"
 #include "text/grammar/grammar_cache.hpp"
-#include "model/step_runner.hpp"
+#include "transport/transport.hpp"
 
 namespace troupe {
 
@@ -40,7 +40,7 @@ struct stage_options {
   std::string name;
   int index = 0;  // in pipeline order
   int first_layer = 0;
-  int last_layer = 0;  // exclusive
+  int last_layer = 0;      // exclusive
   bool last_stage = true;  // holds the model's last layer: computes logits and samples
   int hidden_size = 0;
   stage_link link;  // unused by a pipeline of one stage

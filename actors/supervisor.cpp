@@ -86,8 +86,10 @@ caf::behavior supervisor(self_ptr self, std::vector<child_spec> specs, restart_p
         self->demonitor(stuck);
         self->unlink_from(stuck);
         self->send_exit(stuck, caf::exit_reason::kill);
-        std::fprintf(stderr, "troupe: %s is stuck: replacing it (the stuck one keeps its thread and memory until "
-                     "its step returns)\n", name.c_str());
+        std::fprintf(stderr,
+                     "troupe: %s is stuck: replacing it (the stuck one keeps its thread and memory until "
+                     "its step returns)\n",
+                     name.c_str());
         restart_later(self, name, policy, health);
       },
       [=](restart_atom, const std::string& name) {

@@ -4,11 +4,10 @@
 #include <cstdio>
 #include <cstdlib>
 
-#define TROUPE_CHECK(cond, msg)                                                          \
-  do {                                                                                   \
-    if (!(cond)) {                                                                       \
-      std::fprintf(stderr, "troupe: check failed at %s:%d: %s (%s)\n", __FILE__, __LINE__, \
-                   #cond, msg);                                                          \
-      std::abort();                                                                      \
-    }                                                                                    \
+#define TROUPE_CHECK(cond, msg)                                                                         \
+  do {                                                                                                  \
+    if (!(cond)) {                                                                                      \
+      std::fprintf(stderr, "troupe: check failed at %s:%d: %s (%s)\n", __FILE__, __LINE__, #cond, msg); \
+      std::abort();                                                                                     \
+    }                                                                                                   \
   } while (0)

@@ -13,9 +13,12 @@ inline size_t dtype_size(dtype t) { return t == dtype::f32 ? 4 : 2; }
 
 inline std::string_view dtype_name(dtype t) {
   switch (t) {
-    case dtype::f32: return "F32";
-    case dtype::f16: return "F16";
-    case dtype::bf16: return "BF16";
+    case dtype::f32:
+      return "F32";
+    case dtype::f16:
+      return "F16";
+    case dtype::bf16:
+      return "BF16";
   }
   return "?";
 }
@@ -41,9 +44,12 @@ uint16_t f32_to_f16(float f);
 
 inline float load_as_f32(dtype t, const void* base, size_t i) {
   switch (t) {
-    case dtype::f32: return static_cast<const float*>(base)[i];
-    case dtype::f16: return f16_to_f32(static_cast<const uint16_t*>(base)[i]);
-    case dtype::bf16: return bf16_to_f32(static_cast<const uint16_t*>(base)[i]);
+    case dtype::f32:
+      return static_cast<const float*>(base)[i];
+    case dtype::f16:
+      return f16_to_f32(static_cast<const uint16_t*>(base)[i]);
+    case dtype::bf16:
+      return bf16_to_f32(static_cast<const uint16_t*>(base)[i]);
   }
   return 0.0f;
 }

@@ -36,7 +36,8 @@ std::optional<int> gateway_hang_drill_ms(const siginfo_t& info) {
 }
 
 bool is_gateway_crash_drill(const siginfo_t& info) {
-  return info.si_signo == hang_drill_signal && info.si_code == SI_QUEUE && info.si_value.sival_int == gateway_crash_value;
+  return info.si_signo == hang_drill_signal && info.si_code == SI_QUEUE &&
+         info.si_value.sival_int == gateway_crash_value;
 }
 
 std::optional<int> hang_drill_ms(const siginfo_t& info) {

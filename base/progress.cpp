@@ -15,8 +15,10 @@ void progress::update(int done) {
 }
 
 progress::~progress() {
-  if (terminal_) std::fprintf(stderr, "\n");
-  else std::fprintf(stderr, "%s: %d/%d\n", label_.c_str(), done_, total_);
+  if (terminal_)
+    std::fprintf(stderr, "\n");
+  else
+    std::fprintf(stderr, "%s: %d/%d\n", label_.c_str(), done_, total_);
 }
 
 }  // namespace troupe

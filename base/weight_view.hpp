@@ -13,13 +13,9 @@ struct weight_view {
   int64_t cols = 0;
   const void* data = nullptr;
 
-  const void* row(int64_t r) const {
-    return static_cast<const char*>(data) + r * cols * int64_t(dtype_size(type));
-  }
+  const void* row(int64_t r) const { return static_cast<const char*>(data) + r * cols * int64_t(dtype_size(type)); }
   // Rows [first, first + count) as a view of their own.
-  weight_view slice_rows(int64_t first, int64_t count) const {
-    return {type, count, cols, row(first)};
-  }
+  weight_view slice_rows(int64_t first, int64_t count) const { return {type, count, cols, row(first)}; }
 };
 
 }  // namespace troupe

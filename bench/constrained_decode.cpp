@@ -86,10 +86,14 @@ int main(int argc, char** argv) {
   int tokens = 256, runs = 7;
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string flag = argv[i], value = argv[i + 1];
-    if (flag == "--model") dir = value;
-    else if (flag == "--tokens") tokens = std::stoi(value);
-    else if (flag == "--runs") runs = std::stoi(value);
-    else return std::fprintf(stderr, "unknown flag %s\n", flag.c_str()), 2;
+    if (flag == "--model")
+      dir = value;
+    else if (flag == "--tokens")
+      tokens = std::stoi(value);
+    else if (flag == "--runs")
+      runs = std::stoi(value);
+    else
+      return std::fprintf(stderr, "unknown flag %s\n", flag.c_str()), 2;
   }
   caf::actor_system_config config;
   add_message_types(config);

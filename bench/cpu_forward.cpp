@@ -32,12 +32,18 @@ int main(int argc, char** argv) {
   int layers = 0, prompt_len = 128, decode_len = 32, runs = 3;
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string flag = argv[i], value = argv[i + 1];
-    if (flag == "--model") dir = value;
-    else if (flag == "--load-format") dummy = value == "dummy";
-    else if (flag == "--layers") layers = std::stoi(value);
-    else if (flag == "--prompt") prompt_len = std::stoi(value);
-    else if (flag == "--decode") decode_len = std::stoi(value);
-    else if (flag == "--runs") runs = std::stoi(value);
+    if (flag == "--model")
+      dir = value;
+    else if (flag == "--load-format")
+      dummy = value == "dummy";
+    else if (flag == "--layers")
+      layers = std::stoi(value);
+    else if (flag == "--prompt")
+      prompt_len = std::stoi(value);
+    else if (flag == "--decode")
+      decode_len = std::stoi(value);
+    else if (flag == "--runs")
+      runs = std::stoi(value);
     else {
       std::fprintf(stderr, "unknown flag %s\n", flag.c_str());
       return 2;
@@ -81,8 +87,8 @@ int main(int argc, char** argv) {
     decode.push_back(decode_len / td);
   }
   std::printf("model %s%s: %d layers, hidden %d, %d experts top-%d, %d threads\n", dir.c_str(),
-              dummy ? " (dummy weights)" : "", config->num_layers, config->hidden_size,
-              config->num_experts, config->num_experts_per_tok, omp_get_max_threads());
+              dummy ? " (dummy weights)" : "", config->num_layers, config->hidden_size, config->num_experts,
+              config->num_experts_per_tok, omp_get_max_threads());
   std::printf("prefill %d tokens: %.1f tok/s (median of %d)\n", prompt_len, median(prefill), runs);
   std::printf("decode %d tokens:  %.1f tok/s (median of %d)\n", decode_len, median(decode), runs);
   return 0;

@@ -4,8 +4,8 @@
 // median of 20 event-timed runs after 5 warm-ups; TFLOP/s counts the causal half of
 // Q K^T and P V, 4 * n^2 / 2 * heads * head_dim. Then decode attention
 // (kernels/cuda/paged_attention) of one sequence of that shape at 512 and 4096 positions,
-// and of batches of 32 and 128 sequences at 640 and 4096, as a decode step runs it: 20 calls (layers) captured in a CUDA graph, the median of 20
-// replays after 5 warm-ups, per call.
+// and of batches of 32 and 128 sequences at 640 and 4096, as a decode step runs it: 20 calls (layers) captured in a
+// CUDA graph, the median of 20 replays after 5 warm-ups, per call.
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
@@ -41,14 +41,13 @@ void prefill(int n) {
   int* query_starts = device_copy(std::vector<int>{0, n});
   int* positions_start = device_copy(std::vector<int>{0});
 
-  const troupe::cuda::flash_attention_batch batch{keys, values, block_size, table, blocks, 1,
-                                                  query_starts, positions_start, n};
-  const float ms = median_ms(5, 20, [&] {
-    troupe::cuda::flash_attention(q, heads, kv_heads, head_dim, batch, out, nullptr);
-  });
+  const troupe::cuda::flash_attention_batch batch{keys, values,       block_size,      table, blocks,
+                                                  1,    query_starts, positions_start, n};
+  const float ms =
+      median_ms(5, 20, [&] { troupe::cuda::flash_attention(q, heads, kv_heads, head_dim, batch, out, nullptr); });
   const double flops = 4.0 * double(n) * n / 2 * heads * head_dim;
-  std::printf("flash_attention: %d tokens, heads %d/%d, head_dim %d: median %.3f ms, %.1f TFLOP/s\n",
-              n, heads, kv_heads, head_dim, ms, flops / (ms * 1e-3) / 1e12);
+  std::printf("flash_attention: %d tokens, heads %d/%d, head_dim %d: median %.3f ms, %.1f TFLOP/s\n", n, heads,
+              kv_heads, head_dim, ms, flops / (ms * 1e-3) / 1e12);
   for (void* p : std::initializer_list<void*>{q, keys, values, out, table, query_starts, positions_start})
     TROUPE_CUDA_CHECK(cudaFree(p));
 }
@@ -81,8 +80,8 @@ void decode(int seqs, int context) {
   cudaStream_t stream;
   TROUPE_CUDA_CHECK(cudaStreamCreate(&stream));
   auto attend = [&](int call) {
-    const troupe::cuda::paged_kv_batch kv{keys + pool * call, values + pool * call, block_size, table, blocks,
-                                          seq_lens, context};
+    const troupe::cuda::paged_kv_batch kv{
+        keys + pool * call, values + pool * call, block_size, table, blocks, seq_lens, context};
     troupe::cuda::paged_attention(q, heads * head_dim, seqs, heads, kv_heads, head_dim, kv, workspace, out, stream);
   };
   attend(0);  // outside the capture: first-call set-up
@@ -92,11 +91,13 @@ void decode(int seqs, int context) {
   for (int i = 0; i < calls; ++i) attend(i);
   TROUPE_CUDA_CHECK(cudaStreamEndCapture(stream, &graph));
   TROUPE_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
-  const float ms = median_ms(5, 20, [&] { TROUPE_CUDA_CHECK(cudaGraphLaunch(exec, nullptr)); }, flush);
+  const float ms = median_ms(
+      5, 20, [&] { TROUPE_CUDA_CHECK(cudaGraphLaunch(exec, nullptr)); }, flush);
   const double us = ms * 1000 / calls, bytes = 2.0 * seqs * context * kv_heads * head_dim * sizeof(__nv_bfloat16);
-  std::printf("paged_attention: %d sequences, %d positions, heads %d/%d, head_dim %d: median %.2f us a call, "
-              "%.0f GB/s of keys and values\n",
-              seqs, context, heads, kv_heads, head_dim, us, bytes / (us * 1e-6) / 1e9);
+  std::printf(
+      "paged_attention: %d sequences, %d positions, heads %d/%d, head_dim %d: median %.2f us a call, "
+      "%.0f GB/s of keys and values\n",
+      seqs, context, heads, kv_heads, head_dim, us, bytes / (us * 1e-6) / 1e9);
   TROUPE_CUDA_CHECK(cudaGraphExecDestroy(exec));
   TROUPE_CUDA_CHECK(cudaGraphDestroy(graph));
   TROUPE_CUDA_CHECK(cudaStreamDestroy(stream));

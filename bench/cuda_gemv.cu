@@ -49,24 +49,21 @@ int main() {
     __nv_bfloat16* w = device_random(size_t(p.n) * p.k, seed++, 0.03f);
     const double bytes = double(p.n) * p.k * sizeof(__nv_bfloat16);
     for (int m : {1, 4, 8}) {
-      const double gemv_s = median_seconds(
-          [&] { troupe::cuda::matmul(cublas, x, m, p.k, w, p.n, p.y_type, y); });
+      const double gemv_s = median_seconds([&] { troupe::cuda::matmul(cublas, x, m, p.k, w, p.n, p.y_type, y); });
       const double cublas_s = median_seconds([&] {
         const float alpha = 1.0f, beta = 0.0f;
-        TROUPE_CUDA_CHECK(cublasGemmEx(cublas, CUBLAS_OP_T, CUBLAS_OP_N, p.n, m, p.k, &alpha, w,
-                                       CUDA_R_16BF, p.k, x, CUDA_R_16BF, p.k, &beta, y,
-                                       p.y_type == dtype::f32 ? CUDA_R_32F : CUDA_R_16BF, p.n,
-                                       CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+        TROUPE_CUDA_CHECK(cublasGemmEx(cublas, CUBLAS_OP_T, CUBLAS_OP_N, p.n, m, p.k, &alpha, w, CUDA_R_16BF, p.k, x,
+                                       CUDA_R_16BF, p.k, &beta, y, p.y_type == dtype::f32 ? CUDA_R_32F : CUDA_R_16BF,
+                                       p.n, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
       });
-      std::printf("%-7s n %6d k %4d m %d, %6.1f MB: gemv %7.1f us %5.0f GB/s; "
-                  "cuBLAS %7.1f us %5.0f GB/s\n",
-                  p.name, p.n, p.k, m, bytes / 1e6, gemv_s * 1e6, bytes / gemv_s / 1e9,
-                  cublas_s * 1e6, bytes / cublas_s / 1e9);
+      std::printf(
+          "%-7s n %6d k %4d m %d, %6.1f MB: gemv %7.1f us %5.0f GB/s; "
+          "cuBLAS %7.1f us %5.0f GB/s\n",
+          p.name, p.n, p.k, m, bytes / 1e6, gemv_s * 1e6, bytes / gemv_s / 1e9, cublas_s * 1e6, bytes / cublas_s / 1e9);
     }
     TROUPE_CUDA_CHECK(cudaFree(w));
   }
   TROUPE_CUDA_CHECK(cublasDestroy(cublas));
-  for (void* p : {static_cast<void*>(x), y})
-    TROUPE_CUDA_CHECK(cudaFree(p));
+  for (void* p : {static_cast<void*>(x), y}) TROUPE_CUDA_CHECK(cudaFree(p));
   return 0;
 }

@@ -76,12 +76,14 @@ int main() {
   TROUPE_CUDA_CHECK(cudaMalloc(&delta_states, size_t(max_seqs) * state_floats * sizeof(float)));
   TROUPE_CUDA_CHECK(cudaMemset(delta_states, 0, size_t(max_seqs) * state_floats * sizeof(float)));
   float* chunk_sums;
-  TROUPE_CUDA_CHECK(cudaMalloc(&chunk_sums, cuda::gated_delta_rule_chunked_workspace_floats(max_tokens, heads) * sizeof(float)));
+  TROUPE_CUDA_CHECK(
+      cudaMalloc(&chunk_sums, cuda::gated_delta_rule_chunked_workspace_floats(max_tokens, heads) * sizeof(float)));
   TROUPE_CUDA_CHECK(cudaMalloc(&conv_states, size_t(max_seqs) * (conv_kernel - 1) * conv_dim * sizeof(float)));
   TROUPE_CUDA_CHECK(cudaMemset(conv_states, 0, size_t(max_seqs) * (conv_kernel - 1) * conv_dim * sizeof(float)));
   const l2_flush flush(size_t(4) * prop.l2CacheSize);
-  const cuda::delta_rule_inputs in{qkv,   qkv + key_width, qkv + 2 * key_width, conv_dim, gates + heads.value_heads,
-                                   gates, 2 * heads.value_heads, d_neg_decay_rate, d_dt_bias};
+  const cuda::delta_rule_inputs in{
+      qkv,   qkv + key_width,       qkv + 2 * key_width, conv_dim, gates + heads.value_heads,
+      gates, 2 * heads.value_heads, d_neg_decay_rate,    d_dt_bias};
 
   // Microseconds a call of each op for `seqs` sequences of `len` tokens.
   struct timings {
@@ -91,17 +93,18 @@ int main() {
     const step st = make_step(seqs, len);
     const int tokens = seqs * len;
     auto us = [&](auto&& call) { return double(median_ms(5, 20, call, flush)) * 1e3; };
-    const timings t{
-        us([&] {
-          cuda::causal_conv1d_silu(mixed, conv_dim, conv_dim, d_conv_w, conv_kernel, st.view, conv_states, qkv,
-                                   nullptr);
-        }),
-        us([&] { cuda::gated_delta_rule(in, heads, st.view, delta_states, core, nullptr); }),
-        us([&] {
-          cuda::gated_rms_norm(core, z, value_width, d_norm_w, 1e-6f, tokens, heads.value_heads, heads.value_dim,
-                               normed, nullptr);
-        }),
-        len > 1 ? us([&] { cuda::gated_delta_rule_chunked(in, heads, st.view, delta_states, chunk_sums, core, nullptr); }) : 0.0};
+    const timings t{us([&] {
+                      cuda::causal_conv1d_silu(mixed, conv_dim, conv_dim, d_conv_w, conv_kernel, st.view, conv_states,
+                                               qkv, nullptr);
+                    }),
+                    us([&] { cuda::gated_delta_rule(in, heads, st.view, delta_states, core, nullptr); }), us([&] {
+                      cuda::gated_rms_norm(core, z, value_width, d_norm_w, 1e-6f, tokens, heads.value_heads,
+                                           heads.value_dim, normed, nullptr);
+                    }),
+                    len > 1 ? us([&] {
+                      cuda::gated_delta_rule_chunked(in, heads, st.view, delta_states, chunk_sums, core, nullptr);
+                    })
+                            : 0.0};
     TROUPE_CUDA_CHECK(cudaDeviceSynchronize());
     free_step(st);
     return t;
@@ -110,27 +113,27 @@ int main() {
   std::printf("decode (one token a sequence), us a call:\n");
   for (int batch : {1, 32, 128, 256}) {
     const timings t = time_step(batch, 1);
-    const double bytes = double(batch) * (2.0 * state_floats * sizeof(float) +
-                                          (conv_dim + value_width) * sizeof(__nv_bfloat16) +
-                                          2.0 * heads.value_heads * sizeof(float));
+    const double bytes =
+        double(batch) * (2.0 * state_floats * sizeof(float) + (conv_dim + value_width) * sizeof(__nv_bfloat16) +
+                         2.0 * heads.value_heads * sizeof(float));
     const double gb_s = bytes / (t.delta * 1e-6) / 1e9;
-    std::printf("  batch %3d: causal_conv1d %7.1f, gated_delta_rule %8.1f (%5.0f GB/s, %3.0f%% of %.1f TB/s), "
-                "gated_rms_norm %6.1f\n",
-                batch, t.conv, t.delta, gb_s, 100.0 * gb_s * 1e9 / peak_bytes_per_s, peak_bytes_per_s / 1e12,
-                t.norm);
+    std::printf(
+        "  batch %3d: causal_conv1d %7.1f, gated_delta_rule %8.1f (%5.0f GB/s, %3.0f%% of %.1f TB/s), "
+        "gated_rms_norm %6.1f\n",
+        batch, t.conv, t.delta, gb_s, 100.0 * gb_s * 1e9 / peak_bytes_per_s, peak_bytes_per_s / 1e12, t.norm);
   }
   std::printf("prefill of %d tokens, us a call:\n", max_tokens);
   for (int seqs : {1, 16}) {
     const timings t = time_step(seqs, max_tokens / seqs);
-    std::printf("  %2d x %4d tokens: causal_conv1d %8.1f, gated_delta_rule %9.1f (chunked %8.1f), gated_rms_norm "
-                "%7.1f\n",
-                seqs, max_tokens / seqs, t.conv, t.delta, t.chunked, t.norm);
+    std::printf(
+        "  %2d x %4d tokens: causal_conv1d %8.1f, gated_delta_rule %9.1f (chunked %8.1f), gated_rms_norm "
+        "%7.1f\n",
+        seqs, max_tokens / seqs, t.conv, t.delta, t.chunked, t.norm);
   }
   for (void* p : {static_cast<void*>(mixed), static_cast<void*>(qkv), static_cast<void*>(z), static_cast<void*>(core),
                   static_cast<void*>(normed), static_cast<void*>(gates), static_cast<void*>(d_neg_decay_rate),
-                  static_cast<void*>(d_dt_bias),
-                  static_cast<void*>(d_conv_w), static_cast<void*>(d_norm_w), static_cast<void*>(delta_states),
-                  static_cast<void*>(conv_states), static_cast<void*>(chunk_sums)})
+                  static_cast<void*>(d_dt_bias), static_cast<void*>(d_conv_w), static_cast<void*>(d_norm_w),
+                  static_cast<void*>(delta_states), static_cast<void*>(conv_states), static_cast<void*>(chunk_sums)})
     TROUPE_CUDA_CHECK(cudaFree(p));
   return 0;
 }

@@ -63,21 +63,19 @@ int main() {
   float* d_weights;
   TROUPE_CUDA_CHECK(cudaMalloc(&d_chosen, chosen.size() * sizeof(int)));
   TROUPE_CUDA_CHECK(cudaMalloc(&d_weights, weights.size() * sizeof(float)));
-  TROUPE_CUDA_CHECK(
-      cudaMemcpy(d_chosen, chosen.data(), chosen.size() * sizeof(int), cudaMemcpyHostToDevice));
-  TROUPE_CUDA_CHECK(cudaMemcpy(d_weights, weights.data(), weights.size() * sizeof(float),
-                               cudaMemcpyHostToDevice));
+  TROUPE_CUDA_CHECK(cudaMemcpy(d_chosen, chosen.data(), chosen.size() * sizeof(int), cudaMemcpyHostToDevice));
+  TROUPE_CUDA_CHECK(cudaMemcpy(d_weights, weights.data(), weights.size() * sizeof(float), cudaMemcpyHostToDevice));
   void* workspace;
-  TROUPE_CUDA_CHECK(cudaMalloc(
-      &workspace, troupe::cuda::fused_moe_workspace_bytes(max_tokens, k, experts, hidden, inter)));
+  TROUPE_CUDA_CHECK(
+      cudaMalloc(&workspace, troupe::cuda::fused_moe_workspace_bytes(max_tokens, k, experts, hidden, inter)));
   const l2_flush flush(size_t(4) * prop.l2CacheSize);
   cublasHandle_t cublas;
   TROUPE_CUDA_CHECK(cublasCreate(&cublas));
 
   auto median_seconds = [&](int tokens, cublasHandle_t handle) {
     auto call = [&] {
-      troupe::cuda::fused_moe(x, tokens, hidden, d_chosen, d_weights, k, w13, w2, inter, 0,
-                              experts, workspace, out, nullptr, handle);
+      troupe::cuda::fused_moe(x, tokens, hidden, d_chosen, d_weights, k, w13, w2, inter, 0, experts, workspace, out,
+                              nullptr, handle);
     };
     return median_ms(5, 20, call, flush) * 1e-3;
   };
@@ -91,16 +89,14 @@ int main() {
     std::printf("tokens %4d: %3d experts, %6.1f MB of weights", tokens, used, bytes / 1e6);
     for (cublasHandle_t handle : {static_cast<cublasHandle_t>(nullptr), cublas}) {
       const double s = median_seconds(tokens, handle);
-      std::printf("; %s %7.3f ms, %5.0f GB/s, %5.1f TFLOP/s",
-                  handle == nullptr ? "graph-safe" : "with cuBLAS", s * 1e3, bytes / s / 1e9,
-                  flops / s / 1e12);
+      std::printf("; %s %7.3f ms, %5.0f GB/s, %5.1f TFLOP/s", handle == nullptr ? "graph-safe" : "with cuBLAS", s * 1e3,
+                  bytes / s / 1e9, flops / s / 1e12);
     }
     std::printf("\n");
   }
   TROUPE_CUDA_CHECK(cublasDestroy(cublas));
-  for (void* p : {static_cast<void*>(w13), static_cast<void*>(w2), static_cast<void*>(x),
-                  static_cast<void*>(out), static_cast<void*>(d_chosen),
-                  static_cast<void*>(d_weights), workspace})
+  for (void* p : {static_cast<void*>(w13), static_cast<void*>(w2), static_cast<void*>(x), static_cast<void*>(out),
+                  static_cast<void*>(d_chosen), static_cast<void*>(d_weights), workspace})
     TROUPE_CUDA_CHECK(cudaFree(p));
   return 0;
 }

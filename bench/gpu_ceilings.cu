@@ -37,12 +37,11 @@ void gemm_rate() {
   TROUPE_CUDA_CHECK(cublasCreate(&handle));
   const float alpha = 1.0f, beta = 0.0f;
   const float ms = median_ms(3, 15, [&] {
-    TROUPE_CUDA_CHECK(cublasGemmEx(handle, CUBLAS_OP_T, CUBLAS_OP_N, n, n, n, &alpha, a, CUDA_R_16BF,
-                                   n, b, CUDA_R_16BF, n, &beta, c, CUDA_R_16BF, n,
-                                   CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+    TROUPE_CUDA_CHECK(cublasGemmEx(handle, CUBLAS_OP_T, CUBLAS_OP_N, n, n, n, &alpha, a, CUDA_R_16BF, n, b, CUDA_R_16BF,
+                                   n, &beta, c, CUDA_R_16BF, n, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
   });
-  std::printf("gemm: bf16 %dx%dx%d (TN, fp32 accumulate), median %.3f ms, %.0f TFLOP/s\n", n, n, n,
-              ms, 2.0 * n * double(n) * n / (ms * 1e-3) / 1e12);
+  std::printf("gemm: bf16 %dx%dx%d (TN, fp32 accumulate), median %.3f ms, %.0f TFLOP/s\n", n, n, n, ms,
+              2.0 * n * double(n) * n / (ms * 1e-3) / 1e12);
   TROUPE_CUDA_CHECK(cublasDestroy(handle));
   TROUPE_CUDA_CHECK(cudaFree(a));
   TROUPE_CUDA_CHECK(cudaFree(b));

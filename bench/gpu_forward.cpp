@@ -28,9 +28,7 @@ namespace {
 
 constexpr int block_size = 16;
 
-double now_s() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
+double now_s() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
 
 // Bytes of weights one decoded token reads: attention (full, with qwen3_5_moe's output gate
 // rows, or Gated DeltaNet's projections), router, its k experts and the shared expert,
@@ -180,12 +178,18 @@ int main(int argc, char** argv) {
   std::vector<int> batches{1, 32, 128};
   for (int i = 2; i + 1 < argc; i += 2) {
     const std::string flag = argv[i];
-    if (flag == "--context") context = std::atoi(argv[i + 1]);
-    else if (flag == "--steps") steps = std::atoi(argv[i + 1]);
-    else if (flag == "--batches") batches = parse_list(argv[i + 1]);
-    else if (flag == "--prefill") prefill_len = std::atoi(argv[i + 1]);
-    else if (flag == "--joining") joining = std::atoi(argv[i + 1]);
-    else if (flag == "--admitted") admitted = std::atoi(argv[i + 1]);
+    if (flag == "--context")
+      context = std::atoi(argv[i + 1]);
+    else if (flag == "--steps")
+      steps = std::atoi(argv[i + 1]);
+    else if (flag == "--batches")
+      batches = parse_list(argv[i + 1]);
+    else if (flag == "--prefill")
+      prefill_len = std::atoi(argv[i + 1]);
+    else if (flag == "--joining")
+      joining = std::atoi(argv[i + 1]);
+    else if (flag == "--admitted")
+      admitted = std::atoi(argv[i + 1]);
   }
   const int max_batch = *std::max_element(batches.begin(), batches.end());
   auto weights = load_gpu_weights(argv[1], /*dummy=*/true);
@@ -216,16 +220,17 @@ int main(int argc, char** argv) {
     auto seqs = prefill(**runner, b, context, chunk, c.vocab_size, blocks_each);
     const double rate = decode_rate(**runner, seqs, steps);
     if (b == 1)
-      std::printf("| decode, batch 1, context %d: tokens/s | %.1f | floor %.0f (%.0f%% of it) |\n", context, rate, floor,
-                  100.0 * rate / floor);
+      std::printf("| decode, batch 1, context %d: tokens/s | %.1f | floor %.0f (%.0f%% of it) |\n", context, rate,
+                  floor, 100.0 * rate / floor);
     else
       std::printf("| decode, batch %d, context %d: output tokens/s | %.0f | |\n", b, context, rate);
     if (b > 1 && joining > 0) {
       std::vector<int> spare;
       for (int k = 0; k < blocks_each; ++k) spare.push_back(max_batch * blocks_each + k);
       const double ms = joined_step_ms(**runner, seqs, spare, joining, c.vocab_size, std::max(8, steps / 8));
-      std::printf("| decode, batch %d, with a %d-token prompt joining each step: ms a step | %.2f | %.2f without it |\n",
-                  b, joining, ms, 1e3 * b / rate);
+      std::printf(
+          "| decode, batch %d, with a %d-token prompt joining each step: ms a step | %.2f | %.2f without it |\n", b,
+          joining, ms, 1e3 * b / rate);
     }
     std::fflush(stdout);
   }

@@ -111,12 +111,14 @@ int main(int argc, char** argv) {
     std::vector<int> slots(size_t(n), 0);
     for (int s = 0; s < n; ++s) {
       for (int b = 0; b < blocks_each; ++b) tables[size_t(s * blocks_each + b)] = s * blocks_each + b;
-      slots[size_t(s)] = tables[size_t(s * blocks_each + (context - 1) / block_size)] * block_size + (context - 1) % block_size;
+      slots[size_t(s)] =
+          tables[size_t(s * blocks_each + (context - 1) / block_size)] * block_size + (context - 1) % block_size;
     }
     int *d_tables = upload(tables), *d_lens = upload(lens), *d_positions = upload(positions), *d_slots = upload(slots);
     const size_t pool = size_t(n) * blocks_each * block_size * kv_dim;
     bf16 *keys = zeros<bf16>(pool), *values = zeros<bf16>(pool);
-    float* attn_workspace = zeros<float>(cuda::paged_attention_workspace_floats(n, c.num_heads, c.num_kv_heads, c.head_dim, 1024));
+    float* attn_workspace =
+        zeros<float>(cuda::paged_attention_workspace_floats(n, c.num_heads, c.num_kv_heads, c.head_dim, 1024));
     float* logits = zeros<float>(size_t(n) * c.vocab_size);
     // Sampling sees logits like a model's (random, spread): zeros would tie every token.
     std::vector<float> spread(size_t(n) * c.vocab_size);
@@ -124,14 +126,27 @@ int main(int argc, char** argv) {
     std::normal_distribution<float> normal(0.0f, 4.0f);
     for (float& x : spread) x = normal(gen);
     float* sample_logits = upload(spread);
-    std::vector<float> temperature(size_t(n), 0.7f), top_p(size_t(n), 0.9f), ones(size_t(n), 1.0f), nil(size_t(n), 0.0f);
+    std::vector<float> temperature(size_t(n), 0.7f), top_p(size_t(n), 0.9f), ones(size_t(n), 1.0f),
+        nil(size_t(n), 0.0f);
     std::vector<int> top_k(size_t(n), 0), no_logprobs(size_t(n), -1), offsets(size_t(n) + 1, 0);
     const std::vector<int> unmasked(size_t(n), -1);
     std::vector<double> uniform(size_t(n), 0.5);
-    const cuda::sampling_rows params{upload(temperature), upload(top_p),       upload(top_k),  upload(nil),
-                                     upload(ones),        upload(nil),         upload(nil),    upload(uniform),
-                                     upload(no_logprobs), upload(offsets),     zeros<int>(1),  zeros<int>(1),
-                                     zeros<int>(1),       zeros<float>(1),     upload(unmasked), nullptr,
+    const cuda::sampling_rows params{upload(temperature),
+                                     upload(top_p),
+                                     upload(top_k),
+                                     upload(nil),
+                                     upload(ones),
+                                     upload(nil),
+                                     upload(nil),
+                                     upload(uniform),
+                                     upload(no_logprobs),
+                                     upload(offsets),
+                                     zeros<int>(1),
+                                     zeros<int>(1),
+                                     zeros<int>(1),
+                                     zeros<float>(1),
+                                     upload(unmasked),
+                                     nullptr,
                                      0};
     void* sampling_workspace = zeros<char>(cuda::sampling_workspace_bytes(n, c.vocab_size));
     int* tokens = zeros<int>(size_t(n));
@@ -142,29 +157,31 @@ int main(int argc, char** argv) {
     rows[r++].push_back(mean_us([&] { cuda::rms_norm(out, residual, l.input_norm, eps, n, h, normed, stream); }));
     rows[r++].push_back(mean_us([&] { cuda::matmul(cublas, normed, n, h, l.qkv, qkv_dim, dtype::bf16, qkv); }));
     rows[r++].push_back(mean_us([&] {
-      cuda::qk_norm_rope(qkv, qkv + q_dim, l.q_norm, l.k_norm, eps, n, c.num_heads, c.num_kv_heads, c.head_dim,
-                         qkv_dim, qkv_dim, d_positions, float(c.rope_theta), c.rotary_dim,
+      cuda::qk_norm_rope(qkv, qkv + q_dim, l.q_norm, l.k_norm, eps, n, c.num_heads, c.num_kv_heads, c.head_dim, qkv_dim,
+                         qkv_dim, d_positions, float(c.rope_theta), c.rotary_dim,
                          {qkv + q_dim + kv_dim, qkv_dim, d_slots, keys, values}, stream);
     }));
     rows[r++].push_back(mean_us([&] {
       cuda::paged_attention(qkv, qkv_dim, n, c.num_heads, c.num_kv_heads, c.head_dim,
-                            {keys, values, block_size, d_tables, blocks_each, d_lens, 1024}, attn_workspace, attn, stream);
+                            {keys, values, block_size, d_tables, blocks_each, d_lens, 1024}, attn_workspace, attn,
+                            stream);
     }));
     rows[r++].push_back(mean_us([&] {
-      cuda::decode_attention(qkv, qkv + q_dim, l.q_norm, l.k_norm, eps, n, c.num_heads, c.num_kv_heads, c.head_dim,
-                             qkv_dim, qkv_dim, d_positions, float(c.rope_theta), c.rotary_dim,
-                             {qkv + q_dim + kv_dim, qkv_dim, d_slots, keys, values},
-                             {keys, values, block_size, d_tables, blocks_each, d_lens, 1024}, attn_workspace, attn,
-                             stream);
+      cuda::decode_attention(
+          qkv, qkv + q_dim, l.q_norm, l.k_norm, eps, n, c.num_heads, c.num_kv_heads, c.head_dim, qkv_dim, qkv_dim,
+          d_positions, float(c.rope_theta), c.rotary_dim, {qkv + q_dim + kv_dim, qkv_dim, d_slots, keys, values},
+          {keys, values, block_size, d_tables, blocks_each, d_lens, 1024}, attn_workspace, attn, stream);
     }));
     rows[r++].push_back(mean_us([&] { cuda::matmul(cublas, attn, n, q_dim, l.o, h, dtype::bf16, out); }));
     rows[r++].push_back(mean_us([&] { cuda::matmul(cublas, normed, n, h, l.router, e, dtype::f32, router); }));
-    rows[r++].push_back(mean_us([&] { cuda::route_top_k(router, n, e, k, c.norm_topk_prob, false, chosen, route_weights, stream); }));
+    rows[r++].push_back(
+        mean_us([&] { cuda::route_top_k(router, n, e, k, c.norm_topk_prob, false, chosen, route_weights, stream); }));
     rows[r++].push_back(mean_us([&] {
-      cuda::fused_moe(normed, n, h, d_routed, d_equal, k, l.w13, l.w2, c.moe_intermediate_size, 0, e,
-                      moe_workspace, out, stream, nullptr);
+      cuda::fused_moe(normed, n, h, d_routed, d_equal, k, l.w13, l.w2, c.moe_intermediate_size, 0, e, moe_workspace,
+                      out, stream, nullptr);
     }));
-    rows[r++].push_back(mean_us([&] { cuda::matmul(cublas, normed, n, h, w.lm_head, c.vocab_size, dtype::f32, logits); }));
+    rows[r++].push_back(
+        mean_us([&] { cuda::matmul(cublas, normed, n, h, w.lm_head, c.vocab_size, dtype::f32, logits); }));
     rows[r++].push_back(mean_us([&] {
       cuda::sample_tokens(sample_logits, n, c.vocab_size, params, sampling_workspace, tokens, logprob, top_ids, top_lp,
                           stream);

@@ -53,10 +53,8 @@ grammar enum_grammar(int schema) {
 // The schema as the one property of an object, named for the arrival.
 result<grammar> wrapped_grammar(const nlohmann::ordered_json& schema, int arrival) {
   const std::string name = "answer_" + std::to_string(arrival);
-  return json_schema_grammar(nlohmann::ordered_json{{"type", "object"},
-                                                    {"properties", {{name, schema}}},
-                                                    {"required", {name}},
-                                                    {"additionalProperties", false}});
+  return json_schema_grammar(nlohmann::ordered_json{
+      {"type", "object"}, {"properties", {{name, schema}}}, {"required", {name}}, {"additionalProperties", false}});
 }
 
 struct round_figures {
@@ -126,11 +124,11 @@ round_figures run_round(caf::scoped_actor& self, const engine& e, const tokenize
 }
 
 void print(const char* label, const round_figures& f) {
-  std::printf("%-22s free gaps ms: median %6.1f  p99 %7.1f  max %7.1f (%zu gaps)   arrivals' TTFT ms: median "
-              "%7.1f  max %7.1f\n",
-              label, percentile(f.free_gaps_ms, 0.5), percentile(f.free_gaps_ms, 0.99),
-              percentile(f.free_gaps_ms, 1.0), f.free_gaps_ms.size(), percentile(f.first_token_ms, 0.5),
-              percentile(f.first_token_ms, 1.0));
+  std::printf(
+      "%-22s free gaps ms: median %6.1f  p99 %7.1f  max %7.1f (%zu gaps)   arrivals' TTFT ms: median "
+      "%7.1f  max %7.1f\n",
+      label, percentile(f.free_gaps_ms, 0.5), percentile(f.free_gaps_ms, 0.99), percentile(f.free_gaps_ms, 1.0),
+      f.free_gaps_ms.size(), percentile(f.first_token_ms, 0.5), percentile(f.first_token_ms, 1.0));
 }
 
 }  // namespace
@@ -140,13 +138,18 @@ int main(int argc, char** argv) {
   std::string schema_file;
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string flag = argv[i], value = argv[i + 1];
-    if (flag == "--model") options.dir = value;
-    else if (flag == "--schema") schema_file = value;
-    else if (flag == "--tokenizer") options.tokenizer_dir = value;
+    if (flag == "--model")
+      options.dir = value;
+    else if (flag == "--schema")
+      schema_file = value;
+    else if (flag == "--tokenizer")
+      options.tokenizer_dir = value;
     else if (flag == "--device" && (value == "cpu" || value == "cuda"))
       options.device = value == "cuda" ? device_kind::cuda : device_kind::cpu;
-    else if (flag == "--load-format" && value == "dummy") options.dummy_weights = true;
-    else return std::fprintf(stderr, "unknown flag or value %s %s\n", flag.c_str(), value.c_str()), 2;
+    else if (flag == "--load-format" && value == "dummy")
+      options.dummy_weights = true;
+    else
+      return std::fprintf(stderr, "unknown flag or value %s %s\n", flag.c_str(), value.c_str()), 2;
   }
   const std::string& dir = options.dir;
   caf::actor_system_config config;
@@ -162,7 +165,8 @@ int main(int argc, char** argv) {
     for (int i = 0; i < constrained_sequences; ++i) grammars.push_back(enum_grammar(i));
   } else {
     std::ifstream in(schema_file);
-    const auto schema = nlohmann::ordered_json::parse(std::string(std::istreambuf_iterator<char>(in), {}), nullptr, false);
+    const auto schema =
+        nlohmann::ordered_json::parse(std::string(std::istreambuf_iterator<char>(in), {}), nullptr, false);
     if (schema.is_discarded()) return std::fprintf(stderr, "%s: not JSON\n", schema_file.c_str()), 2;
     for (int i = 0; i < constrained_sequences; ++i) {
       auto g = wrapped_grammar(schema, i);

@@ -74,7 +74,8 @@ int main(int argc, char** argv) {
   auto warmed = std::make_shared<const compiled_grammar>(compiled_grammar::compile(*language).value());
   const auto warm_start = std::chrono::steady_clock::now();
   grammar_matcher(warmed).gather_classes(trie, std::chrono::steady_clock::time_point::max());
-  const double warm_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - warm_start).count();
+  const double warm_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - warm_start).count();
 
   std::mt19937 gen(1);
   std::vector<double> times, cold_times, warmed_times;
@@ -111,10 +112,11 @@ int main(int argc, char** argv) {
               trie.nodes().size(), trie.vocab_size(), trie_ms, compile_ms);
   std::printf("warm-up at admission: first mask and %zu repetition contexts in %.0f ms\n",
               warmed->repetition_contexts().size(), warm_ms);
-  for (auto [name, t] : {std::pair{"decoding", &times}, std::pair{"cold", &cold_times}, std::pair{"warmed", &warmed_times}}) {
+  for (auto [name, t] :
+       {std::pair{"decoding", &times}, std::pair{"cold", &cold_times}, std::pair{"warmed", &warmed_times}}) {
     std::sort(t->begin(), t->end());
     auto over_1ms = t->end() - std::upper_bound(t->begin(), t->end(), 1000.0);
-    std::printf("allowed_tokens %-8s over %zu steps: median %.0f us, p99 %.0f us, max %.0f us, %td over 1 ms\n",
-                name, t->size(), (*t)[t->size() / 2], (*t)[t->size() * 99 / 100], t->back(), over_1ms);
+    std::printf("allowed_tokens %-8s over %zu steps: median %.0f us, p99 %.0f us, max %.0f us, %td over 1 ms\n", name,
+                t->size(), (*t)[t->size() / 2], (*t)[t->size() * 99 / 100], t->back(), over_1ms);
   }
 }

@@ -213,9 +213,10 @@ result<int> http_client::exchange(const std::string& bytes, const body_sink& sin
 
 result<int> http_client::request(std::string_view method, std::string_view path, std::string_view extra_headers,
                                  std::string_view body, const body_sink& sink) {
-  std::string bytes = std::string(method) + " " + address_.path_prefix + std::string(path) + " HTTP/1.1\r\nHost: " +
-                      host_port(address_) + "\r\nAccept: */*\r\n";
-  if (!body.empty()) bytes += "Content-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) + "\r\n";
+  std::string bytes = std::string(method) + " " + address_.path_prefix + std::string(path) +
+                      " HTTP/1.1\r\nHost: " + host_port(address_) + "\r\nAccept: */*\r\n";
+  if (!body.empty())
+    bytes += "Content-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) + "\r\n";
   bytes += extra_headers;
   bytes += "\r\n";
   bytes += body;

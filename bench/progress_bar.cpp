@@ -8,7 +8,9 @@
 namespace troupe::bench {
 
 progress_bar::progress_bar(int total, bool enabled)
-    : total_(total), enabled_(enabled), terminal_(isatty(STDERR_FILENO) == 1),
+    : total_(total),
+      enabled_(enabled),
+      terminal_(isatty(STDERR_FILENO) == 1),
       start_(std::chrono::steady_clock::now()) {
   if (enabled_ && terminal_) std::fprintf(stderr, "[%s] 0/%d", std::string(30, ' ').c_str(), total_);
 }
@@ -31,7 +33,8 @@ void progress_bar::advance() {
   const int tenths = done_ * 10 / total_;
   if (tenths == tenths_shown_) return;
   tenths_shown_ = tenths;
-  std::fprintf(stderr, "troupe bench: %d/%d requests done (%d%%), %.1f s\n", done_, total_, done_ * 100 / total_, elapsed);
+  std::fprintf(stderr, "troupe bench: %d/%d requests done (%d%%), %.1f s\n", done_, total_, done_ * 100 / total_,
+               elapsed);
 }
 
 }  // namespace troupe::bench

@@ -9,12 +9,11 @@ namespace {
 // Common English words that byte-level BPE vocabularies (GPT-2, Llama 3, Qwen) hold as one
 // token with their leading space, so N words make about N tokens.
 constexpr const char* words[] = {
-    "the",   "of",    "and",   "to",    "in",    "is",    "that",  "for",   "it",    "as",    "was",
-    "with",  "be",    "by",    "on",    "not",   "he",    "this",  "are",   "or",    "his",   "from",
-    "at",    "which", "but",   "have",  "an",    "had",   "they",  "you",   "were",  "their", "one",
-    "all",   "we",    "can",   "her",   "has",   "there", "been",  "if",    "more",  "when",  "will",
-    "would", "who",   "so",    "no",    "time",  "world", "water", "house", "light", "river", "green",
-    "small", "great", "story", "music", "table", "window", "city", "night", "paper"};
+    "the",   "of",    "and",   "to",    "in",    "is",    "that",  "for",   "it",     "as",   "was",   "with",  "be",
+    "by",    "on",    "not",   "he",    "this",  "are",   "or",    "his",   "from",   "at",   "which", "but",   "have",
+    "an",    "had",   "they",  "you",   "were",  "their", "one",   "all",   "we",     "can",  "her",   "has",   "there",
+    "been",  "if",    "more",  "when",  "will",  "would", "who",   "so",    "no",     "time", "world", "water", "house",
+    "light", "river", "green", "small", "great", "story", "music", "table", "window", "city", "night", "paper"};
 
 int draw_len(std::mt19937_64& gen, int len, double ratio) {
   const int lo = std::max(1, int(std::floor(len * (1 - ratio))));
@@ -26,7 +25,8 @@ int draw_len(std::mt19937_64& gen, int len, double ratio) {
 
 result<std::vector<bench_prompt>> random_prompts(const random_dataset_options& o) {
   if (o.num_prompts < 1) return error{"--num-prompts must be at least 1"};
-  if (o.input_len < 1 || o.output_len < 1) return error{"--random-input-len and --random-output-len must be at least 1"};
+  if (o.input_len < 1 || o.output_len < 1)
+    return error{"--random-input-len and --random-output-len must be at least 1"};
   if (!(o.range_ratio >= 0 && o.range_ratio < 1)) return error{"--random-range-ratio must be in [0, 1)"};
   std::mt19937_64 gen(o.seed);
   std::uniform_int_distribution<int> token(1000, 99999);

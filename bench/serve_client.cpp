@@ -64,20 +64,28 @@ request_outcome send_request(http_client& http, const request_spec& spec, const 
     if (ev->content.empty()) return;
     out.text += ev->content;
     const auto now = clock_type::now();
-    if (chunks++ == 0) out.ttft_s = seconds(now - start);
-    else out.itl_s.push_back(seconds(now - last));
+    if (chunks++ == 0)
+      out.ttft_s = seconds(now - start);
+    else
+      out.itl_s.push_back(seconds(now - last));
     last = now;
   };
   auto status = http.request("POST", spec.endpoint, auth_header(spec.api_key), request_body(spec, prompt),
                              [&](int status, std::string_view bytes) {
-                               if (status == 200) sse.feed(bytes, on_event);
-                               else if (error_body.size() < 4096) error_body.append(bytes);
+                               if (status == 200)
+                                 sse.feed(bytes, on_event);
+                               else if (error_body.size() < 4096)
+                                 error_body.append(bytes);
                              });
   out.e2e_s = seconds(clock_type::now() - start);
-  if (!status) out.error = status.err().message;
-  else if (*status != 200) out.error = error_summary(*status, error_body);
-  else if (!stream_error.empty()) out.error = stream_error;
-  else if (!done) out.error = "the stream ended without \"data: [DONE]\"";
+  if (!status)
+    out.error = status.err().message;
+  else if (*status != 200)
+    out.error = error_summary(*status, error_body);
+  else if (!stream_error.empty())
+    out.error = stream_error;
+  else if (!done)
+    out.error = "the stream ended without \"data: [DONE]\"";
   if (!out.error.empty()) return out;
   if (chunks == 0) out.ttft_s = out.e2e_s;
   out.output_tokens = usage_tokens >= 0 ? usage_tokens : chunks;
@@ -92,8 +100,8 @@ result<std::string> first_model_id(http_client& http, const std::string& api_key
   if (!status) return status.err();
   if (*status != 200) return error{"GET /v1/models: " + error_summary(*status, body)};
   const json j = json::parse(body, nullptr, /*allow_exceptions=*/false);
-  if (j.is_object() && j.contains("data") && j["data"].is_array() && !j["data"].empty() &&
-      j["data"][0].is_object() && j["data"][0].contains("id") && j["data"][0]["id"].is_string())
+  if (j.is_object() && j.contains("data") && j["data"].is_array() && !j["data"].empty() && j["data"][0].is_object() &&
+      j["data"][0].contains("id") && j["data"][0]["id"].is_string())
     return j["data"][0]["id"].get<std::string>();
   return error{"GET /v1/models lists no model; name one with --model"};
 }

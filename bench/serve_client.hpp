@@ -22,10 +22,10 @@ struct request_spec {
 
 struct request_outcome {
   bool success = false;
-  std::string error;      // why it failed: transport, HTTP status, an error event
-  int prompt_tokens = 0;  // from the usage event, else the dataset's length
-  int output_tokens = 0;  // from the usage event, else the number of content chunks
-  double ttft_s = 0;      // to the first content chunk (to the end when none came)
+  std::string error;          // why it failed: transport, HTTP status, an error event
+  int prompt_tokens = 0;      // from the usage event, else the dataset's length
+  int output_tokens = 0;      // from the usage event, else the number of content chunks
+  double ttft_s = 0;          // to the first content chunk (to the end when none came)
   std::vector<double> itl_s;  // between content chunks
   double e2e_s = 0;
   std::string text;  // every content chunk, in order

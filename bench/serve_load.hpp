@@ -12,7 +12,7 @@
 namespace troupe::bench {
 
 struct load_options {
-  int max_concurrency = 0;  // 0: no limit (a connection per prompt)
+  int max_concurrency = 0;                                        // 0: no limit (a connection per prompt)
   double request_rate = std::numeric_limits<double>::infinity();  // requests per second
   uint64_t seed = 0;
   std::chrono::milliseconds read_timeout{std::chrono::minutes(5)};

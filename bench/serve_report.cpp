@@ -24,10 +24,14 @@ result<slo_targets> parse_slo_targets(std::string_view spec) {
     auto [p, ec] = std::from_chars(number.data(), number.data() + number.size(), ms);
     if (ec != std::errc() || p != number.data() + number.size() || !(ms > 0) || std::isinf(ms))
       return error{shown + ": the target must be a positive number of milliseconds"};
-    if (name == "ttft") t.ttft_ms = ms;
-    else if (name == "tpot") t.tpot_ms = ms;
-    else if (name == "e2el") t.e2el_ms = ms;
-    else return error{shown + ": unknown metric (ttft, tpot or e2el)"};
+    if (name == "ttft")
+      t.ttft_ms = ms;
+    else if (name == "tpot")
+      t.tpot_ms = ms;
+    else if (name == "e2el")
+      t.e2el_ms = ms;
+    else
+      return error{shown + ": unknown metric (ttft, tpot or e2el)"};
   }
   if (!t.any()) return error{"--goodput needs at least one NAME:MS target"};
   return t;
@@ -79,7 +83,8 @@ serve_report summarize(const std::vector<request_outcome>& outcomes, double dura
     const auto tpot = tpot_seconds(o);
     if (tpot) tpots.push_back(*tpot);
     // A request of one token has no TPOT to miss.
-    good += (!slo.ttft_ms || o.ttft_s * 1000 <= *slo.ttft_ms) && (!slo.tpot_ms || tpot.value_or(0) * 1000 <= *slo.tpot_ms) &&
+    good += (!slo.ttft_ms || o.ttft_s * 1000 <= *slo.ttft_ms) &&
+            (!slo.tpot_ms || tpot.value_or(0) * 1000 <= *slo.tpot_ms) &&
             (!slo.e2el_ms || o.e2e_s * 1000 <= *slo.e2el_ms);
   }
   if (duration_s > 0) {

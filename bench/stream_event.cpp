@@ -20,8 +20,10 @@ result<stream_event> parse_stream_event(std::string_view data, api_kind kind) {
   const json j = json::parse(data, nullptr, /*allow_exceptions=*/false);
   if (!j.is_object()) return error{"a stream event is not a JSON object: " + std::string(data.substr(0, 200))};
   // OpenAI and troupe send {"error": {...}}; older vLLM sent {"object": "error", ...}.
-  if (auto e = j.find("error"); e != j.end() && !e->is_null()) ev.error = error_message(*e);
-  else if (j.value("object", "") == "error") ev.error = error_message(j);
+  if (auto e = j.find("error"); e != j.end() && !e->is_null())
+    ev.error = error_message(*e);
+  else if (j.value("object", "") == "error")
+    ev.error = error_message(j);
   if (auto c = j.find("choices"); c != j.end() && c->is_array() && !c->empty()) {
     const json& choice = (*c)[0];
     const json* text = nullptr;

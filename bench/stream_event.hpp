@@ -12,8 +12,8 @@ namespace troupe::bench {
 enum class api_kind { completions, chat };
 
 struct stream_event {
-  bool done = false;      // "[DONE]"
-  std::string content;    // choices[0].text, or choices[0].delta.content for chat
+  bool done = false;       // "[DONE]"
+  std::string content;     // choices[0].text, or choices[0].delta.content for chat
   int prompt_tokens = -1;  // -1: the event has no usage
   int completion_tokens = -1;
   std::string error;  // an error event's message

@@ -91,8 +91,8 @@ int main(int argc, char** argv) {
   if (!tok) return fail(tok.err().message);
   auto corpus_text = read_text_file("tests/text/tokenizer_corpus.json");
   if (!corpus_text) return fail(corpus_text.err().message + " (run from the source tree)");
-  const auto documents = make_corpus(
-      json::parse(corpus_text.value()).get<std::vector<std::string>>(), size_t(mb * 1e6));
+  const auto documents =
+      make_corpus(json::parse(corpus_text.value()).get<std::vector<std::string>>(), size_t(mb * 1e6));
   size_t bytes = 0;
   for (const auto& d : documents) bytes += d.size();
 
@@ -106,8 +106,7 @@ int main(int argc, char** argv) {
   for (int r = 0; r < runs; ++r) {
     const auto start = std::chrono::steady_clock::now();
     pass();
-    const double seconds =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     rates.push_back(double(bytes) / 1e6 / seconds);
   }
   const double troupe_rate = median(rates);
@@ -115,8 +114,7 @@ int main(int argc, char** argv) {
   const fs::path corpus_file =
       fs::temp_directory_path() / ("troupe_bench_corpus_" + std::to_string(getpid()) + ".json");
   std::ofstream(corpus_file) << json(documents).dump();
-  const std::string command = "taskset -c " + std::to_string(cpu) +
-                              " node bench/tokenizer_bench.mjs " + dir + " " +
+  const std::string command = "taskset -c " + std::to_string(cpu) + " node bench/tokenizer_bench.mjs " + dir + " " +
                               corpus_file.string() + " " + std::to_string(runs);
   FILE* pipe = popen(command.c_str(), "r");
   if (!pipe) return fail("cannot run " + command);
@@ -129,11 +127,10 @@ int main(int argc, char** argv) {
   const json node = json::parse(out);
   const double node_rate = node["mb_per_s"].get<double>();
 
-  std::printf("corpus: %.1f MB in %zu documents, %s/tokenizer.json, one core (cpu %d)\n",
-              double(bytes) / 1e6, documents.size(), dir.c_str(), cpu);
+  std::printf("corpus: %.1f MB in %zu documents, %s/tokenizer.json, one core (cpu %d)\n", double(bytes) / 1e6,
+              documents.size(), dir.c_str(), cpu);
   std::printf("  troupe             encode %8.2f MB/s  (%zu ids)\n", troupe_rate, ids);
-  std::printf("  @lenml/tokenizers  encode %8.2f MB/s  (%zu ids)\n", node_rate,
-              node["ids"].get<size_t>());
+  std::printf("  @lenml/tokenizers  encode %8.2f MB/s  (%zu ids)\n", node_rate, node["ids"].get<size_t>());
   std::printf("  troupe is %.1fx as fast\n", troupe_rate / node_rate);
   if (node["ids"].get<size_t>() != ids) return fail("the two sides disagree on the ids");
 }

@@ -30,16 +30,17 @@ std::string report_markdown(const chaos_spec& spec, const run_result& run) {
                 "every drill.\n\n",
                 spec.cluster.string().c_str(), spec.streams, spec.prompt_tokens, spec.max_tokens, spec.temperature);
   std::string out = head;
-  out += "| drill | action, node | faults during the load | detect p50 / p99 (ms) | recover p50 / p99 / max (ms) | "
-         "requests accepted / completed / errored / lost | outputs as without faults | TTFT p99 without / with "
-         "faults (ms) | longest wait for a token without / with faults (ms) |\n"
-         "| --- | --- | --- | --- | --- | --- | --- | --- | --- |\n";
+  out +=
+      "| drill | action, node | faults during the load | detect p50 / p99 (ms) | recover p50 / p99 / max (ms) | "
+      "requests accepted / completed / errored / lost | outputs as without faults | TTFT p99 without / with "
+      "faults (ms) | longest wait for a token without / with faults (ms) |\n"
+      "| --- | --- | --- | --- | --- | --- | --- | --- | --- |\n";
   for (const drill_result& d : run.drills) {
     const std::string action = fault_name(d.drill.action) + (d.drill.node.empty() ? "" : " " + d.drill.node);
     out += "| " + d.drill.name + " | " + action + " | " + std::to_string(d.faults) + " of " +
-           std::to_string(d.drill.count) + " | " + spread(d.detect_s, false) + " | " + spread(d.recover_s, true) + " | " +
-           std::to_string(d.accepted) + " / " + std::to_string(d.completed) + " / " + std::to_string(d.errored) +
-           " / " + std::to_string(d.lost) + " | " +
+           std::to_string(d.drill.count) + " | " + spread(d.detect_s, false) + " | " + spread(d.recover_s, true) +
+           " | " + std::to_string(d.accepted) + " / " + std::to_string(d.completed) + " / " +
+           std::to_string(d.errored) + " / " + std::to_string(d.lost) + " | " +
            (d.different == 0 && d.completed == d.accepted ? std::string("yes")
                                                           : "no (" + std::to_string(d.different) + " differ)") +
            " | " + ms(d.ttft_p99_clean_s) + " / " + ms(d.ttft_p99_fault_s) + " | " + ms(d.longest_gap_clean_s) + " / " +

@@ -41,7 +41,8 @@ std::vector<bench::bench_prompt> prompts_of(const chaos_spec& spec, int count, i
 // Never ended, or ended without its finish: what a client could not tell from a clear
 // error.
 bool is_lost(const bench::request_outcome& r) {
-  return r.error.find("sent nothing for") != std::string::npos || r.error.find("without \"data: [DONE]\"") != std::string::npos;
+  return r.error.find("sent nothing for") != std::string::npos ||
+         r.error.find("without \"data: [DONE]\"") != std::string::npos;
 }
 
 // The longest a stream waited between two tokens: a fault's stall as a client sees it.
@@ -78,15 +79,26 @@ status send_garbage_to(const drill_spec& drill, int pid) {
 // The drill's fault to the node, whose process is `pid`.
 status hit(const drill_spec& drill, int pid, partition_network* network) {
   switch (drill.action) {
-    case fault::kill: ::kill(pid, SIGKILL); return ok();
-    case fault::stop: ::kill(pid, SIGSTOP); return ok();
-    case fault::hang: return send_hang_drill(pid, int(drill.hang.count()));
-    case fault::partition: return network->cut(drill.node);
-    case fault::congest: return network->throttle(drill.node, drill.rate_kbit, int(drill.queue.count()));
-    case fault::lossy: return network->drop_at_random(drill.node, drill.loss_percent);
-    case fault::delay: return network->delay(drill.node, drill.delay, drill.jitter, uint32_t(drill.line));
-    case fault::garbage: return send_garbage_to(drill, pid);
-    case fault::slow_client: break;
+    case fault::kill:
+      ::kill(pid, SIGKILL);
+      return ok();
+    case fault::stop:
+      ::kill(pid, SIGSTOP);
+      return ok();
+    case fault::hang:
+      return send_hang_drill(pid, int(drill.hang.count()));
+    case fault::partition:
+      return network->cut(drill.node);
+    case fault::congest:
+      return network->throttle(drill.node, drill.rate_kbit, int(drill.queue.count()));
+    case fault::lossy:
+      return network->drop_at_random(drill.node, drill.loss_percent);
+    case fault::delay:
+      return network->delay(drill.node, drill.delay, drill.jitter, uint32_t(drill.line));
+    case fault::garbage:
+      return send_garbage_to(drill, pid);
+    case fault::slow_client:
+      break;
   }
   TROUPE_CHECK(false, "a fault that hits no node");
   return ok();
@@ -95,11 +107,16 @@ status hit(const drill_spec& drill, int pid, partition_network* network) {
 // Ends the network fault `hit` put on the drill's node.
 status lift(const drill_spec& drill, partition_network& network) {
   switch (drill.action) {
-    case fault::partition: return network.heal(drill.node);
-    case fault::congest: return network.unthrottle(drill.node);
-    case fault::lossy: return network.stop_dropping(drill.node);
-    case fault::delay: return network.undelay(drill.node);
-    default: break;
+    case fault::partition:
+      return network.heal(drill.node);
+    case fault::congest:
+      return network.unthrottle(drill.node);
+    case fault::lossy:
+      return network.stop_dropping(drill.node);
+    case fault::delay:
+      return network.undelay(drill.node);
+    default:
+      break;
   }
   TROUPE_CHECK(false, "a fault that is not the network's");
   return ok();
@@ -157,7 +174,8 @@ void do_faults(cluster_under_test& cluster, const drill_spec& drill, bool at_hea
       const bool back = drill.action == fault::garbage || (timed ? healed : at_head ? seen_down : now != old);
       if (healthy && now != 0 && back) break;
       if (clock_type::now() - hit_at > patience) {
-        out.failures.push_back("node " + drill.node + " was not back within " + std::to_string(patience.count()) + " s");
+        out.failures.push_back("node " + drill.node + " was not back within " + std::to_string(patience.count()) +
+                               " s");
         if (timed && !healed) (void)lift(drill, *network);  // the drills after it need the link
         return;
       }
@@ -187,10 +205,13 @@ void collect_slow_clients(std::vector<std::future<slow_client_result>>& clients,
   size_t bytes = 0;
   for (size_t i = 0; i < results.size(); ++i) {
     const slow_client_result& r = results[i];
-    if (!r.error.empty()) out.failures.push_back("slow client " + std::to_string(i) + ": " + r.error);
-    else if (r.dropped) out.detect_s.push_back(r.seconds);
-    else out.failures.push_back("slow client " + std::to_string(i) + " was still served " + std::to_string(int(r.seconds)) +
-                                " s after its request");
+    if (!r.error.empty())
+      out.failures.push_back("slow client " + std::to_string(i) + ": " + r.error);
+    else if (r.dropped)
+      out.detect_s.push_back(r.seconds);
+    else
+      out.failures.push_back("slow client " + std::to_string(i) + " was still served " +
+                             std::to_string(int(r.seconds)) + " s after its request");
     bytes += r.bytes_read;
   }
   out.notes.push_back(std::to_string(out.detect_s.size()) + " of " + std::to_string(results.size()) +
@@ -213,10 +234,11 @@ status check_drill(const chaos_spec& spec, const cluster_spec& cluster, const dr
   if (d.action == fault::slow_client) return ok();
   if (is_network_fault(d.action)) {
     if (n == nullptr || n->netns.empty())
-      return error{where + (d.action == fault::partition ? "cuts node `"
-                            : d.action == fault::congest ? "throttles node `"
-                            : d.action == fault::delay   ? "delays packets of node `"
-                                                         : "drops packets of node `") +
+      return error{where +
+                   (d.action == fault::partition ? "cuts node `"
+                    : d.action == fault::congest ? "throttles node `"
+                    : d.action == fault::delay   ? "delays packets of node `"
+                                                 : "drops packets of node `") +
                    d.node + "`'s link, which must be a node of " + spec.cluster.string() +
                    " in a network namespace of its own (`netns`)"};
     return ok();
@@ -232,9 +254,10 @@ status check_drill(const chaos_spec& spec, const cluster_spec& cluster, const dr
       return error{where + "hangs node `" + d.node + "`, which must be a node of " + spec.cluster.string() +
                    " that runs a pipeline stage and that `troupe cluster up` runs (the gateway's, or one of port 0)"};
     if (d.hang <= cluster.engine.progress_timeout)
-      return error{where + "hang_ms (" + std::to_string(d.hang.count()) + ") must be longer than the cluster's "
-                   "progress_timeout_ms (" + std::to_string(cluster.engine.progress_timeout.count()) +
-                   "), or nothing is declared stuck"};
+      return error{where + "hang_ms (" + std::to_string(d.hang.count()) +
+                   ") must be longer than the cluster's "
+                   "progress_timeout_ms (" +
+                   std::to_string(cluster.engine.progress_timeout.count()) + "), or nothing is declared stuck"};
     return ok();
   }
   if (n == nullptr || n->name == cluster.gateway.node || n->port != 0)
@@ -263,10 +286,10 @@ result<run_result> run_chaos(const chaos_spec& spec, const std::filesystem::path
   if (!cluster) return cluster.err();
 
   bench::request_spec request;
-  request.model = served_model_names(cluster_file.model.served_model_name.empty()
-                                         ? cluster_file.model.path.filename().string()
-                                         : cluster_file.model.served_model_name)
-                      .front();
+  request.model =
+      served_model_names(cluster_file.model.served_model_name.empty() ? cluster_file.model.path.filename().string()
+                                                                      : cluster_file.model.served_model_name)
+          .front();
   request.api_key = cluster_file.gateway.api_key;
   request.temperature = spec.temperature;
   const auto prompts = prompts_of(spec, spec.streams, checked->model.vocab_size, 12345);
@@ -291,8 +314,8 @@ result<run_result> run_chaos(const chaos_spec& spec, const std::filesystem::path
     if (d.action == fault::slow_client) {
       out.faults = d.count;
       for (const auto& p : prompts_of(spec, d.count, checked->model.vocab_size, 54321))
-        slow.push_back(std::async(std::launch::async, run_slow_client, (*cluster)->server(), request, p,
-                                  std::cref(stop_slow)));
+        slow.push_back(
+            std::async(std::launch::async, run_slow_client, (*cluster)->server(), request, p, std::cref(stop_slow)));
     }
     auto faulty = std::async(std::launch::async, run_load);
     if (d.action != fault::slow_client)
@@ -321,7 +344,8 @@ result<run_result> run_chaos(const chaos_spec& spec, const std::filesystem::path
       result.violations.push_back(name + std::to_string(out.faults) + " of " + std::to_string(d.count) +
                                   " faults while the load ran (make the streams longer)");
     if (out.lost > 0) result.violations.push_back(name + std::to_string(out.lost) + " streams lost");
-    if (out.errored > 0) result.violations.push_back(name + std::to_string(out.errored) + " streams ended with an error");
+    if (out.errored > 0)
+      result.violations.push_back(name + std::to_string(out.errored) + " streams ended with an error");
     if (out.different > 0)
       result.violations.push_back(name + std::to_string(out.different) + " streams differ from the fault-free run");
     const double limit = std::chrono::duration<double>(spec.recovery_limit).count();

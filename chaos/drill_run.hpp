@@ -17,11 +17,11 @@ namespace troupe::chaos {
 
 struct drill_result {
   drill_spec drill;
-  int faults = 0;                   // done while the load ran
-  std::vector<double> detect_s;     // fault to /health not answering 200
-  std::vector<double> recover_s;    // fault (a partition's heal) to the node running again and /health 200
+  int faults = 0;                 // done while the load ran
+  std::vector<double> detect_s;   // fault to /health not answering 200
+  std::vector<double> recover_s;  // fault (a partition's heal) to the node running again and /health 200
   int accepted = 0, completed = 0, errored = 0, lost = 0;
-  int different = 0;                // completed streams whose text is not the fault-free run's
+  int different = 0;  // completed streams whose text is not the fault-free run's
   double ttft_p99_clean_s = 0, ttft_p99_fault_s = 0;
   double longest_gap_clean_s = 0, longest_gap_fault_s = 0;  // between two tokens of a stream
   std::vector<std::string> failures;  // what went wrong (of the streams, the first 5), for the report

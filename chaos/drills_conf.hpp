@@ -34,10 +34,10 @@ const char* fault_name(fault f);
 struct drill_spec {
   std::string name;  // [drill.NAME]
   fault action = fault::kill;
-  std::string node;  // the node whose process it hits; none for slow_client
-  int count = 1;  // faults, one after the other; slow_client: clients, at once
-  std::chrono::milliseconds interval{300};  // after a recovery, before the next fault
-  std::chrono::milliseconds hang{30000};    // hang: how long the stages block
+  std::string node;                          // the node whose process it hits; none for slow_client
+  int count = 1;                             // faults, one after the other; slow_client: clients, at once
+  std::chrono::milliseconds interval{300};   // after a recovery, before the next fault
+  std::chrono::milliseconds hang{30000};     // hang: how long the stages block
   std::chrono::milliseconds duration{3000};  // partition, congest, lossy, delay: how long the link is hit
   int rate_kbit = 512;                       // congest: the link's rate
   std::chrono::milliseconds queue{100};      // congest: the most a packet waits before it is dropped

@@ -25,7 +25,9 @@ std::vector<uint8_t> garbage(int i, std::mt19937& random) {
     for (size_t k = 0; k < n; ++k) bytes.push_back(uint8_t(random()));
   };
   switch (i % 4) {
-    case 0: append_random(1 + size_t(random() % 512)); break;
+    case 0:
+      append_random(1 + size_t(random() % 512));
+      break;
     case 1:  // a 32-byte header whose length field says 4 GiB
       append_random(32);
       for (int k = 4; k < 8; ++k) bytes[size_t(k)] = 0xff;
@@ -34,7 +36,8 @@ std::vector<uint8_t> garbage(int i, std::mt19937& random) {
       bytes = {0x16, 0x03, 0x01, 0xff, 0xff};
       append_random(64);
       break;
-    default: break;  // connect, then close
+    default:
+      break;  // connect, then close
   }
   return bytes;
 }
@@ -56,8 +59,8 @@ bool one_connection(const sockaddr_in& to, const std::vector<uint8_t>& bytes) {
 std::vector<listening_port> listening_ports(int pid) {
   const std::string proc = "/proc/" + std::to_string(pid);
   std::error_code ec;
-  const bool same_network = std::filesystem::read_symlink(proc + "/ns/net", ec) ==
-                            std::filesystem::read_symlink("/proc/self/ns/net", ec);
+  const bool same_network =
+      std::filesystem::read_symlink(proc + "/ns/net", ec) == std::filesystem::read_symlink("/proc/self/ns/net", ec);
   std::set<std::string> inodes;
   for (const auto& fd : std::filesystem::directory_iterator(proc + "/fd", ec)) {
     const auto target = std::filesystem::read_symlink(fd.path(), ec).string();

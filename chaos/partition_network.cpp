@@ -52,17 +52,18 @@ bool is_ipv4(const std::string& address) {
 result<std::unique_ptr<partition_network>> partition_network::create(const cluster_spec& spec) {
   const node_spec* gateway = spec.node(spec.gateway.node);
   if (gateway == nullptr || !is_ipv4(gateway->address) || gateway->address.rfind("127.", 0) == 0)
-    return error{spec.file.string() + ": the gateway's node needs an IPv4 address off the loopback, in the subnet (/24) "
+    return error{spec.file.string() +
+                 ": the gateway's node needs an IPv4 address off the loopback, in the subnet (/24) "
                  "of the nodes in network namespaces: the chaos run's bridge to them takes it"};
   if (int e = enter_new_network_namespace(); e != 0)
     return error{std::string("a network namespace of the run's own: ") + std::strerror(e) +
                  " (partition drills need root)"};
   std::unique_ptr<partition_network> net(new partition_network());
-  for (const auto& step : std::vector<std::vector<std::string>>{
-           {"link", "set", "lo", "up"},
-           {"link", "add", bridge, "type", "bridge"},
-           {"addr", "add", gateway->address + "/24", "dev", bridge},
-           {"link", "set", bridge, "up"}})
+  for (const auto& step :
+       std::vector<std::vector<std::string>>{{"link", "set", "lo", "up"},
+                                             {"link", "add", bridge, "type", "bridge"},
+                                             {"addr", "add", gateway->address + "/24", "dev", bridge},
+                                             {"link", "set", bridge, "up"}})
     if (auto done = ip(step); !done) return done.err();
   for (size_t i = 0; i < spec.nodes.size(); ++i) {
     const node_spec& n = spec.nodes[i];
@@ -127,8 +128,8 @@ status partition_network::throttle(const std::string& node, int rate_kbit, int q
   auto link = link_of(node);
   if (!link) return link.err();
   // The bucket holds a few full frames, so a burst beyond the rate queues from the start.
-  const std::vector<std::string> tbf{"root", "tbf", "rate", std::to_string(rate_kbit) + "kbit", "burst", "6kb",
-                                     "latency", std::to_string(queue_ms) + "ms"};
+  const std::vector<std::string> tbf{"root",  "tbf", "rate",    std::to_string(rate_kbit) + "kbit",
+                                     "burst", "6kb", "latency", std::to_string(queue_ms) + "ms"};
   std::vector<std::string> toward_node{"qdisc", "replace", "dev", link->bridge_end};
   std::vector<std::string> from_node{"-n", link->netns, "qdisc", "replace", "dev", "eth0"};
   toward_node.insert(toward_node.end(), tbf.begin(), tbf.end());
@@ -154,13 +155,14 @@ status partition_network::drop_at_random(const std::string& node, int percent) {
   };
   if (auto done = nft({"add", "table", "inet", loss_table}); !done) return done;
   // A chain each way on the node's end of the link (its loopback keeps every packet).
-  for (const auto& [chain, hook, device] : {std::tuple{"in", "input", "iifname"}, std::tuple{"out", "output", "oifname"}}) {
-    if (auto done = nft({"add", "chain", "inet", loss_table, chain, "{", "type", "filter", "hook", hook, "priority", "0",
-                         ";", "}"});
+  for (const auto& [chain, hook, device] :
+       {std::tuple{"in", "input", "iifname"}, std::tuple{"out", "output", "oifname"}}) {
+    if (auto done = nft({"add", "chain", "inet", loss_table, chain, "{", "type", "filter", "hook", hook, "priority",
+                         "0", ";", "}"});
         !done)
       return done;
-    if (auto done = nft({"add", "rule", "inet", loss_table, chain, device, "eth0", "numgen", "random", "mod", "100", "<",
-                         std::to_string(percent), "drop"});
+    if (auto done = nft({"add", "rule", "inet", loss_table, chain, device, "eth0", "numgen", "random", "mod", "100",
+                         "<", std::to_string(percent), "drop"});
         !done)
       return done;
   }

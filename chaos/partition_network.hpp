@@ -61,7 +61,7 @@ class partition_network {
 
   std::map<std::string, node_link> links_;
   std::map<std::string, std::unique_ptr<delayed_link>> delayed_;  // by node
-  std::vector<std::string> namespaces_;       // created here, deleted at the end
+  std::vector<std::string> namespaces_;                           // created here, deleted at the end
 };
 
 }  // namespace troupe::chaos

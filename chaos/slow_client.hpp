@@ -13,10 +13,10 @@
 namespace troupe::chaos {
 
 struct slow_client_result {
-  bool dropped = false;     // the server ended the connection before the stream's end was read
-  double seconds = 0;       // from sending the request to being dropped (or stopped)
+  bool dropped = false;  // the server ended the connection before the stream's end was read
+  double seconds = 0;    // from sending the request to being dropped (or stopped)
   size_t bytes_read = 0;
-  std::string error;        // could not connect or send
+  std::string error;  // could not connect or send
 };
 
 // Runs until the server drops it or `stop` is set (checked every second).

@@ -52,12 +52,16 @@ result<bench_flags> parse(int argc, char** argv) {
     const std::string h = host.value_or("127.0.0.1");
     base_url = "http://" + (h.find(':') != std::string::npos ? "[" + h + "]" : h) + ":" + port.value_or("8000");
   }
-  if (auto server = bench::parse_base_url(*base_url)) f.server = *server;
-  else fail(server.err().message);
+  if (auto server = bench::parse_base_url(*base_url))
+    f.server = *server;
+  else
+    fail(server.err().message);
 
   f.spec.endpoint = a->take("--endpoint").value_or("/v1/completions");
-  if (ends_with(f.spec.endpoint, "/chat/completions")) f.spec.kind = bench::api_kind::chat;
-  else if (!ends_with(f.spec.endpoint, "/completions")) fail("--endpoint must be /v1/completions or /v1/chat/completions");
+  if (ends_with(f.spec.endpoint, "/chat/completions"))
+    f.spec.kind = bench::api_kind::chat;
+  else if (!ends_with(f.spec.endpoint, "/completions"))
+    fail("--endpoint must be /v1/completions or /v1/chat/completions");
   f.spec.model = a->take("--model").value_or("");
   const char* env_key = std::getenv("OPENAI_API_KEY");
   f.spec.api_key = a->take("--api-key").value_or(env_key ? env_key : "");
@@ -84,8 +88,10 @@ result<bench_flags> parse(int argc, char** argv) {
   if (f.load.read_timeout.count() <= 0) fail("--timeout must be positive");
 
   if (auto goodput = a->take("--goodput")) {
-    if (auto slo = bench::parse_slo_targets(*goodput)) f.slo = *slo;
-    else fail(slo.err().message);
+    if (auto slo = bench::parse_slo_targets(*goodput))
+      f.slo = *slo;
+    else
+      fail(slo.err().message);
   }
   f.json_path = a->take("--json").value_or("");
   if (auto s = a->finish(); !s) fail(s.err().message);
@@ -139,7 +145,7 @@ int bench_command(int argc, char** argv) {
     if (!json_out) return stop(2, "cannot write " + f.json_path);
   }
   if (auto s = check_server(f, test_prompt); !s) return stop(1, s.err().message);
-  const bench::run_info info{bench::to_string(f.server), f.spec.endpoint, f.spec.model,   f.dataset.num_prompts,
+  const bench::run_info info{bench::to_string(f.server), f.spec.endpoint,     f.spec.model, f.dataset.num_prompts,
                              f.load.max_concurrency,     f.load.request_rate, f.slo};
   print_start(f, info);
 

@@ -21,7 +21,8 @@ int cluster_certs_command(int argc, char** argv) {
     return 2;
   }
   if (spec->cluster.insecure) {
-    std::fprintf(stderr, "troupe cluster certs: %s says `insecure = yes`: replace it with `certs = DIR` first\n", argv[0]);
+    std::fprintf(stderr, "troupe cluster certs: %s says `insecure = yes`: replace it with `certs = DIR` first\n",
+                 argv[0]);
     return 2;
   }
   auto made = make_cluster_certs(*spec);

@@ -25,8 +25,7 @@ int check(const char* file) {
   std::printf("%s: %s, %zu node(s), %zu replica(s); model %s (%d layers, %d experts)\n", file,
               spec.is_cluster ? "a cluster" : "a single node", spec.nodes.size(), spec.replicas.size(),
               spec.model.path.string().c_str(), model.num_layers, model.num_experts);
-  for (const node_spec& n : spec.nodes)
-    std::printf("  node %s at %s:%d\n", n.name.c_str(), n.address.c_str(), n.port);
+  for (const node_spec& n : spec.nodes) std::printf("  node %s at %s:%d\n", n.name.c_str(), n.address.c_str(), n.port);
   for (const replica_spec& r : spec.replicas) {
     std::printf("  replica %s (weight %g%s)\n", r.name.c_str(), r.weight, r.start ? "" : ", not started: a standby");
     for (const placement& s : r.stages)

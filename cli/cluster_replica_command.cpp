@@ -31,7 +31,8 @@ int cluster_replica_command(int argc, char** argv) {
   if (argc < 3 || argv[1][0] == '-' || argv[2][0] == '-')
     return fail(std::string("usage: troupe cluster ") +
                     (add ? "add FILE NAME [--weight W] [--ramp-s S]" : "remove FILE NAME") +
-                    " [--url URL] [--api-key KEY] [--timeout-s N]", 2);
+                    " [--url URL] [--api-key KEY] [--timeout-s N]",
+                2);
   auto a = args::parse(argc - 3, argv + 3, {});
   if (!a) return fail(a.err().message, 2);
   auto url = a->take("--url");
@@ -67,7 +68,8 @@ int cluster_replica_command(int argc, char** argv) {
   };
   auto posted = call("POST", "/admin/replicas/" + name + "/" + verb, body);
   if (!posted) return fail(posted.err().message, 1);
-  if (posted->first != 202) return fail("the gateway answered " + std::to_string(posted->first) + ": " + posted->second, 1);
+  if (posted->first != 202)
+    return fail("the gateway answered " + std::to_string(posted->first) + ": " + posted->second, 1);
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(*timeout);
   const replica_state done = add ? replica_state::serving : replica_state::off;
   std::string last_state;

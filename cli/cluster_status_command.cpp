@@ -59,8 +59,7 @@ int cluster_status_command(int argc, char** argv) {
   if (!checked) return fail(checked.err().message, 2);
   const cluster_spec& spec = checked->spec;
   const model_config& model = checked->model;
-  const std::string base =
-      url.value_or("http://" + spec.gateway.host + ":" + std::to_string(spec.gateway.port));
+  const std::string base = url.value_or("http://" + spec.gateway.host + ":" + std::to_string(spec.gateway.port));
   auto address = bench::parse_base_url(base);
   if (!address) return fail(address.err().message, 2);
   // /admin/* takes the admin key when the file has one.
@@ -84,7 +83,10 @@ int cluster_status_command(int argc, char** argv) {
         r.route.state == replica_state::serving && r.route.healthy && !r.route.circuit_open && r.route.weight > 0;
     std::printf("%-12s %-9s %7.3g %9d %9s %8d %8d %7d/%-7d\n", r.route.name.c_str(),
                 std::string(state_name(r.route.state)).c_str(), r.route.weight, r.route.in_flight,
-                routable ? "yes" : r.route.circuit_open ? "circuit" : r.route.weight > 0 ? "down" : "drained",
+                routable               ? "yes"
+                : r.route.circuit_open ? "circuit"
+                : r.route.weight > 0   ? "down"
+                                       : "drained",
                 r.engine.running, r.engine.waiting, r.engine.kv.used_blocks, r.engine.kv.total_blocks);
   }
   std::printf("\n%-24s %-10s %-7s %-16s %-6s %8s %10s\n", "component", "node", "device", "holds", "ready", "restarts",
@@ -96,7 +98,10 @@ int cluster_status_command(int argc, char** argv) {
     char last[32] = "-";  // expert groups report no steps of their own
     if (stage) std::snprintf(last, sizeof last, "%.1f s ago", c.seconds_since_progress);
     std::printf("%-24s %-35s %-6s %8u %10s\n", c.name.c_str(), placement_of(spec, c.name, model).c_str(),
-                c.ready ? "yes" : c.stuck ? "stuck" : "no", c.restarts, last);
+                c.ready   ? "yes"
+                : c.stuck ? "stuck"
+                          : "no",
+                c.restarts, last);
   }
   return all_ready ? 0 : 1;
 }

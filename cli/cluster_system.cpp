@@ -22,7 +22,8 @@ status configure_cluster_system(caf::actor_system_config& config, const cluster_
   if (spec.cluster.insecure || spec.cluster.certs.empty()) return ok();
   const tls_files files = tls_files_of(spec, self);
   // CAF's OpenSSL module throws from its I/O thread on a file it cannot load: checked here.
-  if (auto checked = check_tls_files(files); !checked) return error{"node " + self + "'s TLS files: " + checked.err().message};
+  if (auto checked = check_tls_files(files); !checked)
+    return error{"node " + self + "'s TLS files: " + checked.err().message};
   // OpenSSL writes to its sockets with write(2): a peer gone mid-write is an error to
   // handle, not a signal that ends the process.
   std::signal(SIGPIPE, SIG_IGN);
@@ -50,7 +51,8 @@ reached_agent connect_agent(caf::actor_system& system, const cluster_spec& spec,
   reached_agent out;
   out.why = system.render(agent.error());
   if (system.has_openssl_manager()) {
-    const tls_verdict verdict = check_tls_peer(address, port, tls_files_of(spec, self), spec.cluster.connection_timeout);
+    const tls_verdict verdict =
+        check_tls_peer(address, port, tls_files_of(spec, self), spec.cluster.connection_timeout);
     if (!verdict.handshake_done) {
       out.why = verdict.why;
       out.lasting = verdict.lasting;

@@ -19,9 +19,9 @@
 #include <thread>
 
 #include "actors/cluster_engine.hpp"
-#include "actors/node_agent.hpp"
 #include "actors/cluster_head.hpp"
 #include "actors/error_message.hpp"
+#include "actors/node_agent.hpp"
 #include "actors/shutdown.hpp"
 #include "cli/args.hpp"
 #include "cli/cluster_system.hpp"
@@ -42,7 +42,8 @@ status supported(const cluster_spec& spec) {
   if (spec.replicas.size() > 256) return error{spec.file.string() + ": more than 256 replicas"};
   for (const replica_spec& r : spec.replicas)
     if (r.stages.size() > 256)
-      return error{spec.file.string() + ":" + std::to_string(r.line) + ": replica " + r.name + " has more than 256 stages"};
+      return error{spec.file.string() + ":" + std::to_string(r.line) + ": replica " + r.name +
+                   " has more than 256 stages"};
   return ok();
 }
 
@@ -130,7 +131,8 @@ int cluster_up_command(int argc, char** argv) {
 
   if (auto made = certificates_at_first_start(spec); !made) return fail(made.err().message, 2);
   caf::actor_system_config config;
-  if (auto configured = configure_cluster_system(config, spec, head); !configured) return fail(configured.err().message, 2);
+  if (auto configured = configure_cluster_system(config, spec, head); !configured)
+    return fail(configured.err().message, 2);
   const sigset_t stop_signals = block_stop_signals();
   auto codec = load_text_codec(spec.model.path);
   if (!codec) return fail(codec.err().message);
@@ -161,7 +163,10 @@ int cluster_up_command(int argc, char** argv) {
       // The head's own stuck stages are replaced in this process, where that is safe.
       restart_policy restarts;
       restarts.replace_stuck = n.gpus.empty();
-      node_agent_options options{spec, int(i), backend_options_of(spec), restarts,
+      node_agent_options options{spec,
+                                 int(i),
+                                 backend_options_of(spec),
+                                 restarts,
                                  std::shared_ptr<transport>(std::move(*link)),
                                  ready_vocabulary(vocabulary_of(*codec->tok))};
       agents.push_back(system.spawn(node_agent, std::move(options)));
@@ -171,7 +176,8 @@ int cluster_up_command(int argc, char** argv) {
     if (!agent) return fail(agent.err().message);
     agents.push_back(*agent);
   }
-  std::fprintf(stderr, "troupe cluster up: reached all %zu nodes; joining them and starting their parts\n", agents.size());
+  std::fprintf(stderr, "troupe cluster up: reached all %zu nodes; joining them and starting their parts\n",
+               agents.size());
   scheduler_options scheduling;
   scheduling.max_num_seqs = spec.engine.max_num_seqs;
   scheduling.max_num_batched_tokens = spec.engine.max_num_batched_tokens;
@@ -181,7 +187,7 @@ int cluster_up_command(int argc, char** argv) {
   gateway_options g;
   g.routing = routing_policy_named(spec.gateway.routing).value();
   g.served_model_names = served_model_names(spec.model.served_model_name.empty() ? spec.model.path.filename().string()
-                                                                                : spec.model.served_model_name);
+                                                                                 : spec.model.served_model_name);
   g.api_key = spec.gateway.api_key;
   g.admin_key = spec.gateway.admin_key;
   g.protect_metrics = spec.gateway.protect_metrics;
@@ -189,7 +195,12 @@ int cluster_up_command(int argc, char** argv) {
   g.max_pending = size_t(spec.gateway.max_pending);
   g.warmup_requests = *warmup;
   const node_agent_actor head_agent = agents[size_t(spec.node(head) - spec.nodes.data())];
-  served_engine e{cluster->config, cluster->health, cluster->replicas, cluster->max_model_len, cluster->num_blocks, {},
+  served_engine e{cluster->config,
+                  cluster->health,
+                  cluster->replicas,
+                  cluster->max_model_len,
+                  cluster->num_blocks,
+                  {},
                   [&system, head_agent](int ms) {
                     caf::scoped_actor self{system, /*hide=*/true};
                     self->send(head_agent, hang_atom::value, ms);
@@ -206,21 +217,21 @@ int cluster_up_command(int argc, char** argv) {
     if (node_keeper* k = keeping.load()) k->lost(node);
   });
   caf::anon_send(e.health, subscribe_atom::value, watch);
-  node_keeper keeper(children, spec.file, node_restarts(spec.cluster), spec.cluster.startup_timeout,
-                     [&](const std::string& name, int node_port) -> status {
-                       const auto at = std::find_if(spec.nodes.begin(), spec.nodes.end(),
-                                                    [&](const node_spec& n) { return n.name == name; });
-                       auto agent = reach(system, spec, *at, node_port,
-                                          std::chrono::steady_clock::now() + spec.cluster.startup_timeout);
-                       if (!agent) return agent.err();
-                       caf::scoped_actor self{system, /*hide=*/true};
-                       status back = ok();
-                       self->request(cluster_owner, caf::infinite, rejoin_atom::value, int(at - spec.nodes.begin()),
-                                     *agent)
-                           .receive([](bool) {}, [&](const caf::error& why) { back = error{error_message(why)}; });
-                       if (back) watch_node(watch, name, *agent);
-                       return back;
-                     });
+  node_keeper keeper(
+      children, spec.file, node_restarts(spec.cluster), spec.cluster.startup_timeout,
+      [&](const std::string& name, int node_port) -> status {
+        const auto at =
+            std::find_if(spec.nodes.begin(), spec.nodes.end(), [&](const node_spec& n) { return n.name == name; });
+        auto agent =
+            reach(system, spec, *at, node_port, std::chrono::steady_clock::now() + spec.cluster.startup_timeout);
+        if (!agent) return agent.err();
+        caf::scoped_actor self{system, /*hide=*/true};
+        status back = ok();
+        self->request(cluster_owner, caf::infinite, rejoin_atom::value, int(at - spec.nodes.begin()), *agent)
+            .receive([](bool) {}, [&](const caf::error& why) { back = error{error_message(why)}; });
+        if (back) watch_node(watch, name, *agent);
+        return back;
+      });
   keeping = &keeper;
   for (size_t i = 0; i < spec.nodes.size(); ++i)
     if (spec.nodes[i].name != head && spec.nodes[i].port == 0) watch_node(watch, spec.nodes[i].name, agents[i]);

@@ -45,7 +45,8 @@ int generate_on_gpu(const std::string& dir, bool dummy, const std::vector<int>& 
                       [&](const std::vector<int>& step) { return (*sequence)->forward(step); });
 #else
   (void)dir, (void)dummy, (void)prompt, (void)max_tokens;
-  std::fprintf(stderr, "troupe generate: --device cuda: this build has no CUDA (nvcc was not found when it was configured)\n");
+  std::fprintf(stderr,
+               "troupe generate: --device cuda: this build has no CUDA (nvcc was not found when it was configured)\n");
   return 1;
 #endif
 }
@@ -64,14 +65,14 @@ int generate_command(int argc, char** argv) {
   auto format = a->take("--load-format").value_or("safetensors");
   auto device = a->take("--device").value_or("cpu");
   status rest = a->finish();
-  std::string failure = !prompt ? prompt.err().message
-                        : !max_tokens ? max_tokens.err().message
-                        : !rest ? rest.err().message
-                        : !dir ? "--model DIR is required"
-                        : prompt->empty() ? "--prompt-ids needs at least one id"
+  std::string failure = !prompt                                          ? prompt.err().message
+                        : !max_tokens                                    ? max_tokens.err().message
+                        : !rest                                          ? rest.err().message
+                        : !dir                                           ? "--model DIR is required"
+                        : prompt->empty()                                ? "--prompt-ids needs at least one id"
                         : (format != "safetensors" && format != "dummy") ? "--load-format is safetensors or dummy"
-                        : (device != "cpu" && device != "cuda") ? "--device must be cpu or cuda, not " + device
-                        : "";
+                        : (device != "cpu" && device != "cuda")          ? "--device must be cpu or cuda, not " + device
+                                                                         : "";
   if (!failure.empty()) {
     std::fprintf(stderr, "troupe generate: %s\n", failure.c_str());
     return 2;

@@ -17,8 +17,10 @@ int make_test_model_command(int argc, char** argv) {
   std::string failure;
   auto take = [&](const char* flag, int& field) {
     auto v = a->take_int(flag, field);
-    if (v) field = *v;
-    else if (failure.empty()) failure = v.err().message;
+    if (v)
+      field = *v;
+    else if (failure.empty())
+      failure = v.err().message;
   };
   take("--layers", o.layers);
   take("--hidden", o.hidden);
@@ -35,8 +37,10 @@ int make_test_model_command(int argc, char** argv) {
   take("--shard-mb", shard_mb);
   o.seed = uint64_t(seed);
   o.max_shard_bytes = size_t(shard_mb) << 20;
-  if (auto layers = a->take_int_list("--mlp-only-layers")) o.mlp_only_layers = *layers;
-  else failure = layers.err().message;
+  if (auto layers = a->take_int_list("--mlp-only-layers"))
+    o.mlp_only_layers = *layers;
+  else
+    failure = layers.err().message;
   o.norm_topk_prob = !a->take_switch("--no-norm-topk-prob");
   if (auto dir = a->take("--tokenizer-from")) o.tokenizer_dir = *dir;
   if (auto s = a->finish(); !s && failure.empty()) failure = s.err().message;

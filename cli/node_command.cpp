@@ -59,7 +59,9 @@ int node_command(int argc, char** argv) {
   auto port = a->take_int("--port", -1);
   if (auto s = a->finish(); !s || !file || !name || !port) {
     std::fprintf(stderr, "troupe node: %s\nusage: troupe node --config FILE --name NAME [--port N]\n",
-                 !s ? s.err().message.c_str() : !port ? port.err().message.c_str() : "--config and --name are required");
+                 !s      ? s.err().message.c_str()
+                 : !port ? port.err().message.c_str()
+                         : "--config and --name are required");
     return 2;
   }
   auto spec = read_cluster_spec(*file);
@@ -76,7 +78,8 @@ int node_command(int argc, char** argv) {
     names += (names.empty() ? "" : ", ") + spec->nodes[i].name;
   }
   if (index < 0) {
-    std::fprintf(stderr, "troupe node: %s has no node %s (its nodes: %s)\n", file->c_str(), name->c_str(), names.c_str());
+    std::fprintf(stderr, "troupe node: %s has no node %s (its nodes: %s)\n", file->c_str(), name->c_str(),
+                 names.c_str());
     return 2;
   }
   const node_spec& me = spec->nodes[size_t(index)];
@@ -106,7 +109,7 @@ int node_command(int argc, char** argv) {
   if (!published) {
     std::fprintf(stderr, "troupe node %s: cannot listen on %s:%d: %s\n", name->c_str(), me.address.c_str(), wanted,
                  published.err().message.c_str());
-    caf::scoped_actor{system, /*hide=*/true}->send_exit(agent, caf::exit_reason::user_shutdown);
+    caf::scoped_actor { system, /*hide=*/true } -> send_exit(agent, caf::exit_reason::user_shutdown);
     return 1;
   }
   if (!system.has_openssl_manager())

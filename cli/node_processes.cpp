@@ -6,8 +6,8 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstdio>
 #include <csignal>
+#include <cstdio>
 #include <cstring>
 #include <regex>
 
@@ -65,7 +65,8 @@ result<int> node_processes::start(const std::filesystem::path& config, const std
   static const std::regex announced(": control on [^ ]*:(\\d+)\n");
   std::smatch m;
   while (!std::regex_search(text, m, announced)) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
     pollfd p{out[0], POLLIN, 0};
     if (left.count() <= 0 || poll(&p, 1, int(left.count())) <= 0) {
       close(out[0]);

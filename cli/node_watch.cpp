@@ -8,7 +8,7 @@ namespace {
 using watch_atom = caf::atom_constant<caf::atom("watch")>;
 
 struct watch_state {
-  std::map<std::string, caf::actor_addr> agents;  // by node
+  std::map<std::string, caf::actor_addr> agents;   // by node
   std::map<std::string, std::string> stage_nodes;  // "REPLICA/stage_K" -> its node
 };
 

@@ -38,8 +38,9 @@ result<serve_flags> parse(int argc, char** argv) {
   }
   std::vector<char*> pointers;
   for (auto& w : words) pointers.push_back(w.data());
-  auto a = args::parse(int(pointers.size()), pointers.data(), {"--enforce-eager", "--protect-metrics", "--special-tokens-in-content"},
-                        {"--served-model-name"});
+  auto a =
+      args::parse(int(pointers.size()), pointers.data(),
+                  {"--enforce-eager", "--protect-metrics", "--special-tokens-in-content"}, {"--served-model-name"});
   if (!a) return a.err();
   serve_flags f;
   std::string failure;
@@ -84,8 +85,10 @@ result<serve_flags> parse(int argc, char** argv) {
   if (f.gateway.protect_metrics && f.gateway.api_key.empty() && f.gateway.admin_key.empty() && failure.empty())
     failure = "--protect-metrics needs --api-key or --admin-key to ask for";
   if (f.engine.scheduler.micro_batches < 0 && failure.empty()) failure = "--pipeline-micro-batches must be 0 or more";
-  if (f.device == "cuda") f.engine.device = device_kind::cuda;
-  else if (f.device != "cpu" && failure.empty()) failure = "--device must be cpu or cuda, not " + f.device;
+  if (f.device == "cuda")
+    f.engine.device = device_kind::cuda;
+  else if (f.device != "cpu" && failure.empty())
+    failure = "--device must be cpu or cuda, not " + f.device;
   if (!failure.empty()) return error{failure};
   return f;
 }

@@ -34,14 +34,17 @@ result<text_codec> load_text_codec(const std::filesystem::path& model_dir) {
   if (auto t = chat_template::load(model_dir / "tokenizer_config.json"))
     codec.chat = std::make_shared<const chat_template>(std::move(*t));
   else
-    std::fprintf(stderr, "troupe: no chat template (%s); /v1/chat/completions will answer 400\n", t.err().message.c_str());
+    std::fprintf(stderr, "troupe: no chat template (%s); /v1/chat/completions will answer 400\n",
+                 t.err().message.c_str());
   return codec;
 }
 
 served_engine served(caf::actor_system& system, engine& e) {
-  return {e.config,        e.health,
+  return {e.config,
+          e.health,
           {{"main", e.scheduler, 1, ""}},
-          e.max_model_len, e.num_blocks,
+          e.max_model_len,
+          e.num_blocks,
           [&system, &e] { e.stop(system); },
           [&system, &e](int ms) {
             caf::scoped_actor self{system, /*hide=*/true};
@@ -64,8 +67,7 @@ struct current_gateway {
 std::string hung_gateway_error(std::chrono::milliseconds silent) {
   char seconds[32];
   std::snprintf(seconds, sizeof seconds, "%.1f", double(silent.count()) / 1000);
-  return service_unavailable("the gateway has not answered for " + std::string(seconds) + " s")
-      .to_json();
+  return service_unavailable("the gateway has not answered for " + std::string(seconds) + " s").to_json();
 }
 
 // Told of every start of the gateway, then of its supervisor (to monitor): once the
@@ -73,7 +75,8 @@ std::string hung_gateway_error(std::chrono::milliseconds silent) {
 caf::behavior gateway_listener(caf::event_based_actor* self, std::shared_ptr<current_gateway> current) {
   self->set_down_handler([=](caf::down_msg& msg) {
     if (msg.reason != caf::exit_reason::user_shutdown) {
-      std::fprintf(stderr, "troupe: the gateway's supervisor gave up (%s); stopping\n", caf::to_string(msg.reason).c_str());
+      std::fprintf(stderr, "troupe: the gateway's supervisor gave up (%s); stopping\n",
+                   caf::to_string(msg.reason).c_str());
       current->gave_up = true;
       kill(getpid(), SIGTERM);
     }
@@ -82,8 +85,10 @@ caf::behavior gateway_listener(caf::event_based_actor* self, std::shared_ptr<cur
   return {
       [=](child_up_atom, const std::string&, const caf::actor& started) {
         std::lock_guard<std::mutex> lock(current->mutex);
-        if (current->actor) std::fprintf(stderr, "troupe: the gateway was restarted by its supervisor\n");
-        else current->first_start.set_value();
+        if (current->actor)
+          std::fprintf(stderr, "troupe: the gateway was restarted by its supervisor\n");
+        else
+          current->first_start.set_value();
         current->actor = caf::actor_cast<gateway_actor>(started);
       },
       [=](const caf::actor& supervisor) { self->monitor(supervisor); },
@@ -92,9 +97,8 @@ caf::behavior gateway_listener(caf::event_based_actor* self, std::shared_ptr<cur
 
 }  // namespace
 
-int serve_until_stopped(caf::actor_system& system, const served_engine& e, const text_codec& codec,
-                        gateway_options g, const http::server_options& http, const sigset_t& stop_signals,
-                        const char* command) {
+int serve_until_stopped(caf::actor_system& system, const served_engine& e, const text_codec& codec, gateway_options g,
+                        const http::server_options& http, const sigset_t& stop_signals, const char* command) {
   g.max_model_len = e.max_model_len;
   g.vocab_size = e.config.vocab_size;
   g.eos_token_ids = e.config.eos_token_ids;
@@ -105,8 +109,9 @@ int serve_until_stopped(caf::actor_system& system, const served_engine& e, const
   auto pulse = std::make_shared<gateway_pulse>();
   g.pulse = pulse;
   std::vector<child_spec> gateway_spec{{"gateway", [=](caf::local_actor* parent) {
-    return caf::actor_cast<caf::actor>(parent->spawn(gateway, g, codec.tok, codec.chat, e.replicas, e.health));
-  }}};
+                                          return caf::actor_cast<caf::actor>(
+                                              parent->spawn(gateway, g, codec.tok, codec.chat, e.replicas, e.health));
+                                        }}};
   restart_policy policy;
   policy.backoff = std::chrono::milliseconds(20);
   auto listener = system.spawn(gateway_listener, current);
@@ -131,8 +136,8 @@ int serve_until_stopped(caf::actor_system& system, const served_engine& e, const
   }
   std::string names;
   for (const std::string& name : g.served_model_names) names += (names.empty() ? "" : ", ") + name;
-  std::printf("troupe: serving %s on http://%s:%d (max_model_len %d, %d KV blocks)\n", names.c_str(),
-              http.host.c_str(), (*server)->port(), e.max_model_len, e.num_blocks);
+  std::printf("troupe: serving %s on http://%s:%d (max_model_len %d, %d KV blocks)\n", names.c_str(), http.host.c_str(),
+              (*server)->port(), e.max_model_len, e.num_blocks);
   std::fflush(stdout);
 
   siginfo_t info{};

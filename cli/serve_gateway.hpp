@@ -43,8 +43,7 @@ served_engine served(caf::actor_system& system, engine& e);
 
 // Runs the gateway over `e` until a stop signal, then stops it; 0, or 1 when the HTTP
 // server cannot start. A hang drill's signal meanwhile goes to e.hang.
-int serve_until_stopped(caf::actor_system& system, const served_engine& e, const text_codec& codec,
-                        gateway_options g, const http::server_options& http, const sigset_t& stop_signals,
-                        const char* command);
+int serve_until_stopped(caf::actor_system& system, const served_engine& e, const text_codec& codec, gateway_options g,
+                        const http::server_options& http, const sigset_t& stop_signals, const char* command);
 
 }  // namespace troupe::cli

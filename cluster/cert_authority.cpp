@@ -93,7 +93,8 @@ std::string alternative_names(const node_spec& node) {
   std::string names = "DNS:" + node.name;
   if (node.address.empty()) return names;
   unsigned char ip[16];
-  const bool literal = inet_pton(AF_INET, node.address.c_str(), ip) == 1 || inet_pton(AF_INET6, node.address.c_str(), ip) == 1;
+  const bool literal =
+      inet_pton(AF_INET, node.address.c_str(), ip) == 1 || inet_pton(AF_INET6, node.address.c_str(), ip) == 1;
   return names + (literal ? ",IP:" : ",DNS:") + node.address;
 }
 

@@ -50,15 +50,15 @@ struct model_settings {
 struct gateway_settings {
   std::string host = "127.0.0.1";
   int port = 8000;
-  std::string api_key;  // empty: no authentication
-  std::string admin_key;  // for /admin/*; empty: api_key serves there too
-  bool protect_metrics = false;  // /metrics asks for api_key or admin_key
+  std::string api_key;                     // empty: no authentication
+  std::string admin_key;                   // for /admin/*; empty: api_key serves there too
+  bool protect_metrics = false;            // /metrics asks for api_key or admin_key
   bool special_tokens_in_content = false;  // chat content may hold special tokens (the old behaviour)
   int max_pending = 1024;
   int max_connections = 4096;  // open client connections (gateway/http/http_server.hpp)
   // A client whose response has waited this long without it taking any is disconnected.
   std::chrono::milliseconds send_timeout{30000};
-  std::string node;  // runs the gateway, scheduler and kv_manager; the first node unless given
+  std::string node;                     // runs the gateway, scheduler and kv_manager; the first node unless given
   std::string routing = "round_robin";  // among replicas: round_robin, least_load or prefix_aware
 };
 
@@ -68,7 +68,7 @@ struct engine_settings {
   int max_model_len = 0;  // 0: the model's max_position_embeddings
   int kv_cache_mb = 0;    // 0: the backend decides
   int block_size = 16;
-  int pipeline_stages = 1;  // single-node files only; a cluster's replicas list their stages
+  int pipeline_stages = 1;         // single-node files only; a cluster's replicas list their stages
   int pipeline_micro_batches = 0;  // steps in flight at once; 0: one per stage
   // A stage in one step longer than this is stuck: declared failed and replaced.
   std::chrono::milliseconds progress_timeout{30000};
@@ -97,11 +97,11 @@ struct placement {
 
 struct replica_spec {
   std::string name;
-  std::vector<placement> stages;   // pipeline order; contiguous from layer 0
+  std::vector<placement> stages;  // pipeline order; contiguous from layer 0
   // File order; disjoint and without gaps from expert 0. None listed: one group of all
   // experts beside the first stage, or on every stage's node when the stages are on GPUs.
   std::vector<placement> experts;
-  double weight = 1;               // share of traffic, relative to the other replicas
+  double weight = 1;  // share of traffic, relative to the other replicas
   int line = 0;
   // Started by `troupe cluster up`; false: a standby, started at runtime by
   // POST /admin/replicas/NAME/add (or `troupe cluster add`).
@@ -115,8 +115,9 @@ struct cluster_spec {
   model_settings model;
   gateway_settings gateway;
   engine_settings engine;
-  std::vector<node_spec> nodes;        // file order; a single-node file may have none
-  std::vector<replica_spec> replicas;  // file order; one `main` when a cluster file lists none; none in single-node files
+  std::vector<node_spec> nodes;  // file order; a single-node file may have none
+  std::vector<replica_spec>
+      replicas;  // file order; one `main` when a cluster file lists none; none in single-node files
 
   const node_spec* node(std::string_view name) const;
 };

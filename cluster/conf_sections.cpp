@@ -11,7 +11,8 @@ status read_entries(const ini_file& file, const ini_section& section, const std:
       for (const auto& [key, unused] : setters) known += (known.empty() ? "" : ", ") + key;
       return error{file.where(e.line) + "unknown key `" + e.key + "` in [" + section.name + "] (" + known + ")"};
     }
-    if (e.value.empty() && !may_be_empty.count(e.key)) return error{file.where(e.line) + "`" + e.key + "` needs a value"};
+    if (e.value.empty() && !may_be_empty.count(e.key))
+      return error{file.where(e.line) + "`" + e.key + "` needs a value"};
     if (auto s = set->second(e); !s) return s;
   }
   return ok();

@@ -19,7 +19,8 @@ std::string trim(const std::string& s) {
 std::vector<std::string> split(const std::string& s, char by) {
   std::vector<std::string> parts;
   size_t start = 0;
-  for (size_t at; (at = s.find(by, start)) != std::string::npos; start = at + 1) parts.push_back(s.substr(start, at - start));
+  for (size_t at; (at = s.find(by, start)) != std::string::npos; start = at + 1)
+    parts.push_back(s.substr(start, at - start));
   parts.push_back(s.substr(start));
   return parts;
 }
@@ -58,8 +59,10 @@ result<placement> placement_of(const std::string& item, int line) {
   const auto ends = split(trim(parts.back()), '-');
   int first = 0, last = 0;
   if (ends.size() != 2 || !parse_int(trim(ends[0]), first) || !parse_int(trim(ends[1]), last) || last > max_index)
-    return error{"the range must be first-last, two numbers from 0 to " + std::to_string(max_index) + " (both included)"};
-  if (first > last) return error{"the range runs backwards (" + std::to_string(first) + " > " + std::to_string(last) + ")"};
+    return error{"the range must be first-last, two numbers from 0 to " + std::to_string(max_index) +
+                 " (both included)"};
+  if (first > last)
+    return error{"the range runs backwards (" + std::to_string(first) + " > " + std::to_string(last) + ")"};
   p.first = first;
   p.last = last;
   return p;
@@ -70,8 +73,9 @@ result<placement> placement_of(const std::string& item, int line) {
 result<int> integer_value(const ini_file& file, const ini_entry& e, int min, int max) {
   int v = 0;
   if (!parse_int(e.value, v) || v < min || v > max) {
-    std::string range = max == std::numeric_limits<int>::max() ? std::to_string(min) + " or more"
-                                                              : "from " + std::to_string(min) + " to " + std::to_string(max);
+    std::string range = max == std::numeric_limits<int>::max()
+                            ? std::to_string(min) + " or more"
+                            : "from " + std::to_string(min) + " to " + std::to_string(max);
     return error{prefix(file, e) + "must be an integer " + range + ", not \"" + e.value + "\""};
   }
   return v;
@@ -89,7 +93,8 @@ status check_name(const ini_file& file, int line, const std::string& what, const
   bool good = !name.empty();
   for (char c : name) good = good && ((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '-');
   if (good) return ok();
-  return error{file.where(line) + "a " + what + " name is lowercase letters, digits, '_' and '-', not \"" + name + "\""};
+  return error{file.where(line) + "a " + what + " name is lowercase letters, digits, '_' and '-', not \"" + name +
+               "\""};
 }
 
 status check_address(const ini_file& file, const ini_entry& e) {
@@ -132,9 +137,7 @@ result<std::vector<placement>> placements_value(const ini_file& file, const ini_
   for (const auto& text : split(e.value, ',')) {
     const std::string item = trim(text);
     auto p = placement_of(item, e.line);
-    if (!p)
-      return error{prefix(file, e) + "item \"" + item + "\": " + p.err().message +
-                   " (as in a:0-23, b:1:24-47)"};
+    if (!p) return error{prefix(file, e) + "item \"" + item + "\": " + p.err().message + " (as in a:0-23, b:1:24-47)"};
     out.push_back(std::move(*p));
   }
   return out;

@@ -30,8 +30,9 @@ status place(const ini_file& file, const cluster_spec& spec, const std::string& 
   if (!node->gpus.empty()) {
     if (!p.gpu) p.gpu = node->gpus.front();
     if (std::find(node->gpus.begin(), node->gpus.end(), *p.gpu) == node->gpus.end())
-      return error{file.where(p.line) + what + " asks for GPU " + std::to_string(*p.gpu) + ", which is not among node " +
-                   p.node + "'s devices (" + gpus_text(node->gpus) + ", line " + std::to_string(node->line) + ")"};
+      return error{file.where(p.line) + what + " asks for GPU " + std::to_string(*p.gpu) +
+                   ", which is not among node " + p.node + "'s devices (" + gpus_text(node->gpus) + ", line " +
+                   std::to_string(node->line) + ")"};
   }
   if (spec.cluster.transport == transport_kind::nccl && node->gpus.empty())
     return error{file.where(p.line) + what + ": transport nccl moves activations GPU to GPU, but node " + p.node +
@@ -51,8 +52,8 @@ status check_contiguous(const ini_file& file, const std::string& replica, const 
                    placement_text(p) + ")" + order_hint};
     if (p.first < next)
       return error{where + part + " " + placement_text(p) + " overlaps " + units + " " +
-                   range_text(p.first, std::min(p.last.value_or(next - 1), next - 1)) + " of the " + part + "s before it" +
-                   order_hint};
+                   range_text(p.first, std::min(p.last.value_or(next - 1), next - 1)) + " of the " + part +
+                   "s before it" + order_hint};
     if (!p.last) break;  // a default that runs through the model's last
     next = *p.last + 1;
   }
@@ -63,9 +64,11 @@ status check_contiguous(const ini_file& file, const std::string& replica, const 
 // the other stages reach over the transport; on GPUs, where each stage runs its own layers'
 // experts from its own GPU's memory, one group of all experts on every node with a stage.
 void default_expert_groups(replica_spec& r) {
-  const bool on_gpus = std::all_of(r.stages.begin(), r.stages.end(), [](const placement& p) { return p.gpu.has_value(); });
+  const bool on_gpus =
+      std::all_of(r.stages.begin(), r.stages.end(), [](const placement& p) { return p.gpu.has_value(); });
   for (const placement& s : r.stages) {
-    const bool placed = std::any_of(r.experts.begin(), r.experts.end(), [&](const placement& g) { return g.node == s.node; });
+    const bool placed =
+        std::any_of(r.experts.begin(), r.experts.end(), [&](const placement& g) { return g.node == s.node; });
     if (!placed) r.experts.push_back({s.node, s.gpu, 0, std::nullopt, r.line});
     if (!on_gpus) break;
   }
@@ -83,7 +86,8 @@ status lay_out(const ini_file& file, const cluster_spec& spec, replica_spec& r) 
       !s)
     return s;
   auto groups = r.experts;
-  std::stable_sort(groups.begin(), groups.end(), [](const placement& a, const placement& b) { return a.first < b.first; });
+  std::stable_sort(groups.begin(), groups.end(),
+                   [](const placement& a, const placement& b) { return a.first < b.first; });
   if (auto s = check_contiguous(file, r.name, groups, "expert group", "experts", ""); !s) return s;
   const std::string prefix = "replica " + r.name + ": ";
   for (auto& p : r.stages)
@@ -111,8 +115,9 @@ status lay_out_replicas(const ini_file& file, cluster_spec& spec) {
     some_traffic = some_traffic || (r.start && r.weight > 0);
   }
   if (!some_traffic)
-    return error{file.where(spec.replicas.back().line) +
-                 "no replica that starts has a weight above 0 (start = yes, weight above 0), so none would get traffic"};
+    return error{
+        file.where(spec.replicas.back().line) +
+        "no replica that starts has a weight above 0 (start = yes, weight above 0), so none would get traffic"};
   return ok();
 }
 

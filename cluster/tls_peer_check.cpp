@@ -38,7 +38,8 @@ int connect_with_timeout(const std::string& host, int port, std::chrono::millise
 
 }  // namespace
 
-tls_verdict check_tls_peer(const std::string& host, int port, const tls_files& mine, std::chrono::milliseconds timeout) {
+tls_verdict check_tls_peer(const std::string& host, int port, const tls_files& mine,
+                           std::chrono::milliseconds timeout) {
   const std::string at = host + ":" + std::to_string(port);
   ssl_ctx_ptr context(SSL_CTX_new(TLS_client_method()));
   if (!context || SSL_CTX_use_certificate_chain_file(context.get(), mine.certificate.c_str()) != 1 ||
@@ -61,20 +62,23 @@ tls_verdict check_tls_peer(const std::string& host, int port, const tls_files& m
     char byte;
     const int peeked = SSL_peek(ssl.get(), &byte, 1);
     if (peeked <= 0 && SSL_get_error(ssl.get(), peeked) == SSL_ERROR_SSL)
-      verdict = {false, true, at + " refuses this process's certificate (" + tls::last_error() +
-                                  "): is it signed by the CA of that node's certs folder?"};
+      verdict = {false, true,
+                 at + " refuses this process's certificate (" + tls::last_error() +
+                     "): is it signed by the CA of that node's certs folder?"};
     else
       verdict = {true, false, ""};
   } else if (verified != X509_V_OK) {
-    verdict = {false, true, at + " presents a certificate this cluster's CA (" + mine.ca.string() + ") did not sign: " +
-                                X509_verify_cert_error_string(verified)};
+    verdict = {false, true,
+               at + " presents a certificate this cluster's CA (" + mine.ca.string() +
+                   ") did not sign: " + X509_verify_cert_error_string(verified)};
   } else if (reason.find("wrong version number") != std::string::npos ||
              reason.find("packet length too long") != std::string::npos ||
              reason.find("record layer failure") != std::string::npos) {
     verdict = {false, true, at + " does not speak TLS (a node with `insecure = yes` in its cluster.conf?)"};
   } else if (reason.find("alert") != std::string::npos) {
-    verdict = {false, true, at + " refuses this process's certificate (" + reason +
-                                "): is it signed by the CA of that node's certs folder?"};
+    verdict = {false, true,
+               at + " refuses this process's certificate (" + reason +
+                   "): is it signed by the CA of that node's certs folder?"};
   } else if (kind == SSL_ERROR_SYSCALL || kind == SSL_ERROR_ZERO_RETURN) {
     verdict = {false, false, at + " ended the TLS handshake" + (reason == "unknown error" ? "" : " (" + reason + ")")};
   } else {

@@ -29,7 +29,8 @@ status check_cover(const cluster_spec& spec, const replica_spec& r, const std::v
 status validate_against_model(const cluster_spec& spec, const model_config& model) {
   for (const auto& r : spec.replicas) {
     if (auto s = check_cover(spec, r, r.stages, "stages", "stages", "layers", model.num_layers); !s) return s;
-    if (auto s = check_cover(spec, r, r.experts, "expert groups", "experts", "experts", model.num_experts); !s) return s;
+    if (auto s = check_cover(spec, r, r.experts, "expert groups", "experts", "experts", model.num_experts); !s)
+      return s;
   }
   return ok();
 }

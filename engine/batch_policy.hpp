@@ -25,9 +25,9 @@ struct sequence_progress {
 };
 
 struct batch_choice {
-  std::vector<kv_grow> grows;       // running sequences, and the positions each will hold
-  std::vector<request_id> admits;   // waiting ones to admit, in queue order
-  int budget_left = 0;              // tokens of the step the admitted ones may prefill
+  std::vector<kv_grow> grows;      // running sequences, and the positions each will hold
+  std::vector<request_id> admits;  // waiting ones to admit, in queue order
+  int budget_left = 0;             // tokens of the step the admitted ones may prefill
   bool empty() const { return grows.empty() && admits.empty(); }
 };
 

@@ -35,16 +35,17 @@ result<cpu_node_backend> make_cpu_node_backend(const backend_options& options) {
   const size_t state_bytes = size_t(state_slots) * size_t(state_slot_bytes(c));
   if (state_bytes >= kv_bytes)
     return error{"the recurrent state of " + std::to_string(state_slots) + " sequences (--max-num-seqs) takes " +
-                 std::to_string(state_bytes >> 20) + " MiB, more than the KV cache's " + std::to_string(kv_bytes >> 20) +
-                 " MiB: give --kv-cache-mb more or run fewer sequences"};
+                 std::to_string(state_bytes >> 20) + " MiB, more than the KV cache's " +
+                 std::to_string(kv_bytes >> 20) + " MiB: give --kv-cache-mb more or run fewer sequences"};
   const int num_blocks = int((kv_bytes - state_bytes) / size_t(kv_block_bytes(c, options.block_size)));
   auto groups = std::make_shared<in_process_experts>(c.num_experts, c.hidden_size);
   const int block_size = options.block_size;
   cpu_node_backend b{{c, num_blocks, {}, {}, state_slots}, groups, {}};
   b.make_runner_over = [model, num_blocks, block_size, state_slots](
-                           int first, int last, std::shared_ptr<expert_executor> experts) -> result<std::unique_ptr<step_runner>> {
-    return std::unique_ptr<step_runner>(std::make_unique<cpu_step_runner>(model, std::move(experts), first, last,
-                                                                          num_blocks, block_size, state_slots));
+                           int first, int last,
+                           std::shared_ptr<expert_executor> experts) -> result<std::unique_ptr<step_runner>> {
+    return std::unique_ptr<step_runner>(
+        std::make_unique<cpu_step_runner>(model, std::move(experts), first, last, num_blocks, block_size, state_slots));
   };
   b.backend.make_runner = [over = b.make_runner_over, groups](int first, int last) {
     return over(first, last, groups);

@@ -11,7 +11,7 @@ namespace troupe {
 
 // Builds a runner of layers [first, last) whose MoE layers go to `experts`.
 using step_runner_over = std::function<result<std::unique_ptr<step_runner>>(int first_layer, int last_layer,
-                                                                           std::shared_ptr<expert_executor> experts)>;
+                                                                            std::shared_ptr<expert_executor> experts)>;
 
 // What a cluster node needs beyond compute_backend: the expert groups this process holds
 // (attach_experts puts them there; other nodes reach them through an expert_server), and

@@ -59,8 +59,10 @@ void kv_blocks::drop(int b) {
   block& k = blocks_[size_t(b)];
   TROUPE_CHECK(k.refs > 0, "KV block released twice");
   if (--k.refs > 0) return;
-  if (k.cached) k.lru = evictable_.insert(evictable_.end(), b);
-  else free_.push_back(b);
+  if (k.cached)
+    k.lru = evictable_.insert(evictable_.end(), b);
+  else
+    free_.push_back(b);
 }
 
 void kv_blocks::release(request_id id) {

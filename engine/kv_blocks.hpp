@@ -55,8 +55,8 @@ class kv_blocks {
   int state_slots_;
   std::vector<int> free_slots_;
   std::vector<block> blocks_;
-  std::vector<int> free_;       // hold nothing
-  std::list<int> evictable_;    // cached, held by nobody; front is evicted first
+  std::vector<int> free_;     // hold nothing
+  std::list<int> evictable_;  // cached, held by nobody; front is evicted first
   std::unordered_map<uint64_t, int> cache_;
   std::unordered_map<request_id, sequence> sequences_;
   uint64_t prefix_queries_ = 0, prefix_hits_ = 0;

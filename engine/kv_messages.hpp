@@ -35,7 +35,7 @@ struct kv_step_request {
 };
 
 struct kv_step_reply {
-  std::vector<std::vector<int>> grown;  // per grow: the whole block table, empty if no room
+  std::vector<std::vector<int>> grown;   // per grow: the whole block table, empty if no room
   std::vector<kv_admission> admissions;  // per admit, up to the first refused
   TROUPE_FIELDS(kv_step_reply, grown, admissions)
 };

@@ -7,8 +7,8 @@
 #include <vector>
 
 #include "base/fields.hpp"
-#include "text/grammar/grammar.hpp"
 #include "model/sampling.hpp"
+#include "text/grammar/grammar.hpp"
 #include "transport/expert_parallel.hpp"  // expert_session, expert_step: stage -> expert group
 
 namespace troupe {
@@ -70,8 +70,8 @@ struct step_sequence {
   std::vector<int> prefix;
   output_constraint constraint;
   int state_slot = -1;  // its recurrent state in linear-attention layers (none without them)
-  TROUPE_FIELDS(step_sequence, id, first_token, count, start, prompt_length, block_table, sample,
-                sampling, restart, prefix, constraint, state_slot)
+  TROUPE_FIELDS(step_sequence, id, first_token, count, start, prompt_length, block_table, sample, sampling, restart,
+                prefix, constraint, state_slot)
 };
 
 // scheduler -> first stage: one iteration of continuous batching.
@@ -116,7 +116,7 @@ struct engine_stats {
   int waiting = 0;
   uint64_t steps = 0;
   uint64_t preemptions = 0;
-  uint64_t recoveries = 0;  // sequences re-prefilled after a stage failure
+  uint64_t recoveries = 0;        // sequences re-prefilled after a stage failure
   uint64_t overlapped_steps = 0;  // begun while another was in the pipeline (micro-batches)
   kv_usage kv;
   TROUPE_FIELDS(engine_stats, running, waiting, steps, preemptions, recoveries, overlapped_steps, kv)

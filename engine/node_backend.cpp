@@ -81,8 +81,8 @@ void add_expert_parallelism(node_backend& b, const gpu_backend_parts& parts, con
                             hidden = c.hidden_size, k = c.num_experts_per_tok](
                                int first, int last, int stage, const stage_expert_ranks& ranks,
                                std::shared_ptr<expert_peers> peers) -> result<std::unique_ptr<step_runner>> {
-    nccl_experts::options o{stage,        device, max_tokens, hidden, k, {ranks.local_first, ranks.local_last}, {},
-                            join_timeout, wait_timeout};
+    nccl_experts::options o{stage, device,       max_tokens,  hidden, k, {ranks.local_first, ranks.local_last},
+                            {},    join_timeout, wait_timeout};
     for (const expert_rank& p : ranks.peers) o.peers.push_back({p.first_expert, p.last_expert});
     auto link = nccl_experts::create(std::move(o), std::move(peers));
     if (!link) return link.err();
@@ -96,7 +96,8 @@ void add_expert_parallelism(node_backend& b, const gpu_backend_parts& parts, con
   };
 }
 
-size_t expert_parallel_bytes(const expert_parallel_share& share, const model_config& c, const backend_options& options) {
+size_t expert_parallel_bytes(const expert_parallel_share& share, const model_config& c,
+                             const backend_options& options) {
   const int max_tokens = std::max(options.max_num_batched_tokens, options.max_num_seqs);
   size_t bytes = 0;
   for (size_t peers : share.stage_peers)
@@ -137,8 +138,9 @@ result<node_backend> make_node_backend(const cluster_spec& spec, int node, backe
   options.reserved_bytes = expert_parallel_bytes(experts, *config, options);
 #endif
   auto parts = make_gpu_backend_parts(options);
-  if (!parts) return error{spec.file.string() + ":" + std::to_string(me.line) + ": node " + me.name + " on " + device +
-                           ": " + parts.err().message};
+  if (!parts)
+    return error{spec.file.string() + ":" + std::to_string(me.line) + ": node " + me.name + " on " + device + ": " +
+                 parts.err().message};
   node_backend b{std::move(parts->backend), nullptr, {}, {}, {}, device};
 #ifdef TROUPE_WITH_NCCL
   if (experts.any()) add_expert_parallelism(b, *parts, spec, options);

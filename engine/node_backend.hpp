@@ -7,10 +7,10 @@
 #include <memory>
 #include <string>
 
-#include "engine/cpu_backend.hpp"
 #include "base/result.hpp"
 #include "cluster/cluster_spec.hpp"
 #include "cluster/expert_ranks.hpp"
+#include "engine/cpu_backend.hpp"
 #include "transport/expert_parallel.hpp"
 
 namespace troupe {
@@ -20,8 +20,7 @@ namespace troupe {
 using gpu_runner_over = std::function<result<std::unique_ptr<step_runner>>(
     int first_layer, int last_layer, int stage, const stage_expert_ranks& ranks, std::shared_ptr<expert_peers> peers)>;
 // The server of a GPU group's experts [first, last) for stages of other processes.
-using gpu_server_over =
-    std::function<result<std::unique_ptr<remote_expert_server>>(int first_expert, int last_expert)>;
+using gpu_server_over = std::function<result<std::unique_ptr<remote_expert_server>>(int first_expert, int last_expert)>;
 
 struct node_backend {
   compute_backend backend;

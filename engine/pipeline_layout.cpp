@@ -29,8 +29,7 @@ status check(const std::vector<layer_range>& ranges, int num_layers) {
 
 }  // namespace
 
-result<std::vector<layer_range>> pipeline_layout(int stages, const std::vector<layer_range>& ranges,
-                                                 int num_layers) {
+result<std::vector<layer_range>> pipeline_layout(int stages, const std::vector<layer_range>& ranges, int num_layers) {
   if (!ranges.empty()) {
     if (auto s = check(ranges, num_layers); !s) return s.err();
     return ranges;

@@ -14,7 +14,6 @@ struct layer_range {
 // The stages' layer ranges, in pipeline order: `ranges` when given, checked (each
 // non-empty, each starting where the previous ends, from layer 0 to the model's last),
 // else `stages` ranges as even as `num_layers` allows (the first ones a layer longer).
-result<std::vector<layer_range>> pipeline_layout(int stages, const std::vector<layer_range>& ranges,
-                                                 int num_layers);
+result<std::vector<layer_range>> pipeline_layout(int stages, const std::vector<layer_range>& ranges, int num_layers);
 
 }  // namespace troupe

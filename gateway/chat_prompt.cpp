@@ -30,7 +30,8 @@ result<chat_prompt> render_chat_prompt(const chat_template& tmpl, const tokenize
   } else {
     jinja::object kwargs;
     for (const auto& [key, x] : request.template_kwargs) kwargs.set(key, guarded(x, tok));
-    text = tmpl.render(guarded(request.messages, tok), guarded(request.tools, tok), request.add_generation_prompt, kwargs);
+    text =
+        tmpl.render(guarded(request.messages, tok), guarded(request.tools, tok), request.add_generation_prompt, kwargs);
   }
   if (!text) return error{"the chat template refused the messages: " + text.err().message};
   auto ids = special_tokens_in_content ? tok.encode(*text) : tok.encode_guarded(*text);

@@ -30,24 +30,39 @@ json message_json(const std::string& content, const std::string& reasoning, cons
   if (calls.empty()) return m;
   json list = json::array();
   for (const tool_call& call : calls)
-    list.push_back({{"id", call.id}, {"type", "function"}, {"function", {{"name", call.name}, {"arguments", call.arguments}}}});
+    list.push_back(
+        {{"id", call.id}, {"type", "function"}, {"function", {{"name", call.name}, {"arguments", call.arguments}}}});
   m["tool_calls"] = std::move(list);
   return m;
 }
 
 }  // namespace
 
-generation_call::generation_call(api_kind kind, std::string id, const generation_options& options,
-                                 int logprobs, bool echo, std::vector<choice_prompt> prompts,
-                                 std::shared_ptr<const tokenizer> tok, const chat_reply_parsing& parsing,
-                                 std::shared_ptr<reply_dialect> dialect)
-    : kind_(kind), id_(std::move(id)),
-      created_(std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count()),
-      options_(options), logprobs_(logprobs), echo_(echo), tokenizer_(std::move(tok)),
-      forced_calls_(parsing.forced_calls), dialect_(std::move(dialect)) {
+generation_call::generation_call(api_kind kind, std::string id, const generation_options& options, int logprobs,
+                                 bool echo, std::vector<choice_prompt> prompts, std::shared_ptr<const tokenizer> tok,
+                                 const chat_reply_parsing& parsing, std::shared_ptr<reply_dialect> dialect)
+    : kind_(kind),
+      id_(std::move(id)),
+      created_(std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
+                   .count()),
+      options_(options),
+      logprobs_(logprobs),
+      echo_(echo),
+      tokenizer_(std::move(tok)),
+      forced_calls_(parsing.forced_calls),
+      dialect_(std::move(dialect)) {
   for (auto& p : prompts) {
-    choices_.push_back({std::move(p), incremental_detokenizer(*tokenizer_, options_.skip_special_tokens),
-                        stop_matcher(options_.stop), {}, {}, 0, {}, {}, {}, {}, {}});
+    choices_.push_back({std::move(p),
+                        incremental_detokenizer(*tokenizer_, options_.skip_special_tokens),
+                        stop_matcher(options_.stop),
+                        {},
+                        {},
+                        0,
+                        {},
+                        {},
+                        {},
+                        {},
+                        {}});
     if (kind_ != api_kind::chat) continue;
     choices_.back().reasoning.emplace(parsing.starts_in_reasoning);
     if (parsing.tool_format) choices_.back().tool_calls.emplace(*parsing.tool_format, parsing.tools);
@@ -66,9 +81,14 @@ std::string generation_call::stream_start() const {
   if (kind_ != api_kind::chat) return {};
   std::string out;
   for (size_t i = 0; i < choices_.size(); ++i)
-    out += sse({{"id", id_}, {"object", "chat.completion.chunk"}, {"created", created_}, {"model", options_.model},
-                {"choices", json::array({{{"index", i}, {"delta", {{"role", "assistant"}, {"content", ""}}},
-                                          {"logprobs", nullptr}, {"finish_reason", nullptr}}})}});
+    out += sse({{"id", id_},
+                {"object", "chat.completion.chunk"},
+                {"created", created_},
+                {"model", options_.model},
+                {"choices", json::array({{{"index", i},
+                                          {"delta", {{"role", "assistant"}, {"content", ""}}},
+                                          {"logprobs", nullptr},
+                                          {"finish_reason", nullptr}}})}});
   return out;
 }
 
@@ -154,7 +174,8 @@ nlohmann::ordered_json generation_call::logprobs_json(const std::vector<logprob_
         const std::string label = token_label(t.token);
         top.push_back({{"token", label}, {"logprob", t.logprob}, {"bytes", bytes_of(label)}});
       }
-      content.push_back({{"token", e.text}, {"logprob", e.token.logprob}, {"bytes", bytes_of(e.text)}, {"top_logprobs", top}});
+      content.push_back(
+          {{"token", e.text}, {"logprob", e.token.logprob}, {"bytes", bytes_of(e.text)}, {"top_logprobs", top}});
     }
     return {{"content", content}};
   }
@@ -173,16 +194,26 @@ nlohmann::ordered_json generation_call::logprobs_json(const std::vector<logprob_
 std::string generation_call::chunk(int index, const std::string& text, const std::vector<logprob_entry>& lps,
                                    const std::string& finish) const {
   json lp = lps.empty() ? json(nullptr) : logprobs_json(lps);
-  return sse({{"id", id_}, {"object", "text_completion"}, {"created", created_}, {"model", options_.model},
-              {"choices", json::array({{{"index", index}, {"text", text}, {"logprobs", lp}, {"finish_reason", or_null(finish)}}})}});
+  return sse(
+      {{"id", id_},
+       {"object", "text_completion"},
+       {"created", created_},
+       {"model", options_.model},
+       {"choices",
+        json::array({{{"index", index}, {"text", text}, {"logprobs", lp}, {"finish_reason", or_null(finish)}}})}});
 }
 
 std::string generation_call::chat_chunk(int index, json delta, const std::vector<logprob_entry>& lps,
                                         const std::string& finish) const {
   json lp = lps.empty() ? json(nullptr) : logprobs_json(lps);
-  return sse({{"id", id_}, {"object", "chat.completion.chunk"}, {"created", created_}, {"model", options_.model},
-              {"choices", json::array({{{"index", index}, {"delta", std::move(delta)}, {"logprobs", lp},
-                                        {"finish_reason", or_null(finish)}}})}});
+  return sse(
+      {{"id", id_},
+       {"object", "chat.completion.chunk"},
+       {"created", created_},
+       {"model", options_.model},
+       {"choices",
+        json::array(
+            {{{"index", index}, {"delta", std::move(delta)}, {"logprobs", lp}, {"finish_reason", or_null(finish)}}})}});
 }
 
 // Text first, then each call as OpenAI streams it: a delta naming the call, then its
@@ -199,7 +230,9 @@ std::string generation_call::chat_chunks(int index, const reply_delta& d, size_t
   for (size_t i = 0; i < d.calls.size(); ++i) {
     const tool_call& call = d.calls[i];
     const size_t at = first_call + i;
-    deltas.push_back({{"tool_calls", json::array({{{"index", at}, {"id", call.id}, {"type", "function"},
+    deltas.push_back({{"tool_calls", json::array({{{"index", at},
+                                                   {"id", call.id},
+                                                   {"type", "function"},
                                                    {"function", {{"name", call.name}, {"arguments", ""}}}}})}});
     deltas.push_back({{"tool_calls", json::array({{{"index", at}, {"function", {{"arguments", call.arguments}}}}})}});
   }
@@ -226,7 +259,9 @@ int generation_call::completion_tokens() const {
 }
 
 static json usage_json(int prompt, int completion, int cached) {
-  return {{"prompt_tokens", prompt}, {"completion_tokens", completion}, {"total_tokens", prompt + completion},
+  return {{"prompt_tokens", prompt},
+          {"completion_tokens", completion},
+          {"total_tokens", prompt + completion},
           {"prompt_tokens_details", {{"cached_tokens", cached}}}};
 }
 
@@ -234,8 +269,11 @@ std::string generation_call::stream_end() const {
   if (dialect_) return dialect_->stream_end(summary());
   std::string out;
   if (options_.include_usage)
-    out += sse({{"id", id_}, {"object", kind_ == api_kind::chat ? "chat.completion.chunk" : "text_completion"},
-                {"created", created_}, {"model", options_.model}, {"choices", json::array()},
+    out += sse({{"id", id_},
+                {"object", kind_ == api_kind::chat ? "chat.completion.chunk" : "text_completion"},
+                {"created", created_},
+                {"model", options_.model},
+                {"choices", json::array()},
                 {"usage", usage_json(prompt_tokens(), completion_tokens(), cached_tokens_)}});
   return out + "data: [DONE]\n\n";
 }
@@ -255,7 +293,8 @@ void generation_call::cancel() {
 
 reply_summary generation_call::summary() const {
   const choice& c = choices_.front();
-  return {c.reasoning_text, c.text, c.calls, c.finish, c.stops.matched(), prompt_tokens(), completion_tokens(), cached_tokens_};
+  return {c.reasoning_text,    c.text,        c.calls, c.finish, c.stops.matched(), prompt_tokens(),
+          completion_tokens(), cached_tokens_};
 }
 
 std::string generation_call::response_body() const {
@@ -264,14 +303,19 @@ std::string generation_call::response_body() const {
   for (size_t i = 0; i < choices_.size(); ++i) {
     const choice& c = choices_[i];
     json ch{{"index", i}};
-    if (kind_ == api_kind::chat) ch["message"] = message_json(c.text, c.reasoning_text, c.calls, forced_calls_);
-    else ch["text"] = c.text;
+    if (kind_ == api_kind::chat)
+      ch["message"] = message_json(c.text, c.reasoning_text, c.calls, forced_calls_);
+    else
+      ch["text"] = c.text;
     ch["logprobs"] = logprobs_json(c.logprobs);
     ch["finish_reason"] = or_null(c.finish);
     choices.push_back(ch);
   }
-  return dump({{"id", id_}, {"object", kind_ == api_kind::chat ? "chat.completion" : "text_completion"},
-               {"created", created_}, {"model", options_.model}, {"choices", choices},
+  return dump({{"id", id_},
+               {"object", kind_ == api_kind::chat ? "chat.completion" : "text_completion"},
+               {"created", created_},
+               {"model", options_.model},
+               {"choices", choices},
                {"usage", usage_json(prompt_tokens(), completion_tokens(), cached_tokens_)}});
 }
 

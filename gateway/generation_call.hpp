@@ -26,7 +26,7 @@ enum class api_kind { completion, chat };
 
 // How a chat reply's text splits into reasoning, answer and tool calls.
 struct chat_reply_parsing {
-  bool starts_in_reasoning = false;  // the prompt left a <think> block open
+  bool starts_in_reasoning = false;             // the prompt left a <think> block open
   std::optional<tool_call_format> tool_format;  // none: the answer is not searched for calls
   std::shared_ptr<const std::vector<tool_spec>> tools;
   // tool_choice required or named: the answer is calls alone, its content null; a call cut
@@ -43,8 +43,8 @@ class generation_call {
 
   // dialect: a chat reply written for another API (reply_dialect.hpp); none: OpenAI's
   // chat completions or completions.
-  generation_call(api_kind kind, std::string id, const generation_options& options, int logprobs,
-                  bool echo, std::vector<choice_prompt> prompts, std::shared_ptr<const tokenizer> tok,
+  generation_call(api_kind kind, std::string id, const generation_options& options, int logprobs, bool echo,
+                  std::vector<choice_prompt> prompts, std::shared_ptr<const tokenizer> tok,
                   const chat_reply_parsing& parsing = {}, std::shared_ptr<reply_dialect> dialect = nullptr);
 
   // The first SSE chunk of a stream (chat: the assistant role), if the API has one.
@@ -93,8 +93,8 @@ class generation_call {
     std::string text;  // chat: the answer without reasoning and tool-call markup
     std::vector<logprob_entry> logprobs;
     int generated = 0;
-    std::string finish;  // "stop", "length", "tool_calls"; empty while running
-    std::optional<reasoning_parser> reasoning;  // chat only
+    std::string finish;                          // "stop", "length", "tool_calls"; empty while running
+    std::optional<reasoning_parser> reasoning;   // chat only
     std::optional<tool_call_parser> tool_calls;  // chat with tools only
     std::string reasoning_text;
     std::vector<tool_call> calls;
@@ -103,8 +103,8 @@ class generation_call {
   reply_delta split_reply(choice& c, const std::string& fresh, bool ended) const;
   std::string chunk(int index, const std::string& text, const std::vector<logprob_entry>& lps,
                     const std::string& finish) const;
-  std::string chat_chunks(int index, const reply_delta& d, size_t first_call,
-                          const std::vector<logprob_entry>& lps, const std::string& finish) const;
+  std::string chat_chunks(int index, const reply_delta& d, size_t first_call, const std::vector<logprob_entry>& lps,
+                          const std::string& finish) const;
   std::string chat_chunk(int index, nlohmann::ordered_json delta, const std::vector<logprob_entry>& lps,
                          const std::string& finish) const;
   std::string token_label(int token) const;

@@ -21,12 +21,12 @@ api_error outside_vocabulary(const char* param, int id, int vocab_size) {
 // The field to shorten: the prompt when it alone is too long, else max_tokens.
 api_error context_too_long(api_kind kind, int prompt_len, int max_tokens, int max_model_len) {
   const char* prompt_param = kind == api_kind::chat ? "messages" : "prompt";
-  api_error e = bad_param(prompt_len < max_model_len ? "max_tokens" : prompt_param,
-                          "This model's maximum context length is " + std::to_string(max_model_len) +
-                              " tokens. However, you requested " + std::to_string(prompt_len + max_tokens) +
-                              " tokens (" + std::to_string(prompt_len) + " in the " + prompt_param + ", " +
-                              std::to_string(max_tokens) + " in the completion). Please reduce the length of the " +
-                              prompt_param + " or the completion.");
+  api_error e =
+      bad_param(prompt_len < max_model_len ? "max_tokens" : prompt_param,
+                "This model's maximum context length is " + std::to_string(max_model_len) +
+                    " tokens. However, you requested " + std::to_string(prompt_len + max_tokens) + " tokens (" +
+                    std::to_string(prompt_len) + " in the " + prompt_param + ", " + std::to_string(max_tokens) +
+                    " in the completion). Please reduce the length of the " + prompt_param + " or the completion.");
   e.code = "context_length_exceeded";
   return e;
 }
@@ -39,9 +39,10 @@ std::optional<api_error> check_generation(const generation_limits& limits, size_
   // Pending work is counted in sequences (prompts x n), which is what the engine runs.
   const size_t sequences = prompts.size() * size_t(options.n);
   if (sequences > limits.max_pending)
-    return bad_param(prompts.size() > 1 ? "prompt" : "n",
-                     "the request asks for " + std::to_string(sequences) + " sequences (prompts x n); this server "
-                     "takes at most " + std::to_string(limits.max_pending) + " at once");
+    return bad_param(prompts.size() > 1 ? "prompt" : "n", "the request asks for " + std::to_string(sequences) +
+                                                              " sequences (prompts x n); this server "
+                                                              "takes at most " +
+                                                              std::to_string(limits.max_pending) + " at once");
   if (pending + sequences > limits.max_pending) return too_many_requests();
   for (const auto& [id, bias] : options.sampling.logit_bias)
     if (id >= limits.vocab_size) return outside_vocabulary("logit_bias", id, limits.vocab_size);

@@ -17,9 +17,9 @@ namespace troupe {
 
 // The figures of the model and the server a request is checked against.
 struct generation_limits {
-  int vocab_size = 0;          // ids the model accepts
-  int max_model_len = 0;       // prompt plus max_tokens
-  size_t max_pending = 0;      // sequences in flight before 429
+  int vocab_size = 0;      // ids the model accepts
+  int max_model_len = 0;   // prompt plus max_tokens
+  size_t max_pending = 0;  // sequences in flight before 429
   std::span<const int> eos_token_ids;
 };
 

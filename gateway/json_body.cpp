@@ -51,8 +51,8 @@ result<std::vector<int>, api_error> token_ids(const json& v, const std::string& 
 
 std::optional<api_error> check_count(size_t count, size_t limit, const std::string& param, const char* what) {
   if (count <= limit) return std::nullopt;
-  return bad_param(param, param + " has " + std::to_string(count) + " " + what + "; at most " +
-                              std::to_string(limit) + " are taken");
+  return bad_param(param, param + " has " + std::to_string(count) + " " + what + "; at most " + std::to_string(limit) +
+                              " are taken");
 }
 
 std::string string_field(const nlohmann::ordered_json& object, const char* key, const std::string& fallback) {

@@ -208,8 +208,7 @@ family<gauge>& registry::add_gauge(std::string name, std::string help) {
 
 family<histogram>& registry::add_histogram(std::string name, std::string help, std::vector<double> bounds) {
   check_bounds(bounds);  // here, not at the first series
-  return keep(std::make_unique<family<histogram>>(std::move(name), std::move(help), "histogram",
-                                                  std::move(bounds)));
+  return keep(std::make_unique<family<histogram>>(std::move(name), std::move(help), "histogram", std::move(bounds)));
 }
 
 std::string registry::render() const {

@@ -73,8 +73,8 @@ result<grammar, api_error> forced_tool_call_grammar(const json& tools, const std
     callable.push_back({function["name"].get<std::string>(), std::move(parameters),
                         function.value("strict", json(false)) == json(true)});
   }
-  auto calls = format == tool_call_format::xml ? xml_tool_call_grammar(callable, several)
-                                               : tool_call_grammar(callable, several);
+  auto calls =
+      format == tool_call_format::xml ? xml_tool_call_grammar(callable, several) : tool_call_grammar(callable, several);
   return compilable(std::move(calls), "tools", "the tools' parameters");
 }
 

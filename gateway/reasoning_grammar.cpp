@@ -24,7 +24,8 @@ grammar_sequence text_through_close_tag(grammar_builder& b) {
     std::vector<grammar_sequence> next = {join({b.bytes(restart), grammar_builder::reference(matched[0])})};
     if (expected != '<') next.push_back(join({b.literal("<"), grammar_builder::reference(matched[1])}));
     next.push_back(k + 1 == length ? b.literal(close_tag.substr(size_t(k), 1))
-                                   : join({b.literal(close_tag.substr(size_t(k), 1)), grammar_builder::reference(matched[size_t(k) + 1])}));
+                                   : join({b.literal(close_tag.substr(size_t(k), 1)),
+                                           grammar_builder::reference(matched[size_t(k) + 1])}));
     b.define(matched[size_t(k)], std::move(next));
   }
   return grammar_builder::reference(matched[0]);

@@ -34,11 +34,16 @@ result<routing_policy> routing_policy_named(std::string_view name) {
 
 std::string_view state_name(replica_state s) {
   switch (s) {
-    case replica_state::off: return "off";
-    case replica_state::starting: return "starting";
-    case replica_state::serving: return "serving";
-    case replica_state::draining: return "draining";
-    case replica_state::stopping: return "stopping";
+    case replica_state::off:
+      return "off";
+    case replica_state::starting:
+      return "starting";
+    case replica_state::serving:
+      return "serving";
+    case replica_state::draining:
+      return "draining";
+    case replica_state::stopping:
+      return "stopping";
   }
   return "?";
 }
@@ -69,7 +74,8 @@ std::optional<size_t> replica_router::index_of(std::string_view name) const {
 
 double replica_router::weight(const replica& r, clock::time_point now) const {
   if (now >= r.ramp_end || r.ramp_end <= r.ramp_start) return r.to;
-  const double t = std::chrono::duration<double>(now - r.ramp_start) / std::chrono::duration<double>(r.ramp_end - r.ramp_start);
+  const double t =
+      std::chrono::duration<double>(now - r.ramp_start) / std::chrono::duration<double>(r.ramp_end - r.ramp_start);
   return r.from + (r.to - r.from) * t;
 }
 
@@ -77,7 +83,7 @@ bool replica_router::routable(const replica& r, clock::time_point now) const {
   if (r.state != replica_state::serving) return false;
   if ((!r.healthy && !unhealthy_allowed_) || weight(r, now) <= 0) return false;
   if (r.consecutive_failures < circuit_.failures_to_open) return true;  // closed
-  return now >= r.open_until && !r.trial;                                // half-open: one trial at a time
+  return now >= r.open_until && !r.trial;                               // half-open: one trial at a time
 }
 
 // Weighted rendezvous hashing: each replica scores weight / -ln(u), u uniform from the key
@@ -186,7 +192,8 @@ status replica_router::set_weights(const std::map<std::string, double>& weights,
 
 status replica_router::begin_add(size_t i) {
   replica& r = replicas_[i];
-  if (r.state != replica_state::off) return error{"replica " + r.name + " is already " + std::string(state_name(r.state))};
+  if (r.state != replica_state::off)
+    return error{"replica " + r.name + " is already " + std::string(state_name(r.state))};
   r.state = replica_state::starting;
   return ok();
 }
@@ -202,7 +209,8 @@ void replica_router::added(size_t i, double weight, std::chrono::milliseconds ra
 
 status replica_router::begin_remove(size_t i, clock::time_point now) {
   replica& r = replicas_[i];
-  if (r.state != replica_state::serving) return error{"replica " + r.name + " is " + std::string(state_name(r.state)) + ", not serving"};
+  if (r.state != replica_state::serving)
+    return error{"replica " + r.name + " is " + std::string(state_name(r.state)) + ", not serving"};
   bool others = false;
   for (size_t j = 0; j < replicas_.size(); ++j)
     others = others || (j != i && replicas_[j].state == replica_state::serving && replicas_[j].to > 0);

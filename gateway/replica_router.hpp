@@ -35,7 +35,7 @@ std::string_view state_name(replica_state s);
 result<replica_state> replica_state_named(std::string_view name);
 
 struct circuit_options {
-  int failures_to_open = 5;             // consecutive failed requests
+  int failures_to_open = 5;                    // consecutive failed requests
   std::chrono::milliseconds cool_down{10000};  // before one trial request is let through
 };
 

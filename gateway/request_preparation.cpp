@@ -106,7 +106,8 @@ prepared_request messages(const preparation_context& c, const http::request& req
   prepared_request p = chat_generation(c, std::move(*chat));
   auto* g = std::get_if<prepared_generation>(&p.what);
   if (!g) return p;
-  g->dialect = std::make_shared<anthropic_output>(random_id("msg_"), g->options.model, int(g->prompts.front().ids.size()));
+  g->dialect =
+      std::make_shared<anthropic_output>(random_id("msg_"), g->options.model, int(g->prompts.front().ids.size()));
   return p;
 }
 

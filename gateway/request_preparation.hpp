@@ -28,10 +28,10 @@ struct preparation_context {
   bool serves(const std::string& model) const { return serves_model(served_model_names, model); }
   std::vector<std::string> served_model_names;
   std::shared_ptr<const tokenizer> tok;
-  std::shared_ptr<const chat_template> chat;  // null when the model ships none
+  std::shared_ptr<const chat_template> chat;                // null when the model ships none
   tool_call_format tool_format = tool_call_format::hermes;  // the markup the chat template teaches
   int max_model_len = 0;
-  bool special_tokens_in_content = false;  // gateway/chat_prompt.hpp
+  bool special_tokens_in_content = false;     // gateway/chat_prompt.hpp
   std::shared_ptr<response_store> responses;  // the Responses API's stored responses
 };
 

@@ -3,8 +3,8 @@
 #include <algorithm>
 
 #include "base/random_id.hpp"
-#include "gateway/tool_call_markup.hpp"
 #include "gateway/streamed_text.hpp"
+#include "gateway/tool_call_markup.hpp"
 
 namespace troupe {
 namespace {

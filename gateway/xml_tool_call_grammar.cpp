@@ -83,14 +83,36 @@ class xml_call_rules {
     const json schema = given.contains("allOf") ? merge_all_of(given, given, "#") : given;
     schema_translator translator(json_, given, strict);
     translator.check_known_keywords(schema, "#");
-    for (const char* key : {"$ref", "const", "enum", "anyOf", "oneOf", "items", "prefixItems", "additionalItems",
-                            "uniqueItems", "minItems", "maxItems", "minLength", "maxLength", "pattern", "format",
-                            "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf",
-                            "patternProperties", "propertyNames", "minProperties", "maxProperties"})
+    for (const char* key : {"$ref",
+                            "const",
+                            "enum",
+                            "anyOf",
+                            "oneOf",
+                            "items",
+                            "prefixItems",
+                            "additionalItems",
+                            "uniqueItems",
+                            "minItems",
+                            "maxItems",
+                            "minLength",
+                            "maxLength",
+                            "pattern",
+                            "format",
+                            "minimum",
+                            "maximum",
+                            "exclusiveMinimum",
+                            "exclusiveMaximum",
+                            "multipleOf",
+                            "patternProperties",
+                            "propertyNames",
+                            "minProperties",
+                            "maxProperties"})
       if (schema.contains(key))
-        fail_schema(std::string("#/") + key, std::string("'") + key +
-                                                 "' in the parameters of an xml tool call (they are an object's properties)");
-    if (schema.contains("type") && schema["type"] != "object") fail_schema("#/type", "parameters that are not an object");
+        fail_schema(
+            std::string("#/") + key,
+            std::string("'") + key + "' in the parameters of an xml tool call (they are an object's properties)");
+    if (schema.contains("type") && schema["type"] != "object")
+      fail_schema("#/type", "parameters that are not an object");
     if (schema.contains("additionalProperties") && !schema["additionalProperties"].is_boolean())
       fail_schema("#/additionalProperties", "an additionalProperties schema (only true or false)");
     if (!schema.contains("properties")) return {};
@@ -106,7 +128,8 @@ class xml_call_rules {
     for (const auto& [name, property] : properties.items()) {
       const std::string where = "#/properties/" + name;
       if (!writable_name(name))
-        fail_schema(where, "a property name that the xml markup cannot carry (empty, holding '>' or with spaces around it)");
+        fail_schema(where,
+                    "a property name that the xml markup cannot carry (empty, holding '>' or with spaces around it)");
       auto parameter = join({b_.literal("<parameter=" + name + ">\n"), value(property, translator, where),
                              b_.literal("\n</parameter>\n")});
       written = join({written, required.contains(name) ? parameter : b_.optional(parameter)});
@@ -149,8 +172,9 @@ class xml_call_rules {
         if (!v.is_string()) continue;  // not a string: the reader would give it back as one
         const std::string text = v.get<std::string>();
         if (!writable_raw(text))
-          fail_schema(where, "the string " + v.dump() + ", which an xml tool call cannot write raw (it holds \"</\" "
-                             "or reads back as null)");
+          fail_schema(where, "the string " + v.dump() +
+                                 ", which an xml tool call cannot write raw (it holds \"</\" "
+                                 "or reads back as null)");
         texts.push_back(text);
       }
       if (texts.empty()) fail_schema(where, "an enum or const with no string to write");
@@ -159,8 +183,7 @@ class xml_call_rules {
     grammar_sequence text;
     if (auto a = translator.string_automaton(schema, where)) {
       auto raw = intersect(*a, raw_text_automaton());
-      if (!raw || raw->empty())
-        fail_schema(where, "a string schema that no raw text an xml tool call can write meets");
+      if (!raw || raw->empty()) fail_schema(where, "a string schema that no raw text an xml tool call can write meets");
       text = json_.text_of(*raw);
     } else {
       const int min_length = schema_translator::count(schema, "minLength", 0, where);
@@ -178,7 +201,7 @@ class xml_call_rules {
     if (auto listed = listed_values(schema, where)) {
       std::vector<grammar_sequence> choices;
       for (const json& v : *listed) {
-        const bool fits = v.is_null() ? nullable
+        const bool fits = v.is_null()         ? nullable
                           : type == "integer" ? v.is_number_integer()
                           : type == "number"  ? v.is_number()
                                               : type == "boolean" && v.is_boolean();
@@ -220,7 +243,8 @@ class xml_call_rules {
   // not "null" in any letter case.
   static const byte_automaton& raw_text_automaton() {
     static const byte_automaton automaton = [] {
-      auto characters = whole_match_automaton(parse_regex("[\\t\\n\\x20-\\x3b\\x3d-\\x7e\\u0080-\\u{10ffff}]*").value()).value();
+      auto characters =
+          whole_match_automaton(parse_regex("[\\t\\n\\x20-\\x3b\\x3d-\\x7e\\u0080-\\u{10ffff}]*").value()).value();
       auto null = whole_match_automaton(parse_regex("[nN][uU][lL][lL]").value()).value();
       return intersect(characters, complement(null)).value();
     }();

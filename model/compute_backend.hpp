@@ -18,7 +18,7 @@ struct backend_options {
   double gpu_memory_utilization = 0.9;  // of the device's memory, weights included
   int max_num_seqs = 64;                // a step's most sequences and tokens: GPU buffers
   int max_num_batched_tokens = 2048;
-  int max_model_len = 0;  // 0: the model's max_position_embeddings
+  int max_model_len = 0;       // 0: the model's max_position_embeddings
   bool enforce_eager = false;  // GPU: no CUDA graphs for decode steps
   int device = 0;              // GPU: the CUDA ordinal this process computes on
   // GPU: the pipeline stages this process runs on the device, each with activations of its

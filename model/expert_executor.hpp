@@ -14,12 +14,13 @@ class expert_executor {
   virtual ~expert_executor() = default;
   // out[t] = sum over j < k of weights[t*k + j] * expert chosen[t*k + j] applied to x[t],
   // for MoE layer `layer`; x and out are [tokens, hidden].
-  virtual status run(int layer, const float* x, int tokens, int k, const int* chosen,
-                   const float* weights, float* out) = 0;
+  virtual status run(int layer, const float* x, int tokens, int k, const int* chosen, const float* weights,
+                     float* out) = 0;
 };
 
 // Puts expert group `group`'s experts [first, last) where the stages reach them (a
 // transport, on the CPU or a GPU) and returns what takes them back out.
-using experts_attacher = std::function<std::function<void()>(const std::string& group, int first_expert, int last_expert)>;
+using experts_attacher =
+    std::function<std::function<void()>(const std::string& group, int first_expert, int last_expert)>;
 
 }  // namespace troupe

@@ -10,10 +10,10 @@ namespace troupe {
 enum class logits_rows : uint8_t { none, last, all };
 
 struct sequence_span {
-  int first_token = 0;           // index of its first token in forward_batch::token_ids
-  int tokens = 0;                // how many new tokens it has in this step
-  int start = 0;                 // position of its first new token in the sequence
-  std::vector<int> block_table;  // its KV blocks, covering positions 0..start + tokens - 1
+  int first_token = 0;                     // index of its first token in forward_batch::token_ids
+  int tokens = 0;                          // how many new tokens it has in this step
+  int start = 0;                           // position of its first new token in the sequence
+  std::vector<int> block_table;            // its KV blocks, covering positions 0..start + tokens - 1
   logits_rows logits = logits_rows::last;  // none for a prefill chunk that samples nothing
   int state_slot = -1;  // its recurrent state in linear-attention layers (kv_pool), if the model has any
 };

@@ -18,9 +18,14 @@ int64_t delta_floats(const model_config& c) {
 
 kv_pool::kv_pool(const model_config& c, int first_layer, int layer_count, int num_blocks, int block_size,
                  int state_slots)
-    : first_layer_(first_layer), num_blocks_(num_blocks), block_size_(block_size), state_slots_(state_slots),
-      row_(c.num_kv_heads * c.head_dim), layer_floats_(int64_t(num_blocks) * block_size * row_),
-      conv_floats_(conv_floats(c)), delta_floats_(delta_floats(c)) {
+    : first_layer_(first_layer),
+      num_blocks_(num_blocks),
+      block_size_(block_size),
+      state_slots_(state_slots),
+      row_(c.num_kv_heads * c.head_dim),
+      layer_floats_(int64_t(num_blocks) * block_size * row_),
+      conv_floats_(conv_floats(c)),
+      delta_floats_(delta_floats(c)) {
   // A linear layer's index is stored as -1 - index, so the checks below can tell the kinds apart.
   int attention_layers = 0;
   for (int i = first_layer; i < first_layer + layer_count; ++i)

@@ -13,8 +13,7 @@ namespace troupe {
 
 class kv_pool {
  public:
-  kv_pool(const model_config& c, int first_layer, int layer_count, int num_blocks, int block_size,
-          int state_slots = 0);
+  kv_pool(const model_config& c, int first_layer, int layer_count, int num_blocks, int block_size, int state_slots = 0);
 
   // A full-attention layer's keys and values.
   float* keys(int layer) { return keys_.data() + attention_offset(layer); }

@@ -31,8 +31,8 @@ void add_to(std::vector<float>& residual, const std::vector<float>& block_out) {
   for (size_t j = 0; j < residual.size(); ++j) residual[j] += block_out[j];
 }
 
-void attention_block(const attention_weights& w, const model_config& c, const forward_batch& batch,
-                     const float* x, kv_pool& kv, int layer, float* out) {
+void attention_block(const attention_weights& w, const model_config& c, const forward_batch& batch, const float* x,
+                     kv_pool& kv, int layer, float* out) {
   const int tokens = int(batch.token_ids.size());
   const int heads = c.num_heads, kv_heads = c.num_kv_heads, hd = c.head_dim, row = kv.row();
   const float eps = float(c.rms_norm_eps);
@@ -67,11 +67,11 @@ void attention_block(const attention_weights& w, const model_config& c, const fo
 
   for (const auto& s : batch.sequences) {
     const int64_t first = s.first_token;
-    cpu::kv_cache_write(k.data() + first * row, v.data() + first * row, s.tokens, row,
-                        s.block_table.data(), kv.block_size(), s.start, kv.keys(layer), kv.values(layer));
+    cpu::kv_cache_write(k.data() + first * row, v.data() + first * row, s.tokens, row, s.block_table.data(),
+                        kv.block_size(), s.start, kv.keys(layer), kv.values(layer));
     cpu::paged_attention(q.data() + first * heads * hd, s.tokens, heads, kv_heads, hd,
-                         {kv.keys(layer), kv.values(layer), s.block_table.data(), kv.block_size()},
-                         s.start, attn.data() + first * heads * hd);
+                         {kv.keys(layer), kv.values(layer), s.block_table.data(), kv.block_size()}, s.start,
+                         attn.data() + first * heads * hd);
   }
   for (size_t i = 0; i < gate.size(); ++i) attn[i] *= sigmoid(gate[i]);
   cpu::matmul(attn.data(), tokens, w.o, out);
@@ -87,8 +87,8 @@ void mlp_block(const mlp_weights& w, const float* x, int tokens, float* out) {
   cpu::matmul(gate.data(), tokens, w.down, out);
 }
 
-status moe_block(const layer_weights& w, const model_config& c, const float* x, int tokens,
-               expert_executor& experts, int layer, float* out) {
+status moe_block(const layer_weights& w, const model_config& c, const float* x, int tokens, expert_executor& experts,
+                 int layer, float* out) {
   const int count = c.num_experts, k = c.num_experts_per_tok;
   std::vector<float> logits(static_cast<size_t>(tokens * count));
   cpu::matmul(x, tokens, w.router, logits.data());

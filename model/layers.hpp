@@ -18,15 +18,15 @@ void add_to(std::vector<float>& residual, const std::vector<float>& block_out);
 // Stores each sequence's new keys and values in `kv` through its block table, then attends
 // over all of its positions. With qwen3_5_moe's output gate, q_proj also yields a gate per
 // head dim and the attention output is scaled by its sigmoid before o_proj.
-void attention_block(const attention_weights& w, const model_config& c, const forward_batch& batch,
-                     const float* x, kv_pool& kv, int layer, float* out);
+void attention_block(const attention_weights& w, const model_config& c, const forward_batch& batch, const float* x,
+                     kv_pool& kv, int layer, float* out);
 
 // SwiGLU MLP: down(silu(gate(x)) * up(x)).
 void mlp_block(const mlp_weights& w, const float* x, int tokens, float* out);
 
 // Sparse MoE: router softmax and top-k per token here, the experts through `experts`.
-status moe_block(const layer_weights& w, const model_config& c, const float* x, int tokens,
-               expert_executor& experts, int layer, float* out);
+status moe_block(const layer_weights& w, const model_config& c, const float* x, int tokens, expert_executor& experts,
+                 int layer, float* out);
 
 // qwen3_5_moe's shared expert: out += sigmoid(x . shared_expert_gate) * mlp(x), per token.
 void shared_expert_block(const layer_weights& w, const float* x, int tokens, float* out);

@@ -66,8 +66,10 @@ void linear_attention_block(const linear_attention_weights& w, const model_confi
     const float* g = decay.data() + first * size_t(heads);
     const float* b = beta.data() + first * size_t(heads);
     float* o = core.data() + first * size_t(value_width);
-    if (s.tokens == 1) cpu::gated_delta_rule_recurrent(q.data(), k.data(), v.data(), g, b, shape, delta_state, o);
-    else cpu::gated_delta_rule_chunked(q.data(), k.data(), v.data(), g, b, shape, delta_rule_chunk, delta_state, o);
+    if (s.tokens == 1)
+      cpu::gated_delta_rule_recurrent(q.data(), k.data(), v.data(), g, b, shape, delta_state, o);
+    else
+      cpu::gated_delta_rule_chunked(q.data(), k.data(), v.data(), g, b, shape, delta_rule_chunk, delta_state, o);
   }
   cpu::gated_rms_norm(core.data(), z.data(), w.norm.data(), float(c.rms_norm_eps), tokens * heads,
                       c.linear_value_head_dim, core.data());

@@ -10,8 +10,8 @@
 
 namespace troupe {
 
-status local_experts::run(int layer, const float* x, int tokens, int k, const int* chosen,
-                        const float* weights, float* out) {
+status local_experts::run(int layer, const float* x, int tokens, int k, const int* chosen, const float* weights,
+                          float* out) {
   // `layer` may come from another process (transport/expert_server.cpp): checked, not trusted.
   if (layer < 0 || size_t(layer) >= weights_.layers.size() ||
       weights_.layers[size_t(layer)].experts.size() < size_t(last_))

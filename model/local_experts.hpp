@@ -13,7 +13,7 @@ class local_experts final : public expert_executor {
       : weights_(weights), first_(first_expert), last_(last_expert) {}
 
   status run(int layer, const float* x, int tokens, int k, const int* chosen, const float* weights,
-           float* out) override;
+             float* out) override;
 
  private:
   const model_weights& weights_;

@@ -56,8 +56,7 @@ class field_reader {
     if (!v.is_array()) return fail(std::string("field \"") + key + "\" must be a list of integers");
     out.clear();
     for (const json& e : v) {
-      if (!e.is_number_integer())
-        return fail(std::string("field \"") + key + "\" must be a list of integers");
+      if (!e.is_number_integer()) return fail(std::string("field \"") + key + "\" must be a list of integers");
       out.push_back(e.get<int>());
     }
   }
@@ -102,21 +101,20 @@ std::string validate(const model_config& c) {
   if (!positive(c.num_heads)) return "num_attention_heads must be positive";
   if (!positive(c.num_kv_heads)) return "num_key_value_heads must be positive";
   if (c.num_heads % c.num_kv_heads != 0)
-    return "num_attention_heads (" + std::to_string(c.num_heads) +
-           ") must be a multiple of num_key_value_heads (" + std::to_string(c.num_kv_heads) + ")";
+    return "num_attention_heads (" + std::to_string(c.num_heads) + ") must be a multiple of num_key_value_heads (" +
+           std::to_string(c.num_kv_heads) + ")";
   if (!positive(c.head_dim) || c.head_dim % 2 != 0) return "head_dim must be positive and even";
   if (!positive(c.rotary_dim) || c.rotary_dim % 2 != 0 || c.rotary_dim > c.head_dim)
     return "partial_rotary_factor gives " + std::to_string(c.rotary_dim) + " rotary dims of head_dim " +
            std::to_string(c.head_dim) + "; they must be even, positive and at most head_dim";
   if (!positive(c.num_experts)) return "num_experts must be positive";
   if (c.num_experts_per_tok < 1 || c.num_experts_per_tok > c.num_experts)
-    return "num_experts_per_tok must be between 1 and num_experts (" +
-           std::to_string(c.num_experts) + ")";
+    return "num_experts_per_tok must be between 1 and num_experts (" + std::to_string(c.num_experts) + ")";
   if (!positive(c.moe_intermediate_size)) return "moe_intermediate_size must be positive";
   if (!positive(c.decoder_sparse_step)) return "decoder_sparse_step must be positive";
   for (int l : c.mlp_only_layers)
-    if (l < 0 || l >= c.num_layers) return "mlp_only_layers names layer " + std::to_string(l) +
-                                           ", outside 0.." + std::to_string(c.num_layers - 1);
+    if (l < 0 || l >= c.num_layers)
+      return "mlp_only_layers names layer " + std::to_string(l) + ", outside 0.." + std::to_string(c.num_layers - 1);
   for (int i = 0; i < c.num_layers; ++i)
     if (!c.is_moe_layer(i) && !positive(c.intermediate_size))
       return "layer " + std::to_string(i) + " is a dense MLP layer but intermediate_size is not set";
@@ -128,8 +126,10 @@ std::string validate(const model_config& c) {
            std::to_string(c.num_layers);
   if (c.arch == architecture::qwen3_5_moe) {
     const std::pair<int, const char*> sizes[] = {
-        {c.linear_num_key_heads, "linear_num_key_heads"},   {c.linear_num_value_heads, "linear_num_value_heads"},
-        {c.linear_key_head_dim, "linear_key_head_dim"},     {c.linear_value_head_dim, "linear_value_head_dim"},
+        {c.linear_num_key_heads, "linear_num_key_heads"},
+        {c.linear_num_value_heads, "linear_num_value_heads"},
+        {c.linear_key_head_dim, "linear_key_head_dim"},
+        {c.linear_value_head_dim, "linear_value_head_dim"},
         {c.linear_conv_kernel_dim, "linear_conv_kernel_dim"},
         {c.shared_expert_intermediate_size, "shared_expert_intermediate_size"}};
     for (auto [value, name] : sizes)
@@ -151,8 +151,10 @@ void read_rope(field_reader& f, const json& obj, model_config& c, double& partia
     if (!obj[key].is_object()) return f.fail(std::string("field \"") + key + "\" must be an object");
     field_reader rope(obj[key], "");
     std::string type = "default";
-    if (rope.has("rope_type")) rope.required("rope_type", type);
-    else rope.optional("type", type);
+    if (rope.has("rope_type"))
+      rope.required("rope_type", type);
+    else
+      rope.optional("type", type);
     rope.optional("rope_theta", c.rope_theta);
     rope.optional("partial_rotary_factor", partial_rotary_factor);
     if (!rope.error_text().empty()) return f.fail(std::string(key) + rope.error_text());
@@ -174,8 +176,10 @@ void read_common(field_reader& f, model_config& c) {
   if (c.num_heads > 0) c.head_dim = c.hidden_size / c.num_heads;
   f.optional("head_dim", c.head_dim);
   // Newer transformers write num_local_experts; older checkpoints num_experts.
-  if (f.has("num_experts")) f.required("num_experts", c.num_experts);
-  else f.required("num_local_experts", c.num_experts);
+  if (f.has("num_experts"))
+    f.required("num_experts", c.num_experts);
+  else
+    f.required("num_local_experts", c.num_experts);
   f.required("num_experts_per_tok", c.num_experts_per_tok);
   f.required("moe_intermediate_size", c.moe_intermediate_size);
   f.optional("attention_bias", c.attention_bias);
@@ -215,8 +219,7 @@ void read_qwen3_5_moe(field_reader& f, const json& obj, model_config& c) {
   if (act != "silu") f.fail("hidden_act \"" + act + "\" is not supported (only silu)");
   double partial_rotary_factor = 0.25;  // transformers' default for this model
   read_rope(f, obj, c, partial_rotary_factor);
-  if (!(partial_rotary_factor > 0 && partial_rotary_factor <= 1))
-    f.fail("partial_rotary_factor must be in (0, 1]");
+  if (!(partial_rotary_factor > 0 && partial_rotary_factor <= 1)) f.fail("partial_rotary_factor must be in (0, 1]");
   c.rotary_dim = int(c.head_dim * partial_rotary_factor);  // truncated, as transformers does
   std::vector<std::string> types;
   if (f.has("layer_types")) {
@@ -229,17 +232,19 @@ void read_qwen3_5_moe(field_reader& f, const json& obj, model_config& c) {
       types.push_back((i + 1) % interval ? "linear_attention" : "full_attention");
   }
   for (const std::string& t : types) {
-    if (t == "full_attention") c.layer_types.push_back(layer_kind::full_attention);
-    else if (t == "linear_attention") c.layer_types.push_back(layer_kind::linear_attention);
-    else return f.fail("layer_types: unknown layer type \"" + t + "\" (full_attention or linear_attention)");
+    if (t == "full_attention")
+      c.layer_types.push_back(layer_kind::full_attention);
+    else if (t == "linear_attention")
+      c.layer_types.push_back(layer_kind::linear_attention);
+    else
+      return f.fail("layer_types: unknown layer type \"" + t + "\" (full_attention or linear_attention)");
   }
 }
 
 }  // namespace
 
 bool model_config::is_moe_layer(int i) const {
-  if (std::find(mlp_only_layers.begin(), mlp_only_layers.end(), i) != mlp_only_layers.end())
-    return false;
+  if (std::find(mlp_only_layers.begin(), mlp_only_layers.end(), i) != mlp_only_layers.end()) return false;
   return num_experts > 0 && (i + 1) % decoder_sparse_step == 0;
 }
 
@@ -249,8 +254,7 @@ bool model_config::has_linear_layers() const {
 
 result<model_config> parse_model_config(std::string_view json_text, std::string_view source) {
   json root = json::parse(json_text, nullptr, /*allow_exceptions=*/false);
-  if (root.is_discarded() || !root.is_object())
-    return error{std::string(source) + ": not a JSON object"};
+  if (root.is_discarded() || !root.is_object()) return error{std::string(source) + ": not a JSON object"};
 
   model_config c;
   field_reader f(root, source);
@@ -300,8 +304,7 @@ result<model_config> load_model_config(const std::filesystem::path& dir) {
     auto gen_text = read_text_file(gen_path);
     if (!gen_text) return gen_text.err();
     json gen = json::parse(*gen_text, nullptr, false);
-    if (gen.is_discarded() || !gen.is_object())
-      return error{gen_path.string() + ": not a JSON object"};
+    if (gen.is_discarded() || !gen.is_object()) return error{gen_path.string() + ": not a JSON object"};
     read_eos_ids(gen, config->eos_token_ids);
   }
   return config;

@@ -24,8 +24,8 @@ class moe_model {
   std::vector<float> embed(const forward_batch& batch) const;
 
   // Layers [first, last) on the residual stream, in place. `kv` must hold those layers.
-  virtual status run_layers(int first, int last, const forward_batch& batch, kv_pool& kv,
-                            expert_executor& experts, std::vector<float>& hidden) const = 0;
+  virtual status run_layers(int first, int last, const forward_batch& batch, kv_pool& kv, expert_executor& experts,
+                            std::vector<float>& hidden) const = 0;
 
   // Final norm and lm_head: per sequence, rows of logits as its `logits` asks (every new
   // token, the last, or none), in batch order.
@@ -35,8 +35,7 @@ class moe_model {
   const model_weights& weights() const { return weights_; }
 
  protected:
-  moe_model(model_config config, model_weights weights)
-      : config_(std::move(config)), weights_(std::move(weights)) {}
+  moe_model(model_config config, model_weights weights) : config_(std::move(config)), weights_(std::move(weights)) {}
 
  private:
   model_config config_;

@@ -5,8 +5,8 @@
 
 namespace troupe {
 
-status qwen3_moe::run_layers(int first, int last, const forward_batch& batch, kv_pool& kv,
-                             expert_executor& experts, std::vector<float>& residual) const {
+status qwen3_moe::run_layers(int first, int last, const forward_batch& batch, kv_pool& kv, expert_executor& experts,
+                             std::vector<float>& residual) const {
   const auto& c = config();
   const int n = int(batch.token_ids.size());
   const float eps = float(c.rms_norm_eps);

@@ -26,8 +26,8 @@ class binder {
     return {t->type, rows, cols, t->data};
   }
   // One expert's slice [first_row, first_row + rows) of a fused [experts, R, cols] tensor.
-  weight_view expert_slice(const std::string& name, int64_t experts, int64_t fused_rows,
-                           int64_t expert, int64_t first_row, int64_t rows, int64_t cols) {
+  weight_view expert_slice(const std::string& name, int64_t experts, int64_t fused_rows, int64_t expert,
+                           int64_t first_row, int64_t rows, int64_t cols) {
     const tensor_entry* t = get(name, {experts, fused_rows, cols});
     if (!t) return {};
     weight_view all{t->type, experts * fused_rows, cols, t->data};
@@ -57,8 +57,8 @@ class binder {
       return nullptr;
     }
     if (t->shape != shape) {
-      error_ = t->file + ": tensor " + name + " has shape " + shape_text(t->shape) +
-               ", the config needs " + shape_text(shape);
+      error_ = t->file + ": tensor " + name + " has shape " + shape_text(t->shape) + ", the config needs " +
+               shape_text(shape);
       return nullptr;
     }
     return t;
@@ -149,8 +149,10 @@ void report_skipped(const checkpoint& ckpt) {
     std::fprintf(stderr, "troupe: skipping the vision tower's %d tensors (model.visual.*): troupe serves text\n",
                  vision);
   if (mtp)
-    std::fprintf(stderr, "troupe: skipping the multi-token-prediction head's %d tensors (mtp.*): no speculative "
-                 "decoding yet\n", mtp);
+    std::fprintf(stderr,
+                 "troupe: skipping the multi-token-prediction head's %d tensors (mtp.*): no speculative "
+                 "decoding yet\n",
+                 mtp);
 }
 
 }  // namespace
@@ -171,8 +173,10 @@ result<model_weights> load_weights(const model_config& c, std::shared_ptr<checkp
     layer_weights& l = w.layers[size_t(i)];
     l.input_norm = norm(b, c, p + "input_layernorm.weight", h);
     l.post_attention_norm = norm(b, c, p + "post_attention_layernorm.weight", h);
-    if (c.is_linear_layer(i)) bind_linear_attention(b, c, p + "linear_attn.", l.linear);
-    else bind_attention(b, c, p + "self_attn.", l.attn);
+    if (c.is_linear_layer(i))
+      bind_linear_attention(b, c, p + "linear_attn.", l.linear);
+    else
+      bind_attention(b, c, p + "self_attn.", l.attn);
     l.moe = c.is_moe_layer(i);
     if (l.moe) {
       l.router = b.matrix(p + "mlp.gate.weight", c.num_experts, h);
@@ -225,7 +229,8 @@ class dummy_maker {
   std::vector<float> values(int64_t n, float bound) {
     const uint64_t stream = mix(seed_ ^ mix(++vectors_));
     std::vector<float> v(size_t(n), 0.0f);
-    for (int64_t i = 0; i < n; ++i) v[size_t(i)] = (2.0f * float(mix(stream ^ uint64_t(i)) >> 40) / float(1 << 24) - 1.0f) * bound;
+    for (int64_t i = 0; i < n; ++i)
+      v[size_t(i)] = (2.0f * float(mix(stream ^ uint64_t(i)) >> 40) / float(1 << 24) - 1.0f) * bound;
     return v;
   }
 
@@ -284,8 +289,7 @@ model_weights make_dummy_weights(const model_config& c, uint64_t seed) {
     if (l.moe) {
       l.router = make.matrix(c.num_experts, h);
       for (int e = 0; e < c.num_experts; ++e)
-        l.experts.push_back({make.matrix(c.moe_intermediate_size, h),
-                             make.matrix(c.moe_intermediate_size, h),
+        l.experts.push_back({make.matrix(c.moe_intermediate_size, h), make.matrix(c.moe_intermediate_size, h),
                              make.matrix(h, c.moe_intermediate_size)});
       if (const int64_t shared = c.shared_expert_intermediate_size; shared > 0) {
         l.shared_expert = {make.matrix(shared, h), make.matrix(shared, h), make.matrix(h, shared)};

@@ -28,11 +28,11 @@ struct attention_weights {
 
 // A Gated DeltaNet layer (qwen3_5_moe's linear attention).
 struct linear_attention_weights {
-  weight_view in_qkv;  // [conv_dim, hidden]: queries, keys, values before the conv
-  weight_view in_z;    // [value_heads * value_dim, hidden]: the output norm's gate
-  weight_view in_b;    // [value_heads, hidden]: beta = sigmoid(b)
-  weight_view in_a;    // [value_heads, hidden]: g = -exp(A_log) * softplus(a + dt_bias)
-  weight_view out;     // [hidden, value_heads * value_dim]
+  weight_view in_qkv;                 // [conv_dim, hidden]: queries, keys, values before the conv
+  weight_view in_z;                   // [value_heads * value_dim, hidden]: the output norm's gate
+  weight_view in_b;                   // [value_heads, hidden]: beta = sigmoid(b)
+  weight_view in_a;                   // [value_heads, hidden]: g = -exp(A_log) * softplus(a + dt_bias)
+  weight_view out;                    // [hidden, value_heads * value_dim]
   std::vector<float> conv;            // [conv_dim, kernel]
   std::vector<float> neg_decay_rate;  // -exp(A_log), [value_heads]
   std::vector<float> dt_bias;         // [value_heads]
@@ -41,8 +41,8 @@ struct linear_attention_weights {
 
 struct layer_weights {
   std::vector<float> input_norm, post_attention_norm;
-  attention_weights attn;            // full-attention layers
-  linear_attention_weights linear;   // linear-attention layers
+  attention_weights attn;           // full-attention layers
+  linear_attention_weights linear;  // linear-attention layers
   bool moe = false;
   weight_view router;                // [experts, hidden], MoE layers
   std::vector<mlp_weights> experts;  // MoE layers

@@ -20,11 +20,10 @@ result<dtype> parse_dtype(const std::string& s) {
 }
 
 // One header entry: {"dtype":..., "shape":[...], "data_offsets":[begin,end]}.
-result<tensor_entry> parse_entry(const std::string& name, const json& e, const std::byte* data,
-                                 size_t data_size) {
-  if (!e.is_object() || !e.contains("dtype") || !e.contains("shape") ||
-      !e.contains("data_offsets") || !e["dtype"].is_string() || !e["shape"].is_array() ||
-      !e["data_offsets"].is_array() || e["data_offsets"].size() != 2)
+result<tensor_entry> parse_entry(const std::string& name, const json& e, const std::byte* data, size_t data_size) {
+  if (!e.is_object() || !e.contains("dtype") || !e.contains("shape") || !e.contains("data_offsets") ||
+      !e["dtype"].is_string() || !e["shape"].is_array() || !e["data_offsets"].is_array() ||
+      e["data_offsets"].size() != 2)
     return error{"tensor " + name + ": header entry needs dtype, shape and two data_offsets"};
   auto type = parse_dtype(e["dtype"].get<std::string>());
   if (!type) return error{"tensor " + name + ": " + type.err().message};
@@ -45,13 +44,11 @@ result<tensor_entry> parse_entry(const std::string& name, const json& e, const s
   uint64_t begin = off[0].get<uint64_t>(), end = off[1].get<uint64_t>();
   if (begin > end) return error{"tensor " + name + ": data_offsets begin after they end"};
   if (end > data_size)
-    return error{"tensor " + name + ": data_offsets end at byte " + std::to_string(end) +
-                 " but the file holds " + std::to_string(data_size) +
-                 " bytes of data (truncated file, or a header that lies about offsets)"};
+    return error{"tensor " + name + ": data_offsets end at byte " + std::to_string(end) + " but the file holds " +
+                 std::to_string(data_size) + " bytes of data (truncated file, or a header that lies about offsets)"};
   if (end - begin != count * dtype_size(t.type))
-    return error{"tensor " + name + ": shape and dtype need " +
-                 std::to_string(count * dtype_size(t.type)) + " bytes but data_offsets span " +
-                 std::to_string(end - begin)};
+    return error{"tensor " + name + ": shape and dtype need " + std::to_string(count * dtype_size(t.type)) +
+                 " bytes but data_offsets span " + std::to_string(end - begin)};
   t.data = data + begin;
   t.nbytes = size_t(end - begin);
   return t;
@@ -64,7 +61,8 @@ status checkpoint::add_file(const std::filesystem::path& file) {
   if (!mapped) return mapped.err();
   const auto& m = *mapped;
   const std::string where = file.string() + ": ";
-  if (m->size() < 8) return error{where + "too short to be a safetensors file (" + std::to_string(m->size()) + " bytes)"};
+  if (m->size() < 8)
+    return error{where + "too short to be a safetensors file (" + std::to_string(m->size()) + " bytes)"};
   uint64_t header_len = 0;
   std::memcpy(&header_len, m->data(), 8);  // little-endian u64, as on every host we target
   if (header_len > m->size() - 8)
@@ -104,8 +102,7 @@ result<checkpoint> checkpoint::open(const std::filesystem::path& dir) {
   auto text = read_text_file(index_path);
   if (!text) return text.err();
   json index = json::parse(*text, nullptr, false);
-  if (index.is_discarded() || !index.is_object() || !index.contains("weight_map") ||
-      !index["weight_map"].is_object())
+  if (index.is_discarded() || !index.is_object() || !index.contains("weight_map") || !index["weight_map"].is_object())
     return error{index_path.string() + ": expected a JSON object with a \"weight_map\" object"};
   std::set<std::string> shards;
   for (auto it = index["weight_map"].begin(); it != index["weight_map"].end(); ++it) {

@@ -7,8 +7,7 @@
 
 namespace troupe {
 
-status write_safetensors_file(const std::filesystem::path& path,
-                              const std::vector<tensor_to_write>& tensors) {
+status write_safetensors_file(const std::filesystem::path& path, const std::vector<tensor_to_write>& tensors) {
   nlohmann::ordered_json header = nlohmann::ordered_json::object();
   uint64_t offset = 0;
   for (const auto& t : tensors) {

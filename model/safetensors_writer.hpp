@@ -17,8 +17,7 @@ struct tensor_to_write {
   std::vector<uint8_t> bytes;
 };
 
-status write_safetensors_file(const std::filesystem::path& path,
-                              const std::vector<tensor_to_write>& tensors);
+status write_safetensors_file(const std::filesystem::path& path, const std::vector<tensor_to_write>& tensors);
 
 // Splits `tensors` (in order) into shards of at most `max_shard_bytes` and writes them as
 // model-0000K-of-0000N.safetensors with the index; a single shard is model.safetensors.

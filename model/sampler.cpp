@@ -104,15 +104,15 @@ int draw(const float* scores, int vocab, const sampling_params& p, double u) {
 
 }  // namespace
 
-sampled_token sample(const float* logits, int vocab, const sampling_params& p,
-                     const token_history& history, int position, const std::vector<uint64_t>* allowed) {
+sampled_token sample(const float* logits, int vocab, const sampling_params& p, const token_history& history,
+                     int position, const std::vector<uint64_t>* allowed) {
   return sample_with_uniform(logits, vocab, p, history, sampling_uniform(p.seed, position), allowed);
 }
 
 sampled_token sample_with_uniform(const float* logits, int vocab, const sampling_params& p,
                                   const token_history& history, double u, const std::vector<uint64_t>* allowed) {
-  const bool penalised = p.repetition_penalty != 1.0f || p.frequency_penalty != 0.0f ||
-                         p.presence_penalty != 0.0f || !p.logit_bias.empty();
+  const bool penalised = p.repetition_penalty != 1.0f || p.frequency_penalty != 0.0f || p.presence_penalty != 0.0f ||
+                         !p.logit_bias.empty();
   std::vector<float> adjusted;
   if (penalised) {
     adjusted.assign(logits, logits + vocab);

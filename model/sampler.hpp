@@ -31,9 +31,8 @@ class token_history {
 // `allowed` (constrained decoding; null: every token) holds bit id % 64 of word id / 64
 // for each token that may be chosen; words past its end allow nothing. It must allow at
 // least one token below `vocab`.
-sampled_token sample(const float* logits, int vocab, const sampling_params& params,
-                     const token_history& history, int position,
-                     const std::vector<uint64_t>* allowed = nullptr);
+sampled_token sample(const float* logits, int vocab, const sampling_params& params, const token_history& history,
+                     int position, const std::vector<uint64_t>* allowed = nullptr);
 
 // The same with the draw given: u = sampling_uniform(params.seed, position), in [0, 1).
 // The rule, which cuda::sample_tokens follows too:

@@ -19,18 +19,18 @@ struct token_bias {
 // How to pick the next token. Every request carries a seed (the client's, or one the
 // gateway drew), so a sequence re-run after a failure samples exactly the same tokens.
 struct sampling_params {
-  float temperature = 1.0f;         // 0: greedy
+  float temperature = 1.0f;  // 0: greedy
   float top_p = 1.0f;
-  int top_k = 0;                    // 0: off
+  int top_k = 0;  // 0: off
   float min_p = 0.0f;
   float presence_penalty = 0.0f;    // OpenAI: on generated tokens
   float frequency_penalty = 0.0f;   // OpenAI: on generated tokens
   float repetition_penalty = 1.0f;  // vLLM: on prompt and generated tokens
   uint64_t seed = 0;
-  int top_logprobs = -1;            // -1: no log-probs; 0..20: the chosen token's and this many more
+  int top_logprobs = -1;               // -1: no log-probs; 0..20: the chosen token's and this many more
   std::vector<token_bias> logit_bias;  // ids below the vocabulary's size (the gateway checks)
-  TROUPE_FIELDS(sampling_params, temperature, top_p, top_k, min_p, presence_penalty,
-                frequency_penalty, repetition_penalty, seed, top_logprobs, logit_bias)
+  TROUPE_FIELDS(sampling_params, temperature, top_p, top_k, min_p, presence_penalty, frequency_penalty,
+                repetition_penalty, seed, top_logprobs, logit_bias)
 };
 
 // The sampler's random draw for sequence position `position`: splitmix64 of (seed,

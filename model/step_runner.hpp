@@ -44,7 +44,6 @@ class step_runner {
 
 // Builds the runner of layers [first, last), with an empty KV pool: called at every stage
 // (re)start. Weights live outside runners, so a restarted stage re-attaches to them.
-using step_runner_factory =
-    std::function<result<std::unique_ptr<step_runner>>(int first_layer, int last_layer)>;
+using step_runner_factory = std::function<result<std::unique_ptr<step_runner>>(int first_layer, int last_layer)>;
 
 }  // namespace troupe

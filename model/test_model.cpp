@@ -125,8 +125,8 @@ status make_test_model(const fs::path& out, const test_model_options& o) {
     if (ec) return error{(o.tokenizer_dir / name).string() + ": cannot copy: " + ec.message()};
   }
   if (auto s = write_json(out / "config.json", config_json(o)); !s) return s;
-  if (auto s = write_json(out / "generation_config.json",
-                          {{"bos_token_id", 151643}, {"eos_token_id", {151645, 151643}}});
+  if (auto s =
+          write_json(out / "generation_config.json", {{"bos_token_id", 151643}, {"eos_token_id", {151645, 151643}}});
       !s)
     return s;
   if (auto s = write_checkpoint(out, make_tensors(o), o.max_shard_bytes); !s) return s;

@@ -14,8 +14,7 @@ std::optional<std::string> special_token(const json& config, const char* key) {
   if (!config.contains(key)) return std::nullopt;
   const json& t = config[key];
   if (t.is_string()) return t.get<std::string>();
-  if (t.is_object() && t.contains("content") && t["content"].is_string())
-    return t["content"].get<std::string>();
+  if (t.is_object() && t.contains("content") && t["content"].is_string()) return t["content"].get<std::string>();
   return std::nullopt;
 }
 
@@ -55,8 +54,8 @@ result<chat_template> chat_template::load(const std::filesystem::path& tokenizer
   std::string main_source, tool_use_source;
   if (source->is_array()) {
     for (const json& named : *source) {
-      if (!named.is_object() || !named.contains("name") || !named.contains("template") ||
-          !named["name"].is_string() || !named["template"].is_string())
+      if (!named.is_object() || !named.contains("name") || !named.contains("template") || !named["name"].is_string() ||
+          !named["template"].is_string())
         return error{name + ": chat_template list entries need a \"name\" and a \"template\""};
       const std::string template_name = named["name"].get<std::string>();
       if (template_name != "default" && template_name != "tool_use") continue;
@@ -67,24 +66,21 @@ result<chat_template> chat_template::load(const std::filesystem::path& tokenizer
       (template_name == "default" ? main_source : tool_use_source) = named["template"].get<std::string>();
     }
   }
-  if (!main)
-    return error{name + ": chat_template must be a string or a list with a \"default\" template"};
+  if (!main) return error{name + ": chat_template must be a string or a list with a \"default\" template"};
   const bool has_tool_use = tool_use.has_value();
   return chat_template(std::move(*main), std::move(tool_use), bos, eos, has_tool_use ? tool_use_source : main_source);
 }
 
-result<chat_template> chat_template::from_source(std::string_view source,
-                                                 std::optional<std::string> bos_token,
+result<chat_template> chat_template::from_source(std::string_view source, std::optional<std::string> bos_token,
                                                  std::optional<std::string> eos_token) {
   result<jinja::program> p = jinja::program::compile(source);
   if (!p) return p.err();
-  return chat_template(std::move(p).value(), std::nullopt, std::move(bos_token),
-                       std::move(eos_token), std::string(source));
+  return chat_template(std::move(p).value(), std::nullopt, std::move(bos_token), std::move(eos_token),
+                       std::string(source));
 }
 
 result<std::string> chat_template::render(const jinja::value& messages, const jinja::value& tools,
-                                          bool add_generation_prompt,
-                                          const jinja::object& extra_kwargs) const {
+                                          bool add_generation_prompt, const jinja::object& extra_kwargs) const {
   if (!messages.is_array()) return error{"chat template: messages must be an array"};
   const bool has_tools = !tools.is_undefined() && !tools.is_none();
   jinja::object variables{{"messages", messages},

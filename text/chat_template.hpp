@@ -23,16 +23,14 @@ class chat_template {
   // named templates uses "default", and "tool_use" when a request has tools.
   static result<chat_template> load(const std::filesystem::path& tokenizer_config_json);
   // A template from source, with the special tokens the template sees (none: undefined).
-  static result<chat_template> from_source(std::string_view source,
-                                           std::optional<std::string> bos_token,
+  static result<chat_template> from_source(std::string_view source, std::optional<std::string> bos_token,
                                            std::optional<std::string> eos_token);
 
   // messages: an array of message objects. tools: an array, or undefined / none for a
   // request without tools (the template sees none, as in transformers). extra_kwargs:
   // further template variables such as enable_thinking; they may override bos_token and
   // eos_token but not messages, tools, documents or add_generation_prompt.
-  result<std::string> render(const jinja::value& messages, const jinja::value& tools,
-                             bool add_generation_prompt,
+  result<std::string> render(const jinja::value& messages, const jinja::value& tools, bool add_generation_prompt,
                              const jinja::object& extra_kwargs = {}) const;
 
   // The source of the template that renders requests with tools: it shows the tool-call
@@ -40,8 +38,8 @@ class chat_template {
   const std::string& tools_source() const { return tools_source_; }
 
  private:
-  chat_template(jinja::program main, std::optional<jinja::program> tool_use,
-                std::optional<std::string> bos, std::optional<std::string> eos, std::string tools_source)
+  chat_template(jinja::program main, std::optional<jinja::program> tool_use, std::optional<std::string> bos,
+                std::optional<std::string> eos, std::string tools_source)
       : main_(std::move(main)),
         tool_use_(std::move(tool_use)),
         bos_(std::move(bos)),

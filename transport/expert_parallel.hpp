@@ -24,9 +24,9 @@ namespace troupe {
 // stage -> expert group: join the stage's new communicator, as `rank` of `ranks`, which
 // replaces the group's earlier one for that stage (whose session ended).
 struct expert_session {
-  int stage = 0;             // the stage's index in its replica's pipeline
-  uint64_t session = 0;      // names the communicator in expert_step
-  std::vector<uint8_t> id;   // its ncclUniqueId's bytes
+  int stage = 0;            // the stage's index in its replica's pipeline
+  uint64_t session = 0;     // names the communicator in expert_step
+  std::vector<uint8_t> id;  // its ncclUniqueId's bytes
   int rank = 0;
   int ranks = 0;
   TROUPE_FIELDS(expert_session, stage, session, id, rank, ranks)
@@ -49,7 +49,7 @@ struct expert_step {
 // the fp32 rows [tokens * k, hidden] of the pairs it serves (the other rows unused).
 struct expert_layer_bytes {
   size_t rows = 0, chosen = 0, weights = 0;  // stage -> peer
-  size_t pair_rows = 0;                     // peer -> stage
+  size_t pair_rows = 0;                      // peer -> stage
 };
 expert_layer_bytes expert_layer_transfers(int tokens, int hidden, int k);
 

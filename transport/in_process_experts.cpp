@@ -4,8 +4,8 @@
 
 namespace troupe {
 
-void in_process_experts::attach(const std::string& group, std::shared_ptr<expert_executor> executor,
-                                int first_expert, int last_expert) {
+void in_process_experts::attach(const std::string& group, std::shared_ptr<expert_executor> executor, int first_expert,
+                                int last_expert) {
   std::lock_guard lock(mutex_);
   groups_[group] = {std::move(executor), first_expert, last_expert};
 }
@@ -15,8 +15,8 @@ void in_process_experts::detach(const std::string& group) {
   groups_.erase(group);
 }
 
-status in_process_experts::run(int layer, const float* x, int tokens, int k, const int* chosen,
-                               const float* weights, float* out) {
+status in_process_experts::run(int layer, const float* x, int tokens, int k, const int* chosen, const float* weights,
+                               float* out) {
   std::vector<entry> groups;
   {
     std::lock_guard lock(mutex_);
@@ -44,8 +44,8 @@ status in_process_experts::run(int layer, const float* x, int tokens, int k, con
   return ok();
 }
 
-status in_process_experts::run_group(int first_expert, int last_expert, int layer, const float* x, int tokens,
-                                     int k, const int* chosen, const float* weights, float* out) {
+status in_process_experts::run_group(int first_expert, int last_expert, int layer, const float* x, int tokens, int k,
+                                     const int* chosen, const float* weights, float* out) {
   std::shared_ptr<expert_executor> executor;
   {
     std::lock_guard lock(mutex_);

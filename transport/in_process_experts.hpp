@@ -17,8 +17,7 @@ class in_process_experts final : public expert_executor {
  public:
   in_process_experts(int num_experts, int hidden_size) : num_experts_(num_experts), hidden_(hidden_size) {}
 
-  void attach(const std::string& group, std::shared_ptr<expert_executor> executor, int first_expert,
-              int last_expert);
+  void attach(const std::string& group, std::shared_ptr<expert_executor> executor, int first_expert, int last_expert);
   void detach(const std::string& group);
 
   int hidden_size() const { return hidden_; }
@@ -27,8 +26,8 @@ class in_process_experts final : public expert_executor {
              float* out) override;
   // Writes to `out` the share of the group attached for exactly [first_expert, last_expert),
   // as run() computes it for that group; an error naming the range when none is attached.
-  status run_group(int first_expert, int last_expert, int layer, const float* x, int tokens, int k,
-                   const int* chosen, const float* weights, float* out);
+  status run_group(int first_expert, int last_expert, int layer, const float* x, int tokens, int k, const int* chosen,
+                   const float* weights, float* out);
 
  private:
   struct entry {

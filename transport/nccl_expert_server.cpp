@@ -19,9 +19,9 @@ struct nccl_expert_server::parts {
 namespace {
 
 nccl_expert_server::options checked(nccl_expert_server::options o, const model_config& c) {
-  TROUPE_CHECK(o.first_expert >= 0 && o.first_expert < o.last_expert && o.last_expert <= c.num_experts &&
-                   o.max_tokens > 0,
-               "an expert server of experts inside the model, for some tokens");
+  TROUPE_CHECK(
+      o.first_expert >= 0 && o.first_expert < o.last_expert && o.last_expert <= c.num_experts && o.max_tokens > 0,
+      "an expert server of experts inside the model, for some tokens");
   return o;
 }
 
@@ -117,7 +117,8 @@ status nccl_expert_server::enqueue(nccl_transport& comm, const expert_step& step
     const gpu_layer_weights& l = weights_->layers[size_t(layer)];
     if (!l.moe) continue;
     if (auto held = holds_experts(c, l, layer, o_.first_expert, o_.last_expert); !held) return held;
-    if (auto in = comm.exchange({}, {{0, p.x, b.rows}, {0, p.chosen, b.chosen}, {0, p.weights, b.weights}}, stream_); !in)
+    if (auto in = comm.exchange({}, {{0, p.x, b.rows}, {0, p.chosen, b.chosen}, {0, p.weights, b.weights}}, stream_);
+        !in)
       return in;
     cuda::fused_moe_rows(p.x, step.tokens, c.hidden_size, p.chosen, p.weights, c.num_experts_per_tok,
                          w13_of(c, l, o_.first_expert), w2_of(c, l, o_.first_expert), c.moe_intermediate_size,

@@ -30,16 +30,17 @@ nccl_experts::nccl_experts(options o, std::shared_ptr<expert_peers> control)
 
 result<std::unique_ptr<nccl_experts>> nccl_experts::create(options o, std::shared_ptr<expert_peers> control) {
   const size_t parts = o.peers.size() + (o.local.first < o.local.second ? 1 : 0);
-  TROUPE_CHECK(!o.peers.empty() && parts <= size_t(cuda::moe_combine_max_parts) && control,
-               "expert parallelism needs peers (with the local experts at most moe_combine_max_parts) and a control plane");
+  TROUPE_CHECK(
+      !o.peers.empty() && parts <= size_t(cuda::moe_combine_max_parts) && control,
+      "expert parallelism needs peers (with the local experts at most moe_combine_max_parts) and a control plane");
   std::unique_ptr<nccl_experts> e(new nccl_experts(std::move(o), std::move(control)));
   e->rows_floats_ = expert_layer_transfers(e->o_.max_tokens, e->o_.hidden, e->o_.k).pair_rows / sizeof(float);
   TROUPE_CUDA_CHECK(cudaSetDevice(e->o_.device));
   const size_t bytes = buffer_bytes(e->o_.max_tokens, e->o_.hidden, e->o_.k, e->o_.peers.size());
   if (const cudaError_t r = cudaMalloc(&e->rows_, bytes); r != cudaSuccess) {
     cudaGetLastError();
-    return error{"the expert rows of stage " + std::to_string(e->o_.stage) + "'s peers (" + std::to_string(bytes >> 20) +
-                 " MiB): " + cudaGetErrorString(r)};
+    return error{"the expert rows of stage " + std::to_string(e->o_.stage) + "'s peers (" +
+                 std::to_string(bytes >> 20) + " MiB): " + cudaGetErrorString(r)};
   }
   return e;
 }

@@ -15,8 +15,8 @@
 #include <utility>
 #include <vector>
 
-#include "transport/expert_parallel.hpp"
 #include "model/cuda/gpu_remote_experts.hpp"
+#include "transport/expert_parallel.hpp"
 #include "transport/nccl_transport.hpp"
 
 namespace troupe {

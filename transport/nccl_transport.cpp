@@ -97,8 +97,8 @@ status nccl_transport::all_to_all_v(const void* send_buffer, const std::vector<s
 
   const size_t self = size_t(rank_);
   if (send_bytes[self] != 0) {
-    const cudaError_t e = cudaMemcpyAsync(to + recv_at[self], from + send_at[self], send_bytes[self],
-                                          cudaMemcpyDeviceToDevice, stream);
+    const cudaError_t e =
+        cudaMemcpyAsync(to + recv_at[self], from + send_at[self], send_bytes[self], cudaMemcpyDeviceToDevice, stream);
     if (e != cudaSuccess) return error{describe(last_) + ": copying its own part: " + cudaGetErrorString(e)};
   }
   // In one group the sends and receives run together, so none waits for another.
@@ -159,7 +159,8 @@ status nccl_transport::wait(cudaStream_t stream, std::chrono::milliseconds timeo
 status nccl_transport::settle(ncclResult_t r, const operation& op) {
   const auto started = steady_clock::now();
   while (r == ncclInProgress) {
-    if (steady_clock::now() - started >= timeout_) return abort(describe(op) + " was not done within " + in_ms(timeout_));
+    if (steady_clock::now() - started >= timeout_)
+      return abort(describe(op) + " was not done within " + in_ms(timeout_));
     rest(started);
     if (const ncclResult_t polled = ncclCommGetAsyncError(comm_, &r); polled != ncclSuccess) r = polled;
   }

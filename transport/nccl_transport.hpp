@@ -49,8 +49,8 @@ class nccl_transport {
   // Joins communicator `id` of `ranks` ranks as `rank`, on CUDA device `device`. Fails
   // when the ranks have not all joined within `timeout`, which also bounds how long any
   // later call may take to hand its transfers to the stream.
-  static result<std::unique_ptr<nccl_transport>> create(const std::vector<uint8_t>& id, int rank, int ranks,
-                                                        int device, std::chrono::milliseconds timeout);
+  static result<std::unique_ptr<nccl_transport>> create(const std::vector<uint8_t>& id, int rank, int ranks, int device,
+                                                        std::chrono::milliseconds timeout);
 
   // Aborts the communicator, which waits for no peer: wait for every transfer first.
   ~nccl_transport();

@@ -99,8 +99,7 @@ status remote_experts::run(int layer, const float* x, int tokens, int k, const i
       const uint64_t tag = make_tag(channel::moe_combine, node_, sequence[g]);
       auto reply = transport_->receive_from(*groups_[g].peer, tag, channel_mask | sender_mask | sequence_mask,
                                             left_until(deadline));
-      if (!reply)
-        return error{describe(groups_[g], layer) + ": no reply: " + reply.err().message};
+      if (!reply) return error{describe(groups_[g], layer) + ": no reply: " + reply.err().message};
       if (auto s = decode_reply(reply->bytes, share_of(g), size); !s)
         return error{describe(groups_[g], layer) + ": " + s.err().message};
     }

@@ -66,7 +66,7 @@ struct ucx_transport::operation {
 };
 
 result<std::unique_ptr<ucx_transport>> ucx_transport::create(std::chrono::milliseconds drop_unreceived_after,
-                                                           const std::vector<std::string>& addresses) {
+                                                             const std::vector<std::string>& addresses) {
   std::string devices;
   if (!std::getenv("UCX_TLS") && !std::getenv("UCX_NET_DEVICES"))
     for (size_t i = 0; i < addresses.size(); ++i) {
@@ -139,9 +139,7 @@ ucx_transport::~ucx_transport() {
   if (retired_flush_) ucp_request_free(retired_flush_);
 }
 
-void ucx_transport::on_peer_error(void* p, ucp_ep_h, ucs_status_t status) {
-  static_cast<peer*>(p)->failure = status;
-}
+void ucx_transport::on_peer_error(void* p, ucp_ep_h, ucs_status_t status) { static_cast<peer*>(p)->failure = status; }
 
 result<int> ucx_transport::connect(const std::vector<uint8_t>& address) {
   if (address.empty()) return error{"an empty UCX worker address"};

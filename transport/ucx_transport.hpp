@@ -35,7 +35,7 @@ class ucx_transport final : public transport {
   // other nodes'), UCX uses only the network interfaces of this host that hold them, unless
   // UCX_TLS or UCX_NET_DEVICES in the environment choose otherwise; none: every interface.
   static result<std::unique_ptr<ucx_transport>> create(std::chrono::milliseconds drop_unreceived_after,
-                                                        const std::vector<std::string>& addresses = {});
+                                                       const std::vector<std::string>& addresses = {});
   ~ucx_transport() override;
   ucx_transport(const ucx_transport&) = delete;
   ucx_transport& operator=(const ucx_transport&) = delete;
@@ -67,7 +67,7 @@ class ucx_transport final : public transport {
   struct peer {
     std::vector<uint8_t> address;
     ucp_ep_h endpoint = nullptr;
-    ucs_status_t failure;  // set by UCX's error handler; UCS_OK while the link is up
+    ucs_status_t failure;                             // set by UCX's error handler; UCS_OK while the link is up
     std::chrono::steady_clock::time_point opened_at;  // when endpoint was opened
     uint64_t repoints = 0;  // each a new process at this id: a reply its old one owed never comes
   };

@@ -15,8 +15,11 @@ result<replica_change, api_error> parse_replica_change(std::string_view path, st
   const size_t slash = path.find('/');
   const std::string_view action = slash == std::string_view::npos ? "" : path.substr(slash + 1);
   if (slash == 0 || (action != "add" && action != "remove"))
-    return api_error{404, "no endpoint /admin/replicas/" + std::string(path) + " (/admin/replicas/NAME/add or /remove)",
-                     "invalid_request_error", {}, {}};
+    return api_error{404,
+                     "no endpoint /admin/replicas/" + std::string(path) + " (/admin/replicas/NAME/add or /remove)",
+                     "invalid_request_error",
+                     {},
+                     {}};
   c.name = std::string(path.substr(0, slash));
   c.add = action == "add";
   if (text.empty()) return c;
@@ -68,8 +71,8 @@ result<std::vector<replica_listing>> parse_replicas_json(std::string_view text) 
     for (const json& r : body["replicas"]) {
       auto state = replica_state_named(r.at("state").get<std::string>());
       if (!state) return malformed(state.err().message);
-      out.push_back({r.at("name").get<std::string>(), *state, r.at("weight").get<double>(), r.at("in_flight").get<int>(),
-                     r.at("last_error").get<std::string>()});
+      out.push_back({r.at("name").get<std::string>(), *state, r.at("weight").get<double>(),
+                     r.at("in_flight").get<int>(), r.at("last_error").get<std::string>()});
     }
   } catch (const json::exception& e) {
     return malformed(e.what());

@@ -47,8 +47,8 @@ result<cluster_status> parse_status_json(std::string_view text) {
       replica_status rs;
       auto state = replica_state_named(r.at("state").get<std::string>());
       if (!state) return malformed(state.err().message);
-      rs.route = {r.at("name").get<std::string>(), r.at("weight").get<double>(), r.at("in_flight").get<int>(),
-                  r.at("healthy").get<bool>(), r.at("circuit_open").get<bool>(), *state};
+      rs.route = {r.at("name").get<std::string>(), r.at("weight").get<double>(),     r.at("in_flight").get<int>(),
+                  r.at("healthy").get<bool>(),     r.at("circuit_open").get<bool>(), *state};
       rs.engine.running = r.at("running").get<int>();
       rs.engine.waiting = r.at("waiting").get<int>();
       rs.engine.kv.used_blocks = r.at("kv_blocks_used").get<int>();

@@ -8,8 +8,8 @@
 #include <string_view>
 #include <vector>
 
-#include "engine/messages.hpp"
 #include "base/result.hpp"
+#include "engine/messages.hpp"
 #include "gateway/replica_router.hpp"
 
 namespace troupe {

@@ -8,7 +8,9 @@ namespace {
 using json = nlohmann::ordered_json;
 
 std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
-std::string event(const std::string& type, const json& data) { return "event: " + type + "\ndata: " + dump(data) + "\n\n"; }
+std::string event(const std::string& type, const json& data) {
+  return "event: " + type + "\ndata: " + dump(data) + "\n\n";
+}
 
 // Tool arguments as an object: the grammar and the parser hand over JSON objects.
 json input_of(const tool_call& call) {
@@ -29,7 +31,9 @@ json stop_reason(const reply_summary& reply) {
 }
 
 json usage(int prompt, int completion, int cached) {
-  return {{"input_tokens", prompt - cached}, {"output_tokens", completion}, {"cache_creation_input_tokens", 0},
+  return {{"input_tokens", prompt - cached},
+          {"output_tokens", completion},
+          {"cache_creation_input_tokens", 0},
           {"cache_read_input_tokens", cached}};
 }
 
@@ -39,8 +43,14 @@ anthropic_output::anthropic_output(std::string id, std::string model, int prompt
     : id_(std::move(id)), model_(std::move(model)), prompt_tokens_(prompt_tokens) {}
 
 std::string anthropic_output::stream_start() {
-  json message{{"id", id_}, {"type", "message"}, {"role", "assistant"}, {"model", model_}, {"content", json::array()},
-               {"stop_reason", nullptr}, {"stop_sequence", nullptr}, {"usage", usage(prompt_tokens_, 0, 0)}};
+  json message{{"id", id_},
+               {"type", "message"},
+               {"role", "assistant"},
+               {"model", model_},
+               {"content", json::array()},
+               {"stop_reason", nullptr},
+               {"stop_sequence", nullptr},
+               {"usage", usage(prompt_tokens_, 0, 0)}};
   return event("message_start", {{"type", "message_start"}, {"message", message}});
 }
 
@@ -48,7 +58,8 @@ std::string anthropic_output::close_block() {
   if (open_ == open_block::none) return {};
   std::string out;
   if (open_ == open_block::thinking)
-    out += event("content_block_delta", {{"type", "content_block_delta"}, {"index", index_},
+    out += event("content_block_delta", {{"type", "content_block_delta"},
+                                         {"index", index_},
                                          {"delta", {{"type", "signature_delta"}, {"signature", ""}}}});
   open_ = open_block::none;
   return out + event("content_block_stop", {{"type", "content_block_stop"}, {"index", index_}});
@@ -60,7 +71,8 @@ std::string anthropic_output::open(open_block kind) {
   open_ = kind;
   json block = kind == open_block::thinking ? json{{"type", "thinking"}, {"thinking", ""}, {"signature", ""}}
                                             : json{{"type", "text"}, {"text", ""}};
-  return out + event("content_block_start", {{"type", "content_block_start"}, {"index", ++index_}, {"content_block", block}});
+  return out +
+         event("content_block_start", {{"type", "content_block_start"}, {"index", ++index_}, {"content_block", block}});
 }
 
 std::string anthropic_output::stream_delta(const std::string& reasoning, const std::string& text,
@@ -68,20 +80,25 @@ std::string anthropic_output::stream_delta(const std::string& reasoning, const s
   std::string out;
   if (!reasoning.empty()) {
     out += open(open_block::thinking);
-    out += event("content_block_delta", {{"type", "content_block_delta"}, {"index", index_},
+    out += event("content_block_delta", {{"type", "content_block_delta"},
+                                         {"index", index_},
                                          {"delta", {{"type", "thinking_delta"}, {"thinking", reasoning}}}});
   }
   if (!text.empty()) {
     out += open(open_block::text);
-    out += event("content_block_delta", {{"type", "content_block_delta"}, {"index", index_},
-                                         {"delta", {{"type", "text_delta"}, {"text", text}}}});
+    out += event(
+        "content_block_delta",
+        {{"type", "content_block_delta"}, {"index", index_}, {"delta", {{"type", "text_delta"}, {"text", text}}}});
   }
   for (const tool_call& call : calls) {
     out += close_block();
     json block{{"type", "tool_use"}, {"id", tool_use_id(call)}, {"name", call.name}, {"input", json::object()}};
-    out += event("content_block_start", {{"type", "content_block_start"}, {"index", ++index_}, {"content_block", block}});
-    out += event("content_block_delta", {{"type", "content_block_delta"}, {"index", index_},
-                                         {"delta", {{"type", "input_json_delta"}, {"partial_json", dump(input_of(call))}}}});
+    out +=
+        event("content_block_start", {{"type", "content_block_start"}, {"index", ++index_}, {"content_block", block}});
+    out += event("content_block_delta",
+                 {{"type", "content_block_delta"},
+                  {"index", index_},
+                  {"delta", {{"type", "input_json_delta"}, {"partial_json", dump(input_of(call))}}}});
     out += event("content_block_stop", {{"type", "content_block_stop"}, {"index", index_}});
   }
   return out;
@@ -89,20 +106,28 @@ std::string anthropic_output::stream_delta(const std::string& reasoning, const s
 
 std::string anthropic_output::stream_end(const reply_summary& reply) {
   std::string out = close_block();
-  out += event("message_delta", {{"type", "message_delta"},
-                                 {"delta", {{"stop_reason", stop_reason(reply)},
-                                            {"stop_sequence", reply.stop_string.empty() ? json(nullptr) : json(reply.stop_string)}}},
-                                 {"usage", usage(reply.prompt_tokens, reply.completion_tokens, reply.cached_tokens)}});
+  out += event("message_delta",
+               {{"type", "message_delta"},
+                {"delta",
+                 {{"stop_reason", stop_reason(reply)},
+                  {"stop_sequence", reply.stop_string.empty() ? json(nullptr) : json(reply.stop_string)}}},
+                {"usage", usage(reply.prompt_tokens, reply.completion_tokens, reply.cached_tokens)}});
   return out + event("message_stop", {{"type", "message_stop"}});
 }
 
 std::string anthropic_output::body(const reply_summary& reply) const {
   json content = json::array();
-  if (!reply.reasoning.empty()) content.push_back({{"type", "thinking"}, {"thinking", reply.reasoning}, {"signature", ""}});
+  if (!reply.reasoning.empty())
+    content.push_back({{"type", "thinking"}, {"thinking", reply.reasoning}, {"signature", ""}});
   if (!reply.text.empty()) content.push_back({{"type", "text"}, {"text", reply.text}});
   for (const tool_call& call : reply.calls)
-    content.push_back({{"type", "tool_use"}, {"id", tool_use_id(call)}, {"name", call.name}, {"input", input_of(call)}});
-  return dump({{"id", id_}, {"type", "message"}, {"role", "assistant"}, {"model", model_}, {"content", content},
+    content.push_back(
+        {{"type", "tool_use"}, {"id", tool_use_id(call)}, {"name", call.name}, {"input", input_of(call)}});
+  return dump({{"id", id_},
+               {"type", "message"},
+               {"role", "assistant"},
+               {"model", model_},
+               {"content", content},
                {"stop_reason", stop_reason(reply)},
                {"stop_sequence", reply.stop_string.empty() ? json(nullptr) : json(reply.stop_string)},
                {"usage", usage(reply.prompt_tokens, reply.completion_tokens, reply.cached_tokens)}});

@@ -34,13 +34,15 @@ result<std::string, api_error> block_text(const json& content, const std::string
 std::optional<api_error> add_message(const json& m, const std::string& where, json& out) {
   if (!m.is_object()) return bad_param(where, where + " must be an object");
   const std::string role = string_field(m, "role");
-  if (role != "user" && role != "assistant") return bad_param(where + ".role", "role must be \"user\" or \"assistant\"");
+  if (role != "user" && role != "assistant")
+    return bad_param(where + ".role", "role must be \"user\" or \"assistant\"");
   const json content = m.value("content", json(nullptr));
   if (content.is_string()) {
     out.push_back({{"role", role}, {"content", content}});
     return std::nullopt;
   }
-  if (!content.is_array()) return bad_param(where + ".content", where + ".content must be a string or a list of content blocks");
+  if (!content.is_array())
+    return bad_param(where + ".content", where + ".content must be a string or a list of content blocks");
   std::string text, thinking;
   json calls = json::array();
   int tool_results = 0;
@@ -49,7 +51,8 @@ std::optional<api_error> add_message(const json& m, const std::string& where, js
     const std::string block = at(where + ".content", i);
     const std::string type = string_field(b, "type");
     if (type == "text") {
-      if (!b.contains("text") || !b["text"].is_string()) return bad_param(block + ".text", block + ".text must be a string");
+      if (!b.contains("text") || !b["text"].is_string())
+        return bad_param(block + ".text", block + ".text must be a string");
       text += b["text"].get<std::string>();
     } else if (type == "thinking" && role == "assistant") {
       thinking += string_field(b, "thinking");
@@ -59,7 +62,8 @@ std::optional<api_error> add_message(const json& m, const std::string& where, js
       if (!b.contains("id") || !b["id"].is_string() || !b.contains("name") || !b["name"].is_string())
         return bad_param(block, block + " needs an id and a name");
       const json input = b.value("input", json::object());
-      calls.push_back({{"id", b["id"]}, {"type", "function"}, {"function", {{"name", b["name"]}, {"arguments", input.dump()}}}});
+      calls.push_back(
+          {{"id", b["id"]}, {"type", "function"}, {"function", {{"name", b["name"]}, {"arguments", input.dump()}}}});
     } else if (type == "tool_result" && role == "user") {
       if (!b.contains("tool_use_id") || !b["tool_use_id"].is_string())
         return bad_param(block + ".tool_use_id", block + ".tool_use_id must be a string");
@@ -69,7 +73,7 @@ std::optional<api_error> add_message(const json& m, const std::string& where, js
       ++tool_results;
     } else {
       return bad_param(block + ".type", "content blocks of type '" + type + "' are not supported in " + role +
-                                        " messages by this model");
+                                            " messages by this model");
     }
   }
   if (role == "user") {
@@ -92,8 +96,10 @@ result<json, api_error> chat_tools(const json& tools) {
     if (!t.is_object()) return bad_param(where, where + " must be an object");
     const std::string type = string_field(t, "type", "custom");
     if (type != "custom")
-      return bad_param(where + ".type", "tools of type '" + type + "' are not supported: troupe serves custom tools only");
-    if (!t.contains("name") || !t["name"].is_string()) return bad_param(where + ".name", where + ".name must be a string");
+      return bad_param(where + ".type",
+                       "tools of type '" + type + "' are not supported: troupe serves custom tools only");
+    if (!t.contains("name") || !t["name"].is_string())
+      return bad_param(where + ".name", where + ".name must be a string");
     json function{{"name", t["name"]}, {"parameters", t.value("input_schema", json{{"type", "object"}})}};
     if (t.contains("description")) function["description"] = t["description"];
     out.push_back({{"type", "function"}, {"function", function}});
@@ -130,12 +136,18 @@ result<json, api_error> parse_anthropic_request(const json& body, bool count_tok
   if (body.contains("tool_choice") && !body["tool_choice"].is_null()) {
     const json& c = body["tool_choice"];
     const std::string type = string_field(c, "type");
-    if (type == "auto") chat["tool_choice"] = "auto";
-    else if (type == "any") chat["tool_choice"] = "required";
-    else if (type == "none") chat["tool_choice"] = "none";
-    else if (type == "tool" && c.contains("name")) chat["tool_choice"] = {{"type", "function"}, {"function", {{"name", c["name"]}}}};
-    else return bad_param("tool_choice", "tool_choice must be {\"type\": \"auto\"}, {\"type\": \"any\"}, {\"type\": \"tool\", "
-                                         "\"name\": ...} or {\"type\": \"none\"}");
+    if (type == "auto")
+      chat["tool_choice"] = "auto";
+    else if (type == "any")
+      chat["tool_choice"] = "required";
+    else if (type == "none")
+      chat["tool_choice"] = "none";
+    else if (type == "tool" && c.contains("name"))
+      chat["tool_choice"] = {{"type", "function"}, {"function", {{"name", c["name"]}}}};
+    else
+      return bad_param("tool_choice",
+                       "tool_choice must be {\"type\": \"auto\"}, {\"type\": \"any\"}, {\"type\": \"tool\", "
+                       "\"name\": ...} or {\"type\": \"none\"}");
     if (bool_field(c, "disable_parallel_tool_use", false)) chat["parallel_tool_calls"] = false;
   }
   if (body.contains("stop_sequences") && !body["stop_sequences"].is_null()) chat["stop"] = body["stop_sequences"];
@@ -143,7 +155,8 @@ result<json, api_error> parse_anthropic_request(const json& body, bool count_tok
     if (body.contains(key) && !body[key].is_null()) chat[key] = body[key];
   }
   const json metadata = body.value("metadata", json(nullptr));
-  if (metadata.is_object() && metadata.contains("user_id") && metadata["user_id"].is_string()) chat["user"] = metadata["user_id"];
+  if (metadata.is_object() && metadata.contains("user_id") && metadata["user_id"].is_string())
+    chat["user"] = metadata["user_id"];
   // thinking {"type": "enabled", "budget_tokens": N} or {"type": "disabled"}: the chat
   // template's <think> block on or off. The budget is not counted apart from max_tokens.
   const json thinking = body.value("thinking", json(nullptr));

@@ -18,18 +18,14 @@ void check_head(int status, const std::string& content_type, const std::vector<h
 
 }  // namespace
 
-connection_responder::connection_responder(std::shared_ptr<loop_inbox> inbox,
-                                           std::weak_ptr<http_connection> connection)
+connection_responder::connection_responder(std::shared_ptr<loop_inbox> inbox, std::weak_ptr<http_connection> connection)
     : inbox_(std::move(inbox)), connection_(std::move(connection)) {}
 
-void connection_responder::respond(int status, std::string content_type, std::string body,
-                                   std::vector<header> extra) {
+void connection_responder::respond(int status, std::string content_type, std::string body, std::vector<header> extra) {
   check_head(status, content_type, extra);
   advance(fresh, done, "respond() on a response that already began");
-  post([this, status, content_type = std::move(content_type), body = std::move(body),
-        extra = std::move(extra)](http_connection& c) mutable {
-    c.respond(this, status, content_type, std::move(body), extra);
-  });
+  post([this, status, content_type = std::move(content_type), body = std::move(body), extra = std::move(extra)](
+           http_connection& c) mutable { c.respond(this, status, content_type, std::move(body), extra); });
 }
 
 void connection_responder::start_stream(int status, std::string content_type, std::vector<header> extra) {

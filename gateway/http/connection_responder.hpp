@@ -15,8 +15,7 @@ namespace troupe::http {
 
 class http_connection;
 
-class connection_responder final : public responder,
-                                   public std::enable_shared_from_this<connection_responder> {
+class connection_responder final : public responder, public std::enable_shared_from_this<connection_responder> {
  public:
   connection_responder(std::shared_ptr<loop_inbox> inbox, std::weak_ptr<http_connection> connection);
 

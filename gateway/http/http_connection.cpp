@@ -47,7 +47,7 @@ http_connection::http_connection(connection_host& host)
 
 bool http_connection::accept(uv_stream_t* listener) {
   if (uv_accept(listener, as_stream(&tcp_)) != 0) return false;
-  uv_tcp_nodelay(&tcp_, 1);       // streamed tokens leave as soon as they are written
+  uv_tcp_nodelay(&tcp_, 1);        // streamed tokens leave as soon as they are written
   uv_tcp_keepalive(&tcp_, 1, 60);  // a client that vanished without a FIN is noticed too
   // The kernel keeps at most this much of a response that the client's window does not
   // let out (without it, send buffers grow to megabytes): what a client that stopped
@@ -72,8 +72,8 @@ void http_connection::respond(const connection_responder* from, int status, std:
   finish_response();
 }
 
-void http_connection::start_stream(const connection_responder* from, int status,
-                                   std::string_view content_type, const std::vector<header>& extra) {
+void http_connection::start_stream(const connection_responder* from, int status, std::string_view content_type,
+                                   const std::vector<header>& extra) {
   if (!answers(from)) return;
   keep_alive_ = keep_alive_ && !host_.draining;
   framing f = http_1_0_ ? framing::until_close : framing::chunked;
@@ -131,7 +131,7 @@ void http_connection::on_written(uv_write_t* req, int status) {
   c.queued_bytes_ -= w->bytes.size();
   if (c.closed_) return;
   if (status < 0) return c.close();  // the client went away
-  c.send_timer_running_ = false;  // it took some: the clock starts again
+  c.send_timer_running_ = false;     // it took some: the clock starts again
   c.watch_sending();
   if (c.queued_bytes_ > 0) return;
   if (c.closing_) return c.shut_down_writing();
@@ -148,8 +148,7 @@ void http_connection::on_shutdown(uv_shutdown_t* req, int status) {
 
 void http_connection::on_timer(uv_timer_t* timer) {
   http_connection& c = owner(timer->data);
-  if (c.timer_use_ == timer_use::awaiting_request && c.request_started_)
-    return c.reject(408, "request timed out");
+  if (c.timer_use_ == timer_use::awaiting_request && c.request_started_) return c.reject(408, "request timed out");
   c.close();  // idle, silent since it connected, or done closing
 }
 

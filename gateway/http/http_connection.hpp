@@ -26,9 +26,9 @@ struct connection_host {
   server_options options;
   handler handle;
   std::shared_ptr<loop_inbox> inbox;
-  bool draining = false;  // shutting down: no further requests on any connection
+  bool draining = false;                         // shutting down: no further requests on any connection
   std::function<void(http_connection&)> closed;  // its handles are closed: forget it
-  std::array<char, 64 << 10> read_buffer;  // every read lands here and is used at once
+  std::array<char, 64 << 10> read_buffer;        // every read lands here and is used at once
 };
 
 class http_connection : public std::enable_shared_from_this<http_connection> {
@@ -41,8 +41,8 @@ class http_connection : public std::enable_shared_from_this<http_connection> {
   bool accept(uv_stream_t* listener);
 
   // A responder's work; ignored unless `from` answers the request in flight.
-  void respond(const connection_responder* from, int status, std::string_view content_type,
-               std::string body, const std::vector<header>& extra);
+  void respond(const connection_responder* from, int status, std::string_view content_type, std::string body,
+               const std::vector<header>& extra);
   void start_stream(const connection_responder* from, int status, std::string_view content_type,
                     const std::vector<header>& extra);
   void write(const connection_responder* from, std::string chunk);

@@ -35,7 +35,12 @@ namespace {
 
 // The handles of a server that failed to start are closed, and the loop with them.
 void discard_loop(uv_loop_t* loop) {
-  uv_walk(loop, [](uv_handle_t* h, void*) { if (!uv_is_closing(h)) uv_close(h, nullptr); }, nullptr);
+  uv_walk(
+      loop,
+      [](uv_handle_t* h, void*) {
+        if (!uv_is_closing(h)) uv_close(h, nullptr);
+      },
+      nullptr);
   uv_run(loop, UV_RUN_DEFAULT);
   TROUPE_CHECK(uv_loop_close(loop) == 0, "uv_loop_close");
 }

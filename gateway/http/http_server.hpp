@@ -39,8 +39,9 @@ struct server_options {
 
 class server {
  public:
-  static result<std::unique_ptr<server>> start(server_options options, handler h);  // binds, listens, starts the loop thread
-  ~server();  // stops everything
+  static result<std::unique_ptr<server>> start(server_options options,
+                                               handler h);  // binds, listens, starts the loop thread
+  ~server();                                                // stops everything
   server(const server&) = delete;
   server& operator=(const server&) = delete;
 

@@ -141,8 +141,7 @@ int request_parser::on_headers_complete(http_parser* p) {
   bool has_length = p->flags & F_CONTENTLENGTH;
   if (has_length && p->content_length > s.max_body_bytes_) return s.fail(413, "request body too large");
   bool has_body = (p->flags & F_CHUNKED) || (has_length && p->content_length > 0);
-  s.continue_ = has_body && p->http_minor >= 1 &&
-                equals_ignoring_case(r.header_value("Expect"), "100-continue");
+  s.continue_ = has_body && p->http_minor >= 1 && equals_ignoring_case(r.header_value("Expect"), "100-continue");
   return 0;
 }
 

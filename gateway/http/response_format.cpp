@@ -18,8 +18,8 @@ std::string http_date() {
   std::tm t;
   gmtime_r(&now, &t);
   char buf[40];
-  std::snprintf(buf, sizeof buf, "%s, %02d %s %04d %02d:%02d:%02d GMT", days[t.tm_wday], t.tm_mday,
-                months[t.tm_mon], t.tm_year + 1900, t.tm_hour, t.tm_min, t.tm_sec);
+  std::snprintf(buf, sizeof buf, "%s, %02d %s %04d %02d:%02d:%02d GMT", days[t.tm_wday], t.tm_mday, months[t.tm_mon],
+                t.tm_year + 1900, t.tm_hour, t.tm_min, t.tm_sec);
   return buf;
 }
 
@@ -34,8 +34,8 @@ void add_header(std::string& out, std::string_view name, std::string_view value)
 
 }  // namespace
 
-std::string format_head(int status, std::string_view content_type, framing f, size_t content_length,
-                        bool keep_alive, const std::vector<header>& extra) {
+std::string format_head(int status, std::string_view content_type, framing f, size_t content_length, bool keep_alive,
+                        const std::vector<header>& extra) {
   std::string_view reason = http_status_str(http_status(status));
   if (reason == "<unknown>") reason = "";
   std::string out = "HTTP/1.1 " + std::to_string(status) + " ";

@@ -16,8 +16,8 @@ enum class framing {
   until_close,  // HTTP/1.0 streams: the body ends when the connection does
 };
 
-std::string format_head(int status, std::string_view content_type, framing f, size_t content_length,
-                        bool keep_alive, const std::vector<header>& extra);
+std::string format_head(int status, std::string_view content_type, framing f, size_t content_length, bool keep_alive,
+                        const std::vector<header>& extra);
 // One chunk of a chunked body; empty data gives nothing (an empty chunk would end the body).
 std::string format_chunk(std::string_view data);
 inline constexpr std::string_view last_chunk = "0\r\n\r\n";

@@ -32,8 +32,10 @@ std::optional<decimal> parse_decimal(const json& v) {
   std::string digits;
   long point = -1;
   for (; i < text.size() && text[i] != 'e' && text[i] != 'E'; ++i) {
-    if (text[i] == '.') point = long(digits.size());
-    else digits += text[i];
+    if (text[i] == '.')
+      point = long(digits.size());
+    else
+      digits += text[i];
   }
   if (point < 0) point = long(digits.size());
   if (i < text.size()) point += std::stol(text.substr(i + 1));
@@ -49,9 +51,7 @@ std::optional<decimal> parse_decimal(const json& v) {
   return d;
 }
 
-std::string digit_range(int lo, int hi) {
-  return "[" + std::to_string(lo) + "-" + std::to_string(hi) + "]";
-}
+std::string digit_range(int lo, int hi) { return "[" + std::to_string(lo) + "-" + std::to_string(hi) + "]"; }
 
 // Alternatives, as a group; "" (matching nothing) when there are none.
 std::string any_of(const std::vector<std::string>& alternatives) {
@@ -119,10 +119,12 @@ std::string join_part(const std::string& whole, const std::string& fraction) {
 
 // Magnitudes (digits, point, digits) at least b (or above it, strictly), or at most it.
 std::string magnitude_at_least(const decimal& b, bool strictly) {
-  return any_of({join_part(whole_greater(b.whole), any_fraction), join_part(b.whole, fraction_at_least(b.fraction, strictly))});
+  return any_of(
+      {join_part(whole_greater(b.whole), any_fraction), join_part(b.whole, fraction_at_least(b.fraction, strictly))});
 }
 std::string magnitude_at_most(const decimal& b, bool strictly) {
-  return any_of({join_part(whole_less(b.whole), any_fraction), join_part(b.whole, fraction_at_most(b.fraction, strictly))});
+  return any_of(
+      {join_part(whole_less(b.whole), any_fraction), join_part(b.whole, fraction_at_most(b.fraction, strictly))});
 }
 const std::string any_magnitude = "[0-9]+" + any_fraction;
 
@@ -145,7 +147,8 @@ result<byte_automaton> multiple_automaton(const decimal& m) {
   for (char c : digits) k = k * 10 + (c - '0');
   const int d = int(m.fraction.size());
   if (k <= 0 || m.negative) return error{"multipleOf that is not a positive number"};
-  if (k * (d + 2) > max_multiple_states) return error{"multipleOf needs more than " + std::to_string(max_multiple_states) + " automaton states"};
+  if (k * (d + 2) > max_multiple_states)
+    return error{"multipleOf needs more than " + std::to_string(max_multiple_states) + " automaton states"};
   auto power_mod = [&](int e) {
     long long p = 1 % k;
     for (int i = 0; i < e; ++i) p = p * 10 % k;
@@ -166,11 +169,13 @@ result<byte_automaton> multiple_automaton(const decimal& m) {
     a.set_next(minus, uint8_t('0' + digit), int32_t(whole0 + digit % k));
   }
   for (long long r = 0; r < k; ++r) {
-    for (int digit = 0; digit <= 9; ++digit) a.set_next(int32_t(whole0 + r), uint8_t('0' + digit), int32_t(whole0 + (r * 10 + digit) % k));
+    for (int digit = 0; digit <= 9; ++digit)
+      a.set_next(int32_t(whole0 + r), uint8_t('0' + digit), int32_t(whole0 + (r * 10 + digit) % k));
     if (d == 0) continue;
     a.set_next(int32_t(whole0 + r), '.', fraction_state(0, r));
     for (int j = 0; j < d; ++j) {
-      for (int digit = 0; digit <= 9; ++digit) a.set_next(fraction_state(j, r), uint8_t('0' + digit), fraction_state(j + 1, (r * 10 + digit) % k));
+      for (int digit = 0; digit <= 9; ++digit)
+        a.set_next(fraction_state(j, r), uint8_t('0' + digit), fraction_state(j + 1, (r * 10 + digit) % k));
     }
   }
   return a.trimmed();
@@ -203,8 +208,8 @@ result<byte_automaton> bounded_number_automaton(const json& schema, bool integer
   };
   // Draft 4 writes exclusiveMinimum: true beside minimum; later drafts give the bound.
   auto bound = [&](const char* key, const char* exclusive_key, bool lower) -> status {
-    const bool exclusive = schema.contains(exclusive_key) && schema[exclusive_key].is_boolean() &&
-                           schema[exclusive_key].get<bool>();
+    const bool exclusive =
+        schema.contains(exclusive_key) && schema[exclusive_key].is_boolean() && schema[exclusive_key].get<bool>();
     for (const char* k : {key, exclusive_key}) {
       if (!schema.contains(k)) continue;
       const json& v = schema[k];

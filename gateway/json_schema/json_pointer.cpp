@@ -28,7 +28,8 @@ const json* resolve_pointer(const json& document, std::string_view pointer) {
     } else if (at->is_array()) {
       size_t index = 0;
       const auto [end, ec] = std::from_chars(token.data(), token.data() + token.size(), index);
-      if (ec != std::errc() || end != token.data() + token.size() || token.empty() || index >= at->size()) return nullptr;
+      if (ec != std::errc() || end != token.data() + token.size() || token.empty() || index >= at->size())
+        return nullptr;
       at = &(*at)[index];
     } else {
       return nullptr;

@@ -25,14 +25,18 @@ void log_ignored(const std::set<std::string>& keywords) {
   for (auto& k : keywords) {
     if (full || logged.contains(k)) continue;
     if (logged.size() == max_named) {
-      std::fprintf(stderr, "troupe: %zu JSON Schema keywords were left out of schemas that are not strict; no more "
-                           "are named\n", max_named);
+      std::fprintf(stderr,
+                   "troupe: %zu JSON Schema keywords were left out of schemas that are not strict; no more "
+                   "are named\n",
+                   max_named);
       full = true;
       return;
     }
     logged.insert(k);
-    std::fprintf(stderr, "troupe: JSON Schema keyword '%.100s' is not enforced where a schema is not strict; it is "
-                         "left out\n", k.c_str());
+    std::fprintf(stderr,
+                 "troupe: JSON Schema keyword '%.100s' is not enforced where a schema is not strict; it is "
+                 "left out\n",
+                 k.c_str());
   }
 }
 
@@ -64,7 +68,8 @@ result<grammar> tool_call_grammar(const std::vector<tool_schema>& tools, bool se
   json_rules rules(b);
   std::vector<grammar_sequence> calls;
   for (auto& tool : tools) {
-    if (auto sized = check_schema_size(tool.parameters); !sized) return error{"tool '" + tool.name + "': " + sized.err().message};
+    if (auto sized = check_schema_size(tool.parameters); !sized)
+      return error{"tool '" + tool.name + "': " + sized.err().message};
     try {
       grammar_sequence arguments = rules.object(rules.value());
       if (!tool.parameters.is_null()) {
@@ -77,7 +82,8 @@ result<grammar> tool_call_grammar(const std::vector<tool_schema>& tools, bool se
       return error{"tool '" + tool.name + "': " + e.message};
     }
   }
-  auto call = b.rule({join({b.literal("<tool_call>\n{\"name\": "), b.rule(std::move(calls)), b.literal("}\n</tool_call>")})});
+  auto call =
+      b.rule({join({b.literal("<tool_call>\n{\"name\": "), b.rule(std::move(calls)), b.literal("}\n</tool_call>")})});
   if (!several) return b.finish(call);
   return b.finish(join({call, b.repeated(join({b.literal("\n"), call}))}));
 }

@@ -41,7 +41,8 @@ class merger {
     if (!parts.is_array() || parts.empty()) fail_schema(where + "/allOf", "allOf that is not a non-empty array");
     json merged = json::object();
     add(merged, expanded(own, where), where);
-    for (size_t i = 0; i < parts.size(); ++i) add(merged, expanded(parts[i], where + "/allOf/" + std::to_string(i)), where);
+    for (size_t i = 0; i < parts.size(); ++i)
+      add(merged, expanded(parts[i], where + "/allOf/" + std::to_string(i)), where);
     close(merged, where);
     return merged;
   }
@@ -71,8 +72,10 @@ class merger {
       std::set<std::string> names;
       const json properties = part.value("properties", json::object());
       for (auto& [name, unused] : properties.items()) names.insert(name);
-      if (!closed_) allowed_ = names;
-      else std::erase_if(allowed_, [&](const std::string& n) { return !names.contains(n); });
+      if (!closed_)
+        allowed_ = names;
+      else
+        std::erase_if(allowed_, [&](const std::string& n) { return !names.contains(n); });
       closed_ = true;
     }
     for (auto& [key, value] : part.items()) {
@@ -84,8 +87,10 @@ class merger {
       if (have == value) continue;
       if (key == "properties" && have.is_object() && value.is_object()) {
         for (auto& [name, schema] : value.items()) {
-          if (!have.contains(name)) have[name] = schema;
-          else if (have[name] != schema) have[name] = json{{"allOf", json::array({have[name], schema})}};
+          if (!have.contains(name))
+            have[name] = schema;
+          else if (have[name] != schema)
+            have[name] = json{{"allOf", json::array({have[name], schema})}};
         }
       } else if (key == "required" && have.is_array() && value.is_array()) {
         for (auto& name : value) {
@@ -105,7 +110,7 @@ class merger {
         have = both.size() == 1 ? both[0] : both;
       } else if ((lower_bounds.contains(key) || upper_bounds.contains(key)) && have.is_number() && value.is_number()) {
         const bool take = lower_bounds.contains(key) ? value.get<double>() > have.get<double>()
-                                                      : value.get<double>() < have.get<double>();
+                                                     : value.get<double>() < have.get<double>();
         if (take) have = value;
       } else if (key == "enum" && have.is_array() && value.is_array()) {
         json both = json::array();
@@ -116,9 +121,12 @@ class merger {
         have = both;
       } else if (key == "items" || key == "additionalProperties" || key == "propertyNames") {
         if (value == json(true)) continue;
-        if (have == json(true)) have = value;
-        else if (have != json(false) && value != json(false)) have = json{{"allOf", json::array({have, value})}};
-        else have = false;
+        if (have == json(true))
+          have = value;
+        else if (have != json(false) && value != json(false))
+          have = json{{"allOf", json::array({have, value})}};
+        else
+          have = false;
       } else if (!json_schema_annotation(key)) {
         fail_schema(where, "allOf whose parts give '" + key + "' different values");
       }

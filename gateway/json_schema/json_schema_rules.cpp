@@ -20,9 +20,9 @@ constexpr int max_exponent_digits = 2;  // 1e999 overflows a double: parsers rej
 void fail_schema(const std::string& where, const std::string& what) { throw schema_error{what + " at " + where}; }
 
 bool json_schema_annotation(const std::string& key) {
-  static const std::set<std::string> annotations = {"title", "description", "default", "examples", "$schema", "$id",
-                                                    "$comment", "$defs", "definitions", "deprecated", "readOnly",
-                                                    "writeOnly", "discriminator"};
+  static const std::set<std::string> annotations = {
+      "title", "description", "default",    "examples", "$schema",   "$id",          "$comment",
+      "$defs", "definitions", "deprecated", "readOnly", "writeOnly", "discriminator"};
   return annotations.contains(key);
 }
 
@@ -68,8 +68,9 @@ grammar_sequence json_rules::character() {
   character_ = b_.rule({
       raw,
       b_.multibyte_utf8(),
-      join({b_.literal("\\"), b_.bytes({{'"', '"'}, {'\\', '\\'}, {'/', '/'}, {'b', 'b'}, {'f', 'f'},
-                                        {'n', 'n'}, {'r', 'r'}, {'t', 't'}})}),
+      join({b_.literal("\\"),
+            b_.bytes(
+                {{'"', '"'}, {'\\', '\\'}, {'/', '/'}, {'b', 'b'}, {'f', 'f'}, {'n', 'n'}, {'r', 'r'}, {'t', 't'}})}),
       join({b_.literal("\\u"), unicode_escape}),
   });
   return character_;
@@ -102,8 +103,8 @@ grammar_sequence json_rules::value() {
 
 grammar_sequence json_rules::object(const grammar_sequence& member_value) {
   auto member = b_.rule({join({string(), colon(), member_value})});
-  return b_.rule({join({b_.literal("{"), b_.optional(join({member, b_.repeated(join({separator(), member}))})),
-                        b_.literal("}")})});
+  return b_.rule({join(
+      {b_.literal("{"), b_.optional(join({member, b_.repeated(join({separator(), member}))})), b_.literal("}")})});
 }
 
 grammar_sequence json_rules::array(const grammar_sequence& item, int min_items, int max_items) {
@@ -118,8 +119,10 @@ grammar_sequence json_rules::array(const grammar_sequence& item, int min_items, 
     more = join({more, optional_tail});
   }
   grammar_sequence items = join({item, more});
-  if (max_items == 0) items.clear();
-  else if (min_items == 0) items = b_.optional(items);
+  if (max_items == 0)
+    items.clear();
+  else if (min_items == 0)
+    items = b_.optional(items);
   return b_.rule({join({b_.literal("["), items, b_.literal("]")})});
 }
 
@@ -143,13 +146,20 @@ grammar_sequence json_rules::automaton(const byte_automaton& a, bool quoted) {
       if (to == byte_automaton::none) continue;
       std::string escape;
       if (quoted) {
-        if (c == '"') escape = "\\\"";
-        else if (c == '\\') escape = "\\\\";
-        else if (c == '\n') escape = "\\n";
-        else if (c == '\t') escape = "\\t";
-        else if (c == '\r') escape = "\\r";
-        else if (c == '\b') escape = "\\b";
-        else if (c == '\f') escape = "\\f";
+        if (c == '"')
+          escape = "\\\"";
+        else if (c == '\\')
+          escape = "\\\\";
+        else if (c == '\n')
+          escape = "\\n";
+        else if (c == '\t')
+          escape = "\\t";
+        else if (c == '\r')
+          escape = "\\r";
+        else if (c == '\b')
+          escape = "\\b";
+        else if (c == '\f')
+          escape = "\\f";
         else if (c < 0x20 || (c == '<' && escape_less_than_)) {
           static const char hex[] = "0123456789abcdef";
           escape = std::string("\\u00") + hex[c >> 4] + hex[c & 15];
@@ -163,7 +173,8 @@ grammar_sequence json_rules::automaton(const byte_automaton& a, bool quoted) {
       if (same == raw.end()) same = raw.insert(raw.end(), {to, byte_set{}});
       same->second.add(uint8_t(c), uint8_t(c));
     }
-    for (auto& [to, set] : raw) alternatives.push_back(join({b_.bytes(set), grammar_builder::reference(rules[size_t(to)])}));
+    for (auto& [to, set] : raw)
+      alternatives.push_back(join({b_.bytes(set), grammar_builder::reference(rules[size_t(to)])}));
     if (a.accepting(int32_t(s))) alternatives.push_back(quoted ? b_.literal("\"") : grammar_sequence{});
     b_.define(rules[s], std::move(alternatives));
   }

@@ -30,8 +30,7 @@ class json_rules {
  public:
   // escape_less_than: strings write '<' only as \u003c, so JSON inside markup can never
   // hold a closing tag.
-  explicit json_rules(grammar_builder& b, bool escape_less_than = false)
-      : b_(b), escape_less_than_(escape_less_than) {}
+  explicit json_rules(grammar_builder& b, bool escape_less_than = false) : b_(b), escape_less_than_(escape_less_than) {}
 
   grammar_builder& builder() { return b_; }
 

@@ -17,13 +17,35 @@ using json = nlohmann::ordered_json;
 
 namespace {
 
-const std::set<std::string> supported = {
-    "type",          "properties",    "required",         "additionalProperties", "items",
-    "minItems",      "maxItems",      "minLength",        "maxLength",            "enum",
-    "const",         "anyOf",         "oneOf",            "allOf",                "$ref",
-    "pattern",       "format",        "minimum",          "maximum",              "exclusiveMinimum",
-    "exclusiveMaximum", "multipleOf", "propertyNames",    "patternProperties",    "minProperties",
-    "maxProperties", "prefixItems",   "uniqueItems",      "additionalItems"};
+const std::set<std::string> supported = {"type",
+                                         "properties",
+                                         "required",
+                                         "additionalProperties",
+                                         "items",
+                                         "minItems",
+                                         "maxItems",
+                                         "minLength",
+                                         "maxLength",
+                                         "enum",
+                                         "const",
+                                         "anyOf",
+                                         "oneOf",
+                                         "allOf",
+                                         "$ref",
+                                         "pattern",
+                                         "format",
+                                         "minimum",
+                                         "maximum",
+                                         "exclusiveMinimum",
+                                         "exclusiveMaximum",
+                                         "multipleOf",
+                                         "propertyNames",
+                                         "patternProperties",
+                                         "minProperties",
+                                         "maxProperties",
+                                         "prefixItems",
+                                         "uniqueItems",
+                                         "additionalItems"};
 
 // Object members whose counts a grammar tracks: properties times the counts told apart.
 constexpr size_t max_counted_members = 100000;
@@ -82,7 +104,8 @@ bool name_allowed(const std::string& name, const json& names, const std::optiona
 std::optional<json> tag_values(const json& branch, const std::string& name) {
   if (!branch.is_object() || !branch.contains("properties") || !branch["properties"].is_object()) return std::nullopt;
   const json required = branch.value("required", json::array());
-  if (!required.is_array() || std::find(required.begin(), required.end(), json(name)) == required.end()) return std::nullopt;
+  if (!required.is_array() || std::find(required.begin(), required.end(), json(name)) == required.end())
+    return std::nullopt;
   const json& p = branch["properties"].contains(name) ? branch["properties"][name] : json();
   if (!p.is_object()) return std::nullopt;
   if (p.contains("const")) return json::array({p["const"]});
@@ -124,7 +147,8 @@ grammar_sequence schema_translator::value(const json& schema, const std::string&
   if (schema.contains("allOf")) return value(merge_all_of(schema, document_, where), where);
   if (schema.contains("$ref")) {
     bool only_annotations = true;
-    for (auto& [key, unused] : schema.items()) only_annotations = only_annotations && (key == "$ref" || json_schema_annotation(key));
+    for (auto& [key, unused] : schema.items())
+      only_annotations = only_annotations && (key == "$ref" || json_schema_annotation(key));
     if (!only_annotations) {
       json with_siblings = schema;
       with_siblings["allOf"] = json::array({json{{"$ref", schema["$ref"]}}});
@@ -145,7 +169,8 @@ grammar_sequence schema_translator::value(const json& schema, const std::string&
     auto& any_of = schema["anyOf"];
     if (!any_of.is_array() || any_of.empty()) fail_schema(where + "/anyOf", "anyOf that is not a non-empty array");
     std::vector<grammar_sequence> choices;
-    for (size_t i = 0; i < any_of.size(); ++i) choices.push_back(value(any_of[i], where + "/anyOf/" + std::to_string(i)));
+    for (size_t i = 0; i < any_of.size(); ++i)
+      choices.push_back(value(any_of[i], where + "/anyOf/" + std::to_string(i)));
     return b_.rule(std::move(choices));
   }
   if (schema.contains("oneOf")) return one_of(schema, where);
@@ -164,7 +189,8 @@ grammar_sequence schema_translator::value(const json& schema, const std::string&
   }
   auto& type = schema["type"];
   if (type.is_string()) return typed(schema, type.get<std::string>(), where);
-  if (!type.is_array() || type.empty()) fail_schema(where + "/type", "a type that is neither a name nor a list of names");
+  if (!type.is_array() || type.empty())
+    fail_schema(where + "/type", "a type that is neither a name nor a list of names");
   std::vector<grammar_sequence> choices;
   for (auto& t : type) {
     if (!t.is_string()) fail_schema(where + "/type", "a type that is not a name");
@@ -204,7 +230,8 @@ grammar_sequence schema_translator::one_of(const json& schema, const std::string
     resolved.push_back(std::move(b));
   }
   bool told_apart = branches.size() == 1;
-  if (!told_apart && resolved[0].is_object() && resolved[0].contains("properties") && resolved[0]["properties"].is_object()) {
+  if (!told_apart && resolved[0].is_object() && resolved[0].contains("properties") &&
+      resolved[0]["properties"].is_object()) {
     for (auto& [name, unused] : resolved[0]["properties"].items()) {
       std::vector<json> seen;
       bool disjoint = true;
@@ -226,11 +253,13 @@ grammar_sequence schema_translator::one_of(const json& schema, const std::string
     }
   }
   if (!told_apart)
-    unsupported(where + "/oneOf",
-                "oneOf whose branches may overlap (supported: branches told apart by a required const or enum property)",
-                "oneOf");
+    unsupported(
+        where + "/oneOf",
+        "oneOf whose branches may overlap (supported: branches told apart by a required const or enum property)",
+        "oneOf");
   std::vector<grammar_sequence> choices;
-  for (size_t i = 0; i < branches.size(); ++i) choices.push_back(value(branches[i], where + "/oneOf/" + std::to_string(i)));
+  for (size_t i = 0; i < branches.size(); ++i)
+    choices.push_back(value(branches[i], where + "/oneOf/" + std::to_string(i)));
   return b_.rule(std::move(choices));
 }
 
@@ -242,14 +271,18 @@ std::optional<byte_automaton> schema_translator::string_automaton(const json& sc
     // A format the grammar does not know is left to a pattern beside it, as zod writes them
     // ("starts_with" beside "^x-.*").
     auto f = format_automaton(schema["format"].get<std::string>());
-    if (f) narrow(*f);
-    else if (!schema.contains("pattern")) unsupported(where + "/format", f.err().message, "format");
+    if (f)
+      narrow(*f);
+    else if (!schema.contains("pattern"))
+      unsupported(where + "/format", f.err().message, "format");
   }
   if (schema.contains("pattern")) {
     if (!schema["pattern"].is_string()) fail_schema(where + "/pattern", "a pattern that is not a string");
     auto p = pattern_automaton(schema["pattern"].get<std::string>());
-    if (!p) unsupported(where + "/pattern", "a pattern that cannot be enforced: " + p.err().message, "pattern");
-    else narrow(*p);
+    if (!p)
+      unsupported(where + "/pattern", "a pattern that cannot be enforced: " + p.err().message, "pattern");
+    else
+      narrow(*p);
   }
   if (!a) return std::nullopt;
   if (schema.contains("minLength") || schema.contains("maxLength")) {
@@ -260,7 +293,8 @@ std::optional<byte_automaton> schema_translator::string_automaton(const json& sc
   return a;
 }
 
-std::optional<byte_automaton> schema_translator::number_automaton(const json& schema, bool integer, const std::string& where) {
+std::optional<byte_automaton> schema_translator::number_automaton(const json& schema, bool integer,
+                                                                  const std::string& where) {
   if (!has_number_bounds(schema)) return std::nullopt;
   auto a = bounded_number_automaton(schema, integer);
   if (!a) fail_schema(where, a.err().message);
@@ -308,8 +342,7 @@ std::optional<grammar_sequence> schema_translator::extra_member(const json& sche
       }
       if (allowed_names && !name.empty()) name = narrowed(name, *allowed_names, where);
       const std::string at = where + "/patternProperties/" + pattern;
-      if (!name.empty())
-        members.push_back(join({rules_.string_of(name), rules_.colon(), value(value_schema, at)}));
+      if (!name.empty()) members.push_back(join({rules_.string_of(name), rules_.colon(), value(value_schema, at)}));
       ++i;
     }
     if (members.empty()) return std::nullopt;
@@ -358,13 +391,15 @@ grammar_sequence schema_translator::object(const json& schema, const std::string
       auto a = pattern_automaton(pattern);
       if (a && a->matches(name)) property_schema = json{{"allOf", json::array({property_schema, pattern_schema})}};
     }
-    members.push_back({join({rules_.literal(json(name)), rules_.colon(), value(property_schema, where + "/properties/" + name)}),
-                       required.contains(name)});
+    members.push_back(
+        {join({rules_.literal(json(name)), rules_.colon(), value(property_schema, where + "/properties/" + name)}),
+         required.contains(name)});
   }
   const size_t n = members.size();
   if (size_t(min_count) > n)
-    fail_schema(where + "/minProperties", "minProperties above the number of listed properties (names written "
-                                          "beyond them could repeat)");
+    fail_schema(where + "/minProperties",
+                "minProperties above the number of listed properties (names written "
+                "beyond them could repeat)");
 
   // R[i][w]: from member i on, w members written (counted up to `cap`; past it, counts
   // need not be told apart). A member follows a comma once one is written.
@@ -400,7 +435,8 @@ grammar_sequence schema_translator::object(const json& schema, const std::string
       const int after = max_count >= 0 ? w + 1 : std::min(w + 1, cap);
       std::vector<grammar_sequence> alternatives;
       if (after <= cap && meets[i + 1][size_t(after)]) {
-        alternatives.push_back(join({w > 0 ? rules_.separator() : grammar_sequence{}, members[i].text, from[i + 1][size_t(after)]}));
+        alternatives.push_back(
+            join({w > 0 ? rules_.separator() : grammar_sequence{}, members[i].text, from[i + 1][size_t(after)]}));
       }
       if (!members[i].required && meets[i + 1][size_t(w)]) alternatives.push_back(from[i + 1][size_t(w)]);
       if (alternatives.empty()) continue;
@@ -445,7 +481,8 @@ grammar_sequence schema_translator::array(const json& schema, const std::string&
                             : b_.rule({value(rest, where + "/items")}));
   }
   grammar_sequence tail;
-  if (max_items < 0 && rest != json(false)) tail = b_.repeated(join({rules_.separator(), b_.rule({value(rest, where + "/items")})}));
+  if (max_items < 0 && rest != json(false))
+    tail = b_.repeated(join({rules_.separator(), b_.rule({value(rest, where + "/items")})}));
   grammar_sequence after = join({tail, b_.literal("]")});
   for (int i = last; i-- > 0;) {
     auto written = join({i > 0 ? rules_.separator() : grammar_sequence{}, item_at[size_t(i)], after});
@@ -458,7 +495,8 @@ grammar_sequence schema_translator::array(const json& schema, const std::string&
 grammar_sequence schema_translator::reference(const json& ref, const std::string& where) {
   if (!ref.is_string()) fail_schema(where, "a $ref that is not a string");
   auto target = ref.get<std::string>();
-  if (auto found = references_.find(target); found != references_.end()) return grammar_builder::reference(found->second);
+  if (auto found = references_.find(target); found != references_.end())
+    return grammar_builder::reference(found->second);
   const json* found = resolve_reference(document_, target);
   if (!found) fail_schema(where, "a $ref that names no #/$defs/ entry ('" + target + "')");
   int32_t index = b_.declare();

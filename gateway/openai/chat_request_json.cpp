@@ -21,7 +21,8 @@ using json = nlohmann::ordered_json;
 result<json, api_error> normalise_message(const json& m, size_t i) {
   const std::string where = "messages[" + std::to_string(i) + "]";
   if (!m.is_object()) return bad_param(where, where + " must be an object");
-  if (!m.contains("role") || !m["role"].is_string()) return bad_param(where + ".role", where + ".role must be a string");
+  if (!m.contains("role") || !m["role"].is_string())
+    return bad_param(where + ".role", where + ".role must be a string");
   const std::string role = m["role"].get<std::string>();
   if (role != "system" && role != "developer" && role != "user" && role != "assistant" && role != "tool")
     return bad_param(where + ".role", "unknown role \"" + role + "\" (system, developer, user, assistant or tool)");
@@ -77,7 +78,8 @@ result<std::vector<tool_spec>, api_error> parse_tools(const json& tools) {
     tool_spec spec{t["function"]["name"].get<std::string>(), {}};
     const json params = t["function"].value("parameters", json::object());
     if (params.is_object() && params.contains("properties") && params["properties"].is_object())
-      for (const auto& [name, schema] : params["properties"].items()) spec.parameter_types[name] = declared_parameter_type(schema);
+      for (const auto& [name, schema] : params["properties"].items())
+        spec.parameter_types[name] = declared_parameter_type(schema);
     specs.push_back(std::move(spec));
   }
   return specs;
@@ -114,9 +116,12 @@ std::optional<api_error> parse_tool_choice(const json& body, const std::vector<t
     r.choice = tool_choice::function;
     r.choice_name = named_choice(c);
     if (std::none_of(tools.begin(), tools.end(), [&](const tool_spec& t) { return t.name == r.choice_name; }))
-      return bad_param("tool_choice", "tool_choice names the function \"" + r.choice_name + "\", which is not in tools");
+      return bad_param("tool_choice",
+                       "tool_choice names the function \"" + r.choice_name + "\", which is not in tools");
   } else {
-    return bad_param("tool_choice", "tool_choice must be \"auto\", \"none\", \"required\" or {\"type\": \"function\", \"function\": {\"name\": ...}}");
+    return bad_param("tool_choice",
+                     "tool_choice must be \"auto\", \"none\", \"required\" or {\"type\": \"function\", \"function\": "
+                     "{\"name\": ...}}");
   }
   if (r.choice == tool_choice::required && tools.empty())
     return bad_param("tool_choice", "tool_choice \"required\" needs tools");
@@ -157,7 +162,8 @@ result<chat_request, api_error> parse_chat_object(json body, tool_call_format ca
   }
   r.tool_specs = std::make_shared<const std::vector<tool_spec>>(std::move(tools));
   if (body.contains("parallel_tool_calls") && !body["parallel_tool_calls"].is_null()) {
-    if (!body["parallel_tool_calls"].is_boolean()) return bad_param("parallel_tool_calls", "parallel_tool_calls must be true or false");
+    if (!body["parallel_tool_calls"].is_boolean())
+      return bad_param("parallel_tool_calls", "parallel_tool_calls must be true or false");
     r.parallel_tool_calls = body["parallel_tool_calls"].get<bool>();
   }
   // A forced call is the whole answer: it takes the place of any response_format.
@@ -178,11 +184,13 @@ result<chat_request, api_error> parse_chat_object(json body, tool_call_format ca
     r.top_logprobs = int(*t);
   }
   if (body.contains("add_generation_prompt")) {
-    if (!body["add_generation_prompt"].is_boolean()) return bad_param("add_generation_prompt", "add_generation_prompt must be true or false");
+    if (!body["add_generation_prompt"].is_boolean())
+      return bad_param("add_generation_prompt", "add_generation_prompt must be true or false");
     r.add_generation_prompt = body["add_generation_prompt"].get<bool>();
   }
   if (body.contains("chat_template_kwargs") && !body["chat_template_kwargs"].is_null()) {
-    if (!body["chat_template_kwargs"].is_object()) return bad_param("chat_template_kwargs", "chat_template_kwargs must be an object");
+    if (!body["chat_template_kwargs"].is_object())
+      return bad_param("chat_template_kwargs", "chat_template_kwargs must be an object");
     for (const auto& [key, v] : body["chat_template_kwargs"].items()) r.template_kwargs.set(key, to_template_value(v));
   }
   return r;

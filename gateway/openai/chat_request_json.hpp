@@ -20,11 +20,11 @@ enum class tool_choice { automatic, none, required, function };
 
 struct chat_request {
   generation_options options;
-  jinja::value messages;  // normalised as transformers hands them to templates
-  jinja::value tools;     // undefined when none were given
+  jinja::value messages;                                     // normalised as transformers hands them to templates
+  jinja::value tools;                                        // undefined when none were given
   std::shared_ptr<const std::vector<tool_spec>> tool_specs;  // the same tools, for parsing calls
   tool_choice choice = tool_choice::automatic;
-  std::string choice_name;           // the tool named by tool_choice function
+  std::string choice_name;          // the tool named by tool_choice function
   bool parallel_tool_calls = true;  // tool_choice required: several calls may follow one another
   bool add_generation_prompt = true;
   jinja::object template_kwargs;  // chat_template_kwargs, e.g. enable_thinking

@@ -35,7 +35,8 @@ class fields {
     if (!v) return;
     const auto i = exact_integer(*v);
     if (!i || *i < lo || *i > hi)
-      return fail(name, std::string(name) + " must be an integer from " + std::to_string(lo) + " to " + std::to_string(hi));
+      return fail(name,
+                  std::string(name) + " must be an integer from " + std::to_string(lo) + " to " + std::to_string(hi));
     out = int(*i);
   }
   void boolean(const char* name, bool& out) {
@@ -102,20 +103,26 @@ result<generation_options, api_error> parse_generation_options(const json& body)
   f.number("frequency_penalty", -2, 2, o.sampling.frequency_penalty);
   f.number("repetition_penalty", 1e-9, 1e9, o.sampling.repetition_penalty);
   if (const json* seed = f.get("seed")) {
-    if (!seed->is_number_integer()) f.fail("seed", "seed must be an integer");
-    else o.sampling.seed = seed->get<uint64_t>(), o.has_seed = true;  // modulo 2^64, as numpy takes it
+    if (!seed->is_number_integer())
+      f.fail("seed", "seed must be an integer");
+    else
+      o.sampling.seed = seed->get<uint64_t>(), o.has_seed = true;  // modulo 2^64, as numpy takes it
   }
   f.integer("n", 1, 128, o.n);
   f.boolean("stream", o.stream);
   if (const json* so = f.get("stream_options")) {
-    if (!so->is_object()) f.fail("stream_options", "stream_options must be an object");
-    else fields(*so).boolean("include_usage", o.include_usage);
+    if (!so->is_object())
+      f.fail("stream_options", "stream_options must be an object");
+    else
+      fields(*so).boolean("include_usage", o.include_usage);
   }
   if (const json* stop = f.get("stop")) {
-    if (stop->is_string()) o.stop.push_back(stop->get<std::string>());
+    if (stop->is_string())
+      o.stop.push_back(stop->get<std::string>());
     else if (stop->is_array() && std::all_of(stop->begin(), stop->end(), [](const json& s) { return s.is_string(); }))
       for (const json& s : *stop) o.stop.push_back(s.get<std::string>());
-    else f.fail("stop", "stop must be a string or a list of strings");
+    else
+      f.fail("stop", "stop must be a string or a list of strings");
     if (auto e = check_count(o.stop.size(), max_stop_strings, "stop", "strings")) f.fail(*e);
     for (const std::string& s : o.stop) {
       if (s.empty()) f.fail("stop", "stop strings must not be empty");
@@ -125,17 +132,22 @@ result<generation_options, api_error> parse_generation_options(const json& body)
   }
   if (const json* ids = f.get("stop_token_ids")) {
     auto read = token_ids(*ids, "stop_token_ids");
-    if (!read) f.fail(read.err());
-    else if (auto e = check_count(read->size(), max_token_list, "stop_token_ids", "ids")) f.fail(*e);
-    else o.stop_token_ids = std::move(*read);
+    if (!read)
+      f.fail(read.err());
+    else if (auto e = check_count(read->size(), max_token_list, "stop_token_ids", "ids"))
+      f.fail(*e);
+    else
+      o.stop_token_ids = std::move(*read);
   }
   if (const json* bias = f.get("logit_bias")) read_logit_bias(*bias, f, o.sampling.logit_bias);
   f.boolean("ignore_eos", o.ignore_eos);
   f.boolean("skip_special_tokens", o.skip_special_tokens);
   f.boolean("return_tokens_as_token_ids", o.return_tokens_as_token_ids);
   if (const json* user = f.get("user")) {
-    if (user->is_string()) o.user = user->get<std::string>();
-    else f.fail("user", "user must be a string");
+    if (user->is_string())
+      o.user = user->get<std::string>();
+    else
+      f.fail("user", "user must be a string");
   }
   if (!o.stream && o.include_usage) o.include_usage = false;
   if (f.failed()) return f.failure();
@@ -154,7 +166,8 @@ result<completion_request, api_error> parse_completion_request(std::string_view 
   completion_request r{std::move(*options), {}, -1, false};
   fields f(body);
   const json* prompt = f.get("prompt");
-  const std::string shape = "prompt must be a string, a list of strings, a list of token ids or a list of lists of token ids";
+  const std::string shape =
+      "prompt must be a string, a list of strings, a list of token ids or a list of lists of token ids";
   // A list of ids is one prompt; a list of strings or of id lists is several.
   auto ids_of = [](const json& a) { return a.is_array() && !a.empty() && a.front().is_number(); };
   auto add_ids = [&](const json& a) -> std::optional<api_error> {
@@ -170,10 +183,12 @@ result<completion_request, api_error> parse_completion_request(std::string_view 
     if (auto e = add_ids(*prompt)) return *e;
   } else if (prompt->is_array() && !prompt->empty()) {
     for (const json& p : *prompt) {
-      if (p.is_string()) r.prompts.push_back({p.get<std::string>(), {}, false});
+      if (p.is_string())
+        r.prompts.push_back({p.get<std::string>(), {}, false});
       else if (ids_of(p)) {
         if (auto e = add_ids(p)) return *e;
-      } else return bad_param("prompt", shape);
+      } else
+        return bad_param("prompt", shape);
     }
   } else {
     return bad_param("prompt", shape);
@@ -184,8 +199,9 @@ result<completion_request, api_error> parse_completion_request(std::string_view 
   // OpenAI's answer would list the prompt's log-probs too, which the engine does not compute:
   // refused rather than answered with log-probs that skip the echoed text.
   if (r.echo && r.logprobs >= 0)
-    return bad_param("echo", "echo with logprobs asks for the prompt's log-probs, which this server does not "
-                             "compute; ask for one or the other");
+    return bad_param("echo",
+                     "echo with logprobs asks for the prompt's log-probs, which this server does not "
+                     "compute; ask for one or the other");
   if (r.options.max_tokens < 0) r.options.max_tokens = 16;  // the completions API's default
   return r;
 }

@@ -10,8 +10,8 @@
 
 #include "base/result.hpp"
 #include "gateway/api_error.hpp"
-#include "text/grammar/grammar.hpp"
 #include "model/sampling.hpp"
+#include "text/grammar/grammar.hpp"
 
 namespace troupe {
 
@@ -28,8 +28,8 @@ struct generation_options {
   bool ignore_eos = false;
   bool skip_special_tokens = true;
   bool return_tokens_as_token_ids = false;  // vLLM: "token_id:N" instead of token text
-  std::string user;  // OpenAI's end-user id; also a session key that keeps a replica
-  grammar output_grammar;  // response_format, guided_choice or a forced tool call; no rules: free
+  std::string user;                         // OpenAI's end-user id; also a session key that keeps a replica
+  grammar output_grammar;                   // response_format, guided_choice or a forced tool call; no rules: free
 };
 
 // What one request may list (a 400 past it).

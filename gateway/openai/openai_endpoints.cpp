@@ -17,15 +17,21 @@ result<json, api_error> object_body(std::string_view body) {
   auto parsed = parse_json_object(body);
   if (!parsed) return parsed.err();
   json& j = *parsed;
-  if (!j.contains("model") || !j["model"].is_string()) return bad_param("model", "model is required and must be a string");
+  if (!j.contains("model") || !j["model"].is_string())
+    return bad_param("model", "model is required and must be a string");
   return j;
 }
 
 json model_object(const std::string& served_name, int max_model_len) {
-  const auto created = std::chrono::duration_cast<std::chrono::seconds>(
-                           std::chrono::system_clock::now().time_since_epoch()).count();
-  return {{"id", served_name}, {"object", "model"}, {"created", created}, {"owned_by", "troupe"},
-          {"root", served_name}, {"parent", nullptr}, {"max_model_len", max_model_len}};
+  const auto created =
+      std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+  return {{"id", served_name},
+          {"object", "model"},
+          {"created", created},
+          {"owned_by", "troupe"},
+          {"root", served_name},
+          {"parent", nullptr},
+          {"max_model_len", max_model_len}};
 }
 
 }  // namespace
@@ -44,7 +50,10 @@ std::optional<std::string> model_id_of_path(std::string_view path) {
   constexpr std::string_view prefix = "/v1/models/";
   if (path.substr(0, prefix.size()) != prefix) return std::nullopt;
   auto hex = [](char c) {
-    return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+    return c >= '0' && c <= '9'   ? c - '0'
+           : c >= 'a' && c <= 'f' ? c - 'a' + 10
+           : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                  : -1;
   };
   std::string id;
   for (size_t i = prefix.size(); i < path.size(); ++i) {
@@ -61,12 +70,15 @@ std::optional<std::string> model_id_of_path(std::string_view path) {
 std::string version_json() { return dump({{"version", TROUPE_VERSION}}); }
 
 result<tokenize_request, api_error> parse_tokenize_request(const json& body) {
-  if (!body.contains("model") || !body["model"].is_string()) return bad_param("model", "model is required and must be a string");
+  if (!body.contains("model") || !body["model"].is_string())
+    return bad_param("model", "model is required and must be a string");
   tokenize_request r{body["model"].get<std::string>(), {}, true};
-  if (!body.contains("prompt") || !body["prompt"].is_string()) return bad_param("prompt", "prompt is required and must be a string");
+  if (!body.contains("prompt") || !body["prompt"].is_string())
+    return bad_param("prompt", "prompt is required and must be a string");
   r.prompt = body["prompt"].get<std::string>();
   if (body.contains("add_special_tokens")) {
-    if (!body["add_special_tokens"].is_boolean()) return bad_param("add_special_tokens", "add_special_tokens must be true or false");
+    if (!body["add_special_tokens"].is_boolean())
+      return bad_param("add_special_tokens", "add_special_tokens must be true or false");
     r.add_special_tokens = body["add_special_tokens"].get<bool>();
   }
   return r;

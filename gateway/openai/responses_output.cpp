@@ -16,7 +16,8 @@ std::string item_id(const std::string& response_id, const char* kind, int n) {
 
 json reasoning_item(const std::string& id, const std::string& text, const char* status) {
   json content = json::array();
-  if (!text.empty() || std::string(status) == "completed") content.push_back({{"type", "reasoning_text"}, {"text", text}});
+  if (!text.empty() || std::string(status) == "completed")
+    content.push_back({{"type", "reasoning_text"}, {"text", text}});
   return {{"type", "reasoning"}, {"id", id}, {"summary", json::array()}, {"content", content}, {"status", status}};
 }
 
@@ -31,15 +32,17 @@ json message_item(const std::string& id, const std::string& text, const char* st
 }
 
 json call_item(const std::string& id, const tool_call& call, const char* status) {
-  return {{"type", "function_call"}, {"id", id}, {"call_id", call.id}, {"name", call.name},
+  return {{"type", "function_call"},     {"id", id},        {"call_id", call.id}, {"name", call.name},
           {"arguments", call.arguments}, {"status", status}};
 }
 
 }  // namespace
 
 responses_output::responses_output(std::string id, std::string model, json request_echo)
-    : id_(std::move(id)), model_(std::move(model)),
-      created_(std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count()),
+    : id_(std::move(id)),
+      model_(std::move(model)),
+      created_(std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
+                   .count()),
       echo_(std::move(request_echo)) {}
 
 json responses_output::output_items(const reply_summary& reply) const {
@@ -48,20 +51,23 @@ json responses_output::output_items(const reply_summary& reply) const {
   if (!reply.reasoning.empty()) items.push_back(reasoning_item(item_id(id_, "rs", n++), reply.reasoning, "completed"));
   // A reply of calls alone has no message item, as OpenAI writes it.
   if (!reply.text.empty() || reply.calls.empty())
-    items.push_back(message_item(item_id(id_, "msg", n++), reply.text, reply.finish == "length" ? "incomplete" : "completed", true));
+    items.push_back(message_item(item_id(id_, "msg", n++), reply.text,
+                                 reply.finish == "length" ? "incomplete" : "completed", true));
   int c = 0;
   for (const tool_call& call : reply.calls) items.push_back(call_item(item_id(id_, "fc", c++), call, "completed"));
   return items;
 }
 
 json responses_output::response(const reply_summary* reply) const {
-  json r{{"id", id_}, {"object", "response"}, {"created_at", created_}, {"status", "in_progress"}, {"error", nullptr},
-         {"incomplete_details", nullptr}, {"model", model_}, {"output", json::array()}};
+  json r{{"id", id_},        {"object", "response"},          {"created_at", created_}, {"status", "in_progress"},
+         {"error", nullptr}, {"incomplete_details", nullptr}, {"model", model_},        {"output", json::array()}};
   for (auto& [key, value] : echo_.items()) r[key] = value;
   r["usage"] = nullptr;
   if (!reply) return r;
-  if (reply->finish == "error") r["status"] = "failed";
-  else if (reply->finish == "cancelled") r["status"] = "cancelled";
+  if (reply->finish == "error")
+    r["status"] = "failed";
+  else if (reply->finish == "cancelled")
+    r["status"] = "cancelled";
   else if (reply->finish == "length") {
     r["status"] = "incomplete";
     r["incomplete_details"] = {{"reason", "max_output_tokens"}};
@@ -95,14 +101,22 @@ std::string responses_output::close_item() {
   const std::string id = item_id(id_, open_ == open_item::reasoning ? "rs" : "msg", items_ - 1);
   if (open_ == open_item::reasoning) {
     json part{{"type", "reasoning_text"}, {"text", item_text_}};
-    out += event("response.reasoning_text.done", {{"item_id", id}, {"output_index", index}, {"content_index", 0}, {"text", item_text_}});
-    out += event("response.content_part.done", {{"item_id", id}, {"output_index", index}, {"content_index", 0}, {"part", part}});
-    out += event("response.output_item.done", {{"output_index", index}, {"item", reasoning_item(id, item_text_, "completed")}});
+    out += event("response.reasoning_text.done",
+                 {{"item_id", id}, {"output_index", index}, {"content_index", 0}, {"text", item_text_}});
+    out += event("response.content_part.done",
+                 {{"item_id", id}, {"output_index", index}, {"content_index", 0}, {"part", part}});
+    out += event("response.output_item.done",
+                 {{"output_index", index}, {"item", reasoning_item(id, item_text_, "completed")}});
   } else if (open_ == open_item::message) {
-    out += event("response.output_text.done", {{"item_id", id}, {"output_index", index}, {"content_index", 0},
-                                               {"text", item_text_}, {"logprobs", json::array()}});
-    out += event("response.content_part.done", {{"item_id", id}, {"output_index", index}, {"content_index", 0}, {"part", text_part(item_text_)}});
-    out += event("response.output_item.done", {{"output_index", index}, {"item", message_item(id, item_text_, "completed", true)}});
+    out += event("response.output_text.done", {{"item_id", id},
+                                               {"output_index", index},
+                                               {"content_index", 0},
+                                               {"text", item_text_},
+                                               {"logprobs", json::array()}});
+    out += event("response.content_part.done",
+                 {{"item_id", id}, {"output_index", index}, {"content_index", 0}, {"part", text_part(item_text_)}});
+    out += event("response.output_item.done",
+                 {{"output_index", index}, {"item", message_item(id, item_text_, "completed", true)}});
   }
   open_ = open_item::none;
   item_text_.clear();
@@ -116,13 +130,17 @@ std::string responses_output::open(open_item kind) {
   ++output_index_;
   const std::string id = item_id(id_, kind == open_item::reasoning ? "rs" : "msg", items_++);
   if (kind == open_item::reasoning) {
-    out += event("response.output_item.added", {{"output_index", output_index_}, {"item", reasoning_item(id, "", "in_progress")}});
-    out += event("response.content_part.added", {{"item_id", id}, {"output_index", output_index_}, {"content_index", 0},
+    out += event("response.output_item.added",
+                 {{"output_index", output_index_}, {"item", reasoning_item(id, "", "in_progress")}});
+    out += event("response.content_part.added", {{"item_id", id},
+                                                 {"output_index", output_index_},
+                                                 {"content_index", 0},
                                                  {"part", {{"type", "reasoning_text"}, {"text", ""}}}});
   } else {
-    out += event("response.output_item.added", {{"output_index", output_index_}, {"item", message_item(id, "", "in_progress", false)}});
-    out += event("response.content_part.added", {{"item_id", id}, {"output_index", output_index_}, {"content_index", 0},
-                                                 {"part", text_part("")}});
+    out += event("response.output_item.added",
+                 {{"output_index", output_index_}, {"item", message_item(id, "", "in_progress", false)}});
+    out += event("response.content_part.added",
+                 {{"item_id", id}, {"output_index", output_index_}, {"content_index", 0}, {"part", text_part("")}});
   }
   return out;
 }
@@ -133,14 +151,19 @@ std::string responses_output::stream_delta(const std::string& reasoning, const s
   if (!reasoning.empty()) {
     out += open(open_item::reasoning);
     item_text_ += reasoning;
-    out += event("response.reasoning_text.delta", {{"item_id", item_id(id_, "rs", items_ - 1)}, {"output_index", output_index_},
-                                                   {"content_index", 0}, {"delta", reasoning}});
+    out += event("response.reasoning_text.delta", {{"item_id", item_id(id_, "rs", items_ - 1)},
+                                                   {"output_index", output_index_},
+                                                   {"content_index", 0},
+                                                   {"delta", reasoning}});
   }
   if (!text.empty()) {
     out += open(open_item::message);
     item_text_ += text;
-    out += event("response.output_text.delta", {{"item_id", item_id(id_, "msg", items_ - 1)}, {"output_index", output_index_},
-                                                {"content_index", 0}, {"delta", text}, {"logprobs", json::array()}});
+    out += event("response.output_text.delta", {{"item_id", item_id(id_, "msg", items_ - 1)},
+                                                {"output_index", output_index_},
+                                                {"content_index", 0},
+                                                {"delta", text},
+                                                {"logprobs", json::array()}});
   }
   for (const tool_call& call : calls) {
     out += close_item();
@@ -148,11 +171,15 @@ std::string responses_output::stream_delta(const std::string& reasoning, const s
     ++output_index_;
     tool_call opened = call;
     opened.arguments.clear();
-    out += event("response.output_item.added", {{"output_index", output_index_}, {"item", call_item(id, opened, "in_progress")}});
-    out += event("response.function_call_arguments.delta", {{"item_id", id}, {"output_index", output_index_}, {"delta", call.arguments}});
-    out += event("response.function_call_arguments.done", {{"item_id", id}, {"output_index", output_index_}, {"name", call.name},
-                                                           {"arguments", call.arguments}});
-    out += event("response.output_item.done", {{"output_index", output_index_}, {"item", call_item(id, call, "completed")}});
+    out += event("response.output_item.added",
+                 {{"output_index", output_index_}, {"item", call_item(id, opened, "in_progress")}});
+    out += event("response.function_call_arguments.delta",
+                 {{"item_id", id}, {"output_index", output_index_}, {"delta", call.arguments}});
+    out +=
+        event("response.function_call_arguments.done",
+              {{"item_id", id}, {"output_index", output_index_}, {"name", call.name}, {"arguments", call.arguments}});
+    out += event("response.output_item.done",
+                 {{"output_index", output_index_}, {"item", call_item(id, call, "completed")}});
   }
   return out;
 }
@@ -161,7 +188,7 @@ std::string responses_output::stream_end(const reply_summary& reply) {
   // A reply with neither text nor calls still has its (empty) message, as in the body.
   std::string out = reply.text.empty() && reply.calls.empty() ? open(open_item::message) : std::string();
   out += close_item();
-  const char* last = reply.finish == "error"                                 ? "response.failed"
+  const char* last = reply.finish == "error"                                   ? "response.failed"
                      : reply.finish == "length" || reply.finish == "cancelled" ? "response.incomplete"
                                                                                : "response.completed";
   return out + event(last, {{"response", response(&reply)}});

@@ -27,12 +27,14 @@ result<std::string, api_error> text_of(const json& content, const std::string& w
     const std::string type = string_field(part, "type");
     if (type == "input_text" || type == "output_text" || type == "text" || type == "summary_text" ||
         type == "reasoning_text") {
-      if (!part.contains("text") || !part["text"].is_string()) return bad_param(at(where, i), at(where, i) + ".text must be a string");
+      if (!part.contains("text") || !part["text"].is_string())
+        return bad_param(at(where, i), at(where, i) + ".text must be a string");
       text += part["text"].get<std::string>();
     } else if (type == "refusal") {
       text += string_field(part, "refusal");
     } else {
-      return bad_param(at(where, i) + ".type", "content of type '" + type + "' is not supported by this model (text only)");
+      return bad_param(at(where, i) + ".type",
+                       "content of type '" + type + "' is not supported by this model (text only)");
     }
   }
   return text;
@@ -54,7 +56,8 @@ std::optional<api_error> add_items(const json& input, json& messages) {
     const json& item = input[i];
     const std::string where = at("input", i);
     if (!item.is_object()) return bad_param(where, where + " must be an object");
-    if (item.contains("type") && !item["type"].is_string()) return bad_param(where + ".type", where + ".type must be a string");
+    if (item.contains("type") && !item["type"].is_string())
+      return bad_param(where + ".type", where + ".type must be a string");
     const std::string type = string_field(item, "type", item.contains("role") ? "message" : "");
     if (type == "message") {
       const std::string role = string_field(item, "role");
@@ -63,13 +66,16 @@ std::optional<api_error> add_items(const json& input, json& messages) {
       auto text = text_of(item.value("content", json(nullptr)), where + ".content");
       if (!text) return text.err();
       json m{{"role", role == "developer" ? "system" : role}, {"content", *text}};
-      if (role == "assistant" && !pending_reasoning.empty()) m["reasoning_content"] = std::exchange(pending_reasoning, {});
+      if (role == "assistant" && !pending_reasoning.empty())
+        m["reasoning_content"] = std::exchange(pending_reasoning, {});
       messages.push_back(std::move(m));
     } else if (type == "function_call") {
       for (const char* key : {"call_id", "name", "arguments"}) {
-        if (!item.contains(key) || !item[key].is_string()) return bad_param(where + "." + key, where + "." + key + " must be a string");
+        if (!item.contains(key) || !item[key].is_string())
+          return bad_param(where + "." + key, where + "." + key + " must be a string");
       }
-      assistant()["tool_calls"].push_back({{"id", item["call_id"]}, {"type", "function"},
+      assistant()["tool_calls"].push_back({{"id", item["call_id"]},
+                                           {"type", "function"},
                                            {"function", {{"name", item["name"]}, {"arguments", item["arguments"]}}}});
     } else if (type == "function_call_output") {
       if (!item.contains("call_id") || !item["call_id"].is_string())
@@ -78,13 +84,15 @@ std::optional<api_error> add_items(const json& input, json& messages) {
       if (!output) return output.err();
       messages.push_back({{"role", "tool"}, {"tool_call_id", item["call_id"]}, {"content", *output}});
     } else if (type == "reasoning") {
-      const json& parts = item.contains("content") && item["content"].is_array() ? item["content"] : item.value("summary", json::array());
+      const json& parts = item.contains("content") && item["content"].is_array() ? item["content"]
+                                                                                 : item.value("summary", json::array());
       auto text = text_of(parts, where + ".content");
       if (!text) return text.err();
       pending_reasoning += *text;
     } else {
-      return bad_param(where + ".type", "input items of type '" + type + "' are not supported (message, function_call, "
-                                        "function_call_output, reasoning)");
+      return bad_param(where + ".type", "input items of type '" + type +
+                                            "' are not supported (message, function_call, "
+                                            "function_call_output, reasoning)");
     }
   }
   return std::nullopt;
@@ -98,8 +106,10 @@ result<json, api_error> chat_tools(const json& tools) {
     const json& t = tools[i];
     const std::string type = string_field(t, "type");
     if (type != "function")
-      return bad_param(at("tools", i) + ".type", "tools of type '" + type + "' are not supported: troupe serves function tools only");
-    if (!t.contains("name") || !t["name"].is_string()) return bad_param(at("tools", i) + ".name", at("tools", i) + ".name must be a string");
+      return bad_param(at("tools", i) + ".type",
+                       "tools of type '" + type + "' are not supported: troupe serves function tools only");
+    if (!t.contains("name") || !t["name"].is_string())
+      return bad_param(at("tools", i) + ".name", at("tools", i) + ".name must be a string");
     json function{{"name", t["name"]}};
     for (const char* key : {"description", "parameters", "strict"}) {
       if (t.contains(key) && !t[key].is_null()) function[key] = t[key];
@@ -114,8 +124,9 @@ result<json, api_error> chat_tool_choice(const json& choice) {
   if (choice.is_object() && string_field(choice, "type") == "function" && choice.contains("name"))
     return json{{"type", "function"}, {"function", {{"name", choice["name"]}}}};
   const std::string type = string_field(choice, "type");
-  return bad_param("tool_choice", "tool_choice of type '" + type + "' is not supported (\"auto\", \"none\", \"required\" or "
-                                  "{\"type\": \"function\", \"name\": ...})");
+  return bad_param("tool_choice", "tool_choice of type '" + type +
+                                      "' is not supported (\"auto\", \"none\", \"required\" or "
+                                      "{\"type\": \"function\", \"name\": ...})");
 }
 
 result<json, api_error> chat_response_format(const json& text) {
@@ -124,7 +135,8 @@ result<json, api_error> chat_response_format(const json& text) {
   const json& f = text["format"];
   const std::string type = string_field(f, "type");
   if (type == "text" || type == "json_object") return json{{"type", type}};
-  if (type != "json_schema") return bad_param("text.format", "text.format.type must be \"text\", \"json_object\" or \"json_schema\"");
+  if (type != "json_schema")
+    return bad_param("text.format", "text.format.type must be \"text\", \"json_object\" or \"json_schema\"");
   json schema{{"name", string_field(f, "name", "response")}, {"schema", f.value("schema", json::object())}};
   if (f.contains("strict")) schema["strict"] = f["strict"];
   return json{{"type", "json_schema"}, {"json_schema", schema}};
@@ -180,9 +192,10 @@ result<responses_request, api_error> parse_responses_request(const json& body, c
     if (!format) return format.err();
     if (!format->is_null()) chat["response_format"] = *format;
   }
-  if (body.contains("max_output_tokens") && !body["max_output_tokens"].is_null()) chat["max_tokens"] = body["max_output_tokens"];
-  for (const char* key : {"temperature", "top_p", "top_k", "seed", "user", "parallel_tool_calls", "stream", "ignore_eos",
-                          "presence_penalty", "frequency_penalty", "stop"}) {
+  if (body.contains("max_output_tokens") && !body["max_output_tokens"].is_null())
+    chat["max_tokens"] = body["max_output_tokens"];
+  for (const char* key : {"temperature", "top_p", "top_k", "seed", "user", "parallel_tool_calls", "stream",
+                          "ignore_eos", "presence_penalty", "frequency_penalty", "stop"}) {
     if (body.contains(key) && !body[key].is_null()) chat[key] = body[key];
   }
   // reasoning.effort "none" turns the model's thinking off; other efforts keep the default.
@@ -194,21 +207,23 @@ result<responses_request, api_error> parse_responses_request(const json& body, c
   r.store = store.get<bool>();
   const json metadata = body.value("metadata", json::object());
   if (!metadata.is_object() && !metadata.is_null()) return bad_param("metadata", "metadata must be an object");
-  r.echo = {{"instructions", instructions},
-            {"max_output_tokens", body.value("max_output_tokens", json(nullptr))},
-            {"metadata", metadata.is_null() ? json::object() : metadata},
-            {"parallel_tool_calls", body.value("parallel_tool_calls", json(true))},
-            {"previous_response_id", body.value("previous_response_id", json(nullptr))},
-            {"reasoning", {{"effort", reasoning.is_object() ? reasoning.value("effort", json(nullptr)) : json(nullptr)},
-                           {"summary", nullptr}}},
-            {"store", r.store},
-            {"temperature", body.value("temperature", json(1.0))},
-            {"text", body.contains("text") && body["text"].is_object() ? body["text"] : json{{"format", {{"type", "text"}}}}},
-            {"tool_choice", body.value("tool_choice", json("auto"))},
-            {"tools", body.value("tools", json::array())},
-            {"top_p", body.value("top_p", json(1.0))},
-            {"truncation", body.value("truncation", json("disabled"))},
-            {"user", body.value("user", json(nullptr))}};
+  r.echo = {
+      {"instructions", instructions},
+      {"max_output_tokens", body.value("max_output_tokens", json(nullptr))},
+      {"metadata", metadata.is_null() ? json::object() : metadata},
+      {"parallel_tool_calls", body.value("parallel_tool_calls", json(true))},
+      {"previous_response_id", body.value("previous_response_id", json(nullptr))},
+      {"reasoning",
+       {{"effort", reasoning.is_object() ? reasoning.value("effort", json(nullptr)) : json(nullptr)},
+        {"summary", nullptr}}},
+      {"store", r.store},
+      {"temperature", body.value("temperature", json(1.0))},
+      {"text", body.contains("text") && body["text"].is_object() ? body["text"] : json{{"format", {{"type", "text"}}}}},
+      {"tool_choice", body.value("tool_choice", json("auto"))},
+      {"tools", body.value("tools", json::array())},
+      {"top_p", body.value("top_p", json(1.0))},
+      {"truncation", body.value("truncation", json("disabled"))},
+      {"user", body.value("user", json(nullptr))}};
   return r;
 }
 

@@ -6,8 +6,8 @@
 
 namespace troupe::cpu {
 
-void causal_conv1d_silu(const float* x, int tokens, int channels, const float* weight, int kernel,
-                        float* state, float* out) {
+void causal_conv1d_silu(const float* x, int tokens, int channels, const float* weight, int kernel, float* state,
+                        float* out) {
   const int past = kernel - 1;
   // Row i of the state followed by x.
   auto input = [&](int i) { return i < past ? state + int64_t(i) * channels : x + int64_t(i - past) * channels; };

@@ -36,8 +36,8 @@ float dot(const float* a, const float* b, int n) {
 
 }  // namespace
 
-void gated_delta_rule_recurrent(const float* q, const float* k, const float* v, const float* g,
-                                const float* beta, const delta_rule_shape& s, float* state, float* out) {
+void gated_delta_rule_recurrent(const float* q, const float* k, const float* v, const float* g, const float* beta,
+                                const delta_rule_shape& s, float* state, float* out) {
   const auto n = normalise(q, k, s);
   const int group = s.value_heads / s.key_heads, dk = s.key_dim, dv = s.value_dim;
 #pragma omp parallel for schedule(static) if (int64_t(s.tokens) * s.value_heads * dk * dv > 65536)
@@ -75,9 +75,8 @@ void gated_delta_rule_recurrent(const float* q, const float* k, const float* v, 
 // where the corrections u solve the unit lower-triangular system
 //   u_t + sum_{s<t} beta_t exp(gamma_t - gamma_s) (k_t . k_s) u_s = beta_t (v_t - exp(gamma_t) S0^T k_t).
 // Decays enter only as exp of differences that are <= 0, so nothing overflows.
-void gated_delta_rule_chunked(const float* q, const float* k, const float* v, const float* g,
-                              const float* beta, const delta_rule_shape& s, int chunk, float* state,
-                              float* out) {
+void gated_delta_rule_chunked(const float* q, const float* k, const float* v, const float* g, const float* beta,
+                              const delta_rule_shape& s, int chunk, float* state, float* out) {
   const auto n = normalise(q, k, s);
   const int group = s.value_heads / s.key_heads, dk = s.key_dim, dv = s.value_dim;
 #pragma omp parallel for schedule(static) if (int64_t(s.tokens) * s.value_heads * dk * dv > 65536)

@@ -4,7 +4,7 @@ namespace troupe::cpu {
 
 struct delta_rule_shape {
   int tokens = 0;
-  int key_heads = 0;    // value head h reads key head h / (value_heads / key_heads)
+  int key_heads = 0;  // value head h reads key head h / (value_heads / key_heads)
   int value_heads = 0;
   int key_dim = 0;
   int value_dim = 0;
@@ -20,14 +20,13 @@ struct delta_rule_shape {
 // before a sequence's first); out: [tokens, value_heads, value_dim].
 //
 // Token by token: the decode form.
-void gated_delta_rule_recurrent(const float* q, const float* k, const float* v, const float* g,
-                                const float* beta, const delta_rule_shape& shape, float* state, float* out);
+void gated_delta_rule_recurrent(const float* q, const float* k, const float* v, const float* g, const float* beta,
+                                const delta_rule_shape& shape, float* state, float* out);
 
 // The same function in chunks of `chunk` tokens (the prefill form): within a chunk every
 // token's correction to the state is found by one triangular solve, and the state is
 // written once per chunk.
-void gated_delta_rule_chunked(const float* q, const float* k, const float* v, const float* g,
-                              const float* beta, const delta_rule_shape& shape, int chunk, float* state,
-                              float* out);
+void gated_delta_rule_chunked(const float* q, const float* k, const float* v, const float* g, const float* beta,
+                              const delta_rule_shape& shape, int chunk, float* state, float* out);
 
 }  // namespace troupe::cpu

@@ -5,8 +5,7 @@
 
 namespace troupe::cpu {
 
-void gated_rms_norm(const float* x, const float* z, const float* weight, float eps, int rows, int dim,
-                    float* out) {
+void gated_rms_norm(const float* x, const float* z, const float* weight, float eps, int rows, int dim, float* out) {
 #pragma omp parallel for schedule(static) if (int64_t(rows) * dim > 65536)
   for (int r = 0; r < rows; ++r) {
     const float* xr = x + int64_t(r) * dim;

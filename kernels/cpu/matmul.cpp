@@ -54,10 +54,8 @@ float dot_bf16(const float* x, const uint16_t* w, int64_t n) {
     __m128i a = _mm_loadu_si128(reinterpret_cast<const __m128i*>(w + k));
     __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(w + k + 8));
     // bf16 -> fp32 is a 16-bit shift: interleave zeros below each value.
-    __m256 wa = _mm256_castsi256_ps(
-        _mm256_set_m128i(_mm_unpackhi_epi16(zero, a), _mm_unpacklo_epi16(zero, a)));
-    __m256 wb = _mm256_castsi256_ps(
-        _mm256_set_m128i(_mm_unpackhi_epi16(zero, b), _mm_unpacklo_epi16(zero, b)));
+    __m256 wa = _mm256_castsi256_ps(_mm256_set_m128i(_mm_unpackhi_epi16(zero, a), _mm_unpacklo_epi16(zero, a)));
+    __m256 wb = _mm256_castsi256_ps(_mm256_set_m128i(_mm_unpackhi_epi16(zero, b), _mm_unpacklo_epi16(zero, b)));
     acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(x + k), wa, acc0);
     acc1 = _mm256_fmadd_ps(_mm256_loadu_ps(x + k + 8), wb, acc1);
   }

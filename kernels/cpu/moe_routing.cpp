@@ -7,8 +7,7 @@
 
 namespace troupe::cpu {
 
-void route_top_k(const float* logits, int experts, int k, bool normalize, int* chosen,
-                 float* weights) {
+void route_top_k(const float* logits, int experts, int k, bool normalize, int* chosen, float* weights) {
   std::vector<float> probs(logits, logits + experts);
   const float max_logit = *std::max_element(probs.begin(), probs.end());
   float total = 0.0f;

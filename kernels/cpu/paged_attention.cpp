@@ -7,8 +7,8 @@
 
 namespace troupe::cpu {
 
-void paged_attention(const float* q, int tokens, int heads, int kv_heads, int head_dim,
-                     const paged_kv& kv, int start, float* out) {
+void paged_attention(const float* q, int tokens, int heads, int kv_heads, int head_dim, const paged_kv& kv, int start,
+                     float* out) {
   const int group = heads / kv_heads;
   const float scale = 1.0f / std::sqrt(float(head_dim));
   const int64_t row = int64_t(kv_heads) * head_dim;

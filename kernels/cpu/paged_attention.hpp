@@ -15,7 +15,7 @@ struct paged_kv {
 // Causal grouped-query attention of `tokens` queries of one sequence. q and out:
 // [tokens, heads, head_dim]; query t sits at position start + t and sees positions
 // 0..start + t, which must already be in `kv`. Scale is 1/sqrt(head_dim).
-void paged_attention(const float* q, int tokens, int heads, int kv_heads, int head_dim,
-                     const paged_kv& kv, int start, float* out);
+void paged_attention(const float* q, int tokens, int heads, int kv_heads, int head_dim, const paged_kv& kv, int start,
+                     float* out);
 
 }  // namespace troupe::cpu

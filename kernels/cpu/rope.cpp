@@ -10,8 +10,7 @@ void rope(float* x, int tokens, int heads, int head_dim, const int* positions, f
   const int rotary = rotary_dim > 0 ? rotary_dim : head_dim, half = rotary / 2;
   // Frequencies computed in fp32 like transformers' inv_freq, so angles round the same way.
   std::vector<float> inv_freq(static_cast<size_t>(half));
-  for (int i = 0; i < half; ++i)
-    inv_freq[size_t(i)] = 1.0f / std::pow(theta, float(2 * i) / float(rotary));
+  for (int i = 0; i < half; ++i) inv_freq[size_t(i)] = 1.0f / std::pow(theta, float(2 * i) / float(rotary));
   for (int t = 0; t < tokens; ++t) {
     std::vector<float> cos_v(static_cast<size_t>(half)), sin_v(static_cast<size_t>(half));
     for (int i = 0; i < half; ++i) {

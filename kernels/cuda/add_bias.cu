@@ -12,8 +12,7 @@ static constexpr int block_size = 256;
 static __global__ void add_bias_kernel(__nv_bfloat16* y, int cols, int stride, const float* bias) {
   begin_dependent();
   __nv_bfloat16* row = y + size_t(blockIdx.x) * stride;
-  for (int i = threadIdx.x; i < cols; i += block_size)
-    row[i] = __float2bfloat16(__bfloat162float(row[i]) + bias[i]);
+  for (int i = threadIdx.x; i < cols; i += block_size) row[i] = __float2bfloat16(__bfloat162float(row[i]) + bias[i]);
 }
 
 void add_bias(__nv_bfloat16* y, int rows, int cols, int stride, const float* bias, cudaStream_t stream) {

@@ -10,8 +10,7 @@ namespace troupe::cuda {
 // never whatever memory holds there (0 * NaN would spread).
 __device__ inline void copy_16(void* dst, const void* src) {
   const unsigned to = static_cast<unsigned>(__cvta_generic_to_shared(dst));
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(to), "l"(src),
-               "r"(src != nullptr ? 16 : 0));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(to), "l"(src), "r"(src != nullptr ? 16 : 0));
 }
 
 // 4 bytes (two bf16), through L1; both addresses 4-byte aligned.

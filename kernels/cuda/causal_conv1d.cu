@@ -75,8 +75,8 @@ void causal_conv1d_silu(const __nv_bfloat16* x, int x_stride, int channels, cons
   TROUPE_CHECK(chunks <= 65535, "too many tokens in one sequence");
   if (seqs.seqs == 0) return;
   const dim3 grid((channels + block_channels - 1) / block_channels, seqs.seqs, chunks);
-  launch_dependent(causal_conv1d_kernel, grid, block_channels, 0, stream, x, x_stride, channels, weight, kernel,
-                   seqs, states, out);
+  launch_dependent(causal_conv1d_kernel, grid, block_channels, 0, stream, x, x_stride, channels, weight, kernel, seqs,
+                   states, out);
 }
 
 }  // namespace troupe::cuda

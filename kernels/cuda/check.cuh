@@ -16,9 +16,9 @@ inline const char* describe(cublasStatus_t status) { return cublasGetStatusStrin
 
 }  // namespace troupe::cuda
 
-#define TROUPE_CUDA_CHECK(call)                                                                \
-  do {                                                                                         \
-    const auto troupe_status_ = (call);                                                        \
-    if (!::troupe::cuda::succeeded(troupe_status_))                                            \
+#define TROUPE_CUDA_CHECK(call)                                                                  \
+  do {                                                                                           \
+    const auto troupe_status_ = (call);                                                          \
+    if (!::troupe::cuda::succeeded(troupe_status_))                                              \
       ::troupe::cuda::fail(__FILE__, __LINE__, #call, ::troupe::cuda::describe(troupe_status_)); \
   } while (0)

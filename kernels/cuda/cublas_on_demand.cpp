@@ -41,7 +41,7 @@ R call(void* f, A... args) {
 }  // namespace
 
 // Each function resolves its real one once, on its first call.
-#define TROUPE_FORWARD(R, name, ...)            \
+#define TROUPE_FORWARD(R, name, ...)        \
   static void* const forward = real(#name); \
   return call<R>(forward, __VA_ARGS__)
 
@@ -76,8 +76,8 @@ cublasStatus_t cublasGemmEx(cublasHandle_t handle, cublasOperation_t transa, cub
                             int k, const void* alpha, const void* A, cudaDataType Atype, int lda, const void* B,
                             cudaDataType Btype, int ldb, const void* beta, void* C, cudaDataType Ctype, int ldc,
                             cublasComputeType_t computeType, cublasGemmAlgo_t algo) {
-  TROUPE_FORWARD(cublasStatus_t, cublasGemmEx, handle, transa, transb, m, n, k, alpha, A, Atype, lda, B, Btype, ldb, beta, C, Ctype,
-                 ldc, computeType, algo);
+  TROUPE_FORWARD(cublasStatus_t, cublasGemmEx, handle, transa, transb, m, n, k, alpha, A, Atype, lda, B, Btype, ldb,
+                 beta, C, Ctype, ldc, computeType, algo);
 }
 
 cublasStatus_t cublasGemmBatchedEx(cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb, int m,
@@ -85,8 +85,8 @@ cublasStatus_t cublasGemmBatchedEx(cublasHandle_t handle, cublasOperation_t tran
                                    int lda, const void* const Barray[], cudaDataType Btype, int ldb, const void* beta,
                                    void* const Carray[], cudaDataType Ctype, int ldc, int batchCount,
                                    cublasComputeType_t computeType, cublasGemmAlgo_t algo) {
-  TROUPE_FORWARD(cublasStatus_t, cublasGemmBatchedEx, handle, transa, transb, m, n, k, alpha, Aarray, Atype, lda, Barray, Btype, ldb,
-                 beta, Carray, Ctype, ldc, batchCount, computeType, algo);
+  TROUPE_FORWARD(cublasStatus_t, cublasGemmBatchedEx, handle, transa, transb, m, n, k, alpha, Aarray, Atype, lda,
+                 Barray, Btype, ldb, beta, Carray, Ctype, ldc, batchCount, computeType, algo);
 }
 
 }  // extern "C"

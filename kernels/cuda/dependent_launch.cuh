@@ -15,9 +15,7 @@ namespace troupe::cuda {
 
 __device__ inline void wait_for_previous() { asm volatile("griddepcontrol.wait;\n" ::: "memory"); }
 
-__device__ inline void allow_dependents() {
-  asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
-}
+__device__ inline void allow_dependents() { asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory"); }
 
 // The usual opening: the predecessor's writes visible, then the successor let in.
 __device__ inline void begin_dependent() {

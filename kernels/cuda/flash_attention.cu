@@ -32,9 +32,8 @@ struct smem_layout {
 // Keys and values of positions first_key..first_key + tile_keys - 1 through the block
 // table, zeros past last_key: 16 bytes a copy, a row's copies on consecutive threads.
 template <int head_dim>
-static __device__ void load_kv_tile(const flash_attention_batch& batch, const int* table,
-                                    int row, int kvh, int first_key, int last_key,
-                                    __nv_bfloat16* k_s, __nv_bfloat16* v_s) {
+static __device__ void load_kv_tile(const flash_attention_batch& batch, const int* table, int row, int kvh,
+                                    int first_key, int last_key, __nv_bfloat16* k_s, __nv_bfloat16* v_s) {
   constexpr int chunks = head_dim / 8, ld = smem_layout<head_dim>::ld;
   const int c = threadIdx.x % chunks;
 #pragma unroll
@@ -42,8 +41,7 @@ static __device__ void load_kv_tile(const flash_attention_batch& batch, const in
     const int j = threadIdx.x / chunks + pass * (threads / chunks), p = first_key + j;
     const bool valid = p <= last_key;
     size_t at = size_t(kvh) * head_dim + c * 8;
-    if (valid)
-      at += (size_t(table[p / batch.block_size]) * batch.block_size + p % batch.block_size) * row;
+    if (valid) at += (size_t(table[p / batch.block_size]) * batch.block_size + p % batch.block_size) * row;
     copy_16(k_s + j * ld + c * 8, valid ? batch.keys + at : nullptr);
     copy_16(v_s + j * ld + c * 8, valid ? batch.values + at : nullptr);
   }
@@ -70,8 +68,8 @@ static __device__ void load_matrices_trans(uint32_t (&r)[4], const __nv_bfloat16
 // t = lane % 4) holds rows g and g + 8, columns 2t and 2t + 1 of each 8-wide n-tile.
 template <int head_dim>
 static __global__ void __launch_bounds__(threads, 2)
-    flash_attention_kernel(const __nv_bfloat16* q, int heads, int kv_heads,
-                           flash_attention_batch batch, __nv_bfloat16* out) {
+    flash_attention_kernel(const __nv_bfloat16* q, int heads, int kv_heads, flash_attention_batch batch,
+                           __nv_bfloat16* out) {
   using layout = smem_layout<head_dim>;
   constexpr int ld = layout::ld, chunks = head_dim / 8, k_steps = head_dim / 16, d_tiles = head_dim / 8;
   constexpr int key_ntiles = tile_keys / 8;
@@ -113,8 +111,7 @@ static __global__ void __launch_bounds__(threads, 2)
   __syncthreads();
   uint32_t q_f[k_steps][4];
 #pragma unroll
-  for (int k = 0; k < k_steps; ++k)
-    load_matrices(q_f[k], q_s + (warp * 16 + lane % 16) * ld + k * 16 + lane / 16 * 8);
+  for (int k = 0; k < k_steps; ++k) load_matrices(q_f[k], q_s + (warp * 16 + lane % 16) * ld + k * 16 + lane / 16 * 8);
 
   float o[d_tiles][4];
 #pragma unroll
@@ -128,8 +125,8 @@ static __global__ void __launch_bounds__(threads, 2)
     wait_copies<0>();
     __syncthreads();  // tile kt has landed and no warp still reads tile kt - 1's stage
     if (kt + 1 < key_tiles)
-      load_kv_tile<head_dim>(batch, table, row, kvh, (kt + 1) * tile_keys, last_key,
-                             k_tile((kt + 1) % 2), v_tile((kt + 1) % 2));
+      load_kv_tile<head_dim>(batch, table, row, kvh, (kt + 1) * tile_keys, last_key, k_tile((kt + 1) % 2),
+                             v_tile((kt + 1) % 2));
     commit_copies();
     const int first_key = kt * tile_keys;
     if (first_key > warp_first_pos + 15) continue;  // every key of the tile is after this warp's rows
@@ -211,35 +208,32 @@ static __global__ void __launch_bounds__(threads, 2)
     __nv_bfloat16* dst = out + (size_t(first + tok) * heads + h) * head_dim + 2 * t;
 #pragma unroll
     for (int j = 0; j < d_tiles; ++j)
-      *reinterpret_cast<__nv_bfloat162*>(dst + j * 8) =
-          __floats2bfloat162_rn(o[j][2 * r] * inv, o[j][2 * r + 1] * inv);
+      *reinterpret_cast<__nv_bfloat162*>(dst + j * 8) = __floats2bfloat162_rn(o[j][2 * r] * inv, o[j][2 * r + 1] * inv);
   }
 }
 
 template <int head_dim>
-static void launch(const __nv_bfloat16* q, int heads, int kv_heads,
-                   const flash_attention_batch& batch, __nv_bfloat16* out, cudaStream_t stream) {
+static void launch(const __nv_bfloat16* q, int heads, int kv_heads, const flash_attention_batch& batch,
+                   __nv_bfloat16* out, cudaStream_t stream) {
   constexpr size_t shared = smem_layout<head_dim>::bytes;
-  TROUPE_CUDA_CHECK(cudaFuncSetAttribute(flash_attention_kernel<head_dim>,
-                                         cudaFuncAttributeMaxDynamicSharedMemorySize, int(shared)));
+  TROUPE_CUDA_CHECK(
+      cudaFuncSetAttribute(flash_attention_kernel<head_dim>, cudaFuncAttributeMaxDynamicSharedMemorySize, int(shared)));
   // Two blocks per SM need most of the unified L1/shared memory as shared.
   TROUPE_CUDA_CHECK(cudaFuncSetAttribute(flash_attention_kernel<head_dim>,
                                          cudaFuncAttributePreferredSharedMemoryCarveout,
                                          cudaSharedmemCarveoutMaxShared));
-  const dim3 grid(unsigned(heads), unsigned((batch.max_query_len + tile_rows - 1) / tile_rows),
-                  unsigned(batch.seqs));
+  const dim3 grid(unsigned(heads), unsigned((batch.max_query_len + tile_rows - 1) / tile_rows), unsigned(batch.seqs));
   flash_attention_kernel<head_dim><<<grid, threads, shared, stream>>>(q, heads, kv_heads, batch, out);
   TROUPE_CUDA_CHECK(cudaGetLastError());
 }
 
-void flash_attention(const __nv_bfloat16* q, int heads, int kv_heads, int head_dim,
-                     const flash_attention_batch& batch, __nv_bfloat16* out, cudaStream_t stream) {
+void flash_attention(const __nv_bfloat16* q, int heads, int kv_heads, int head_dim, const flash_attention_batch& batch,
+                     __nv_bfloat16* out, cudaStream_t stream) {
   TROUPE_CHECK(kv_heads > 0 && heads > 0 && heads % kv_heads == 0, "heads must be a multiple of kv_heads");
   TROUPE_CHECK(head_dim == 64 || head_dim == 128 || head_dim == 256, "head_dim must be 64, 128 or 256");
   TROUPE_CHECK(batch.block_size > 0 && batch.max_blocks > 0, "bad KV layout");
   TROUPE_CHECK(batch.seqs >= 0 && batch.seqs <= 65535, "seqs out of range");
-  TROUPE_CHECK(batch.max_query_len >= 0 && batch.max_query_len <= 65535 * tile_rows,
-               "max_query_len out of range");
+  TROUPE_CHECK(batch.max_query_len >= 0 && batch.max_query_len <= 65535 * tile_rows, "max_query_len out of range");
   const auto aligned = [](const void* p) { return p != nullptr && reinterpret_cast<uintptr_t>(p) % 16 == 0; };
   TROUPE_CHECK(aligned(q) && aligned(out) && aligned(batch.keys) && aligned(batch.values),
                "q, out and the pools must be 16-byte aligned");

@@ -28,7 +28,7 @@ struct flash_attention_batch {
 // sequence's positions 0..p. bf16 tensor-core products with fp32 scores, softmax and
 // accumulation; the score matrix is never stored. q, out and the pools 16-byte aligned.
 // Same contract as cpu::paged_attention per sequence with start = positions_start[s].
-void flash_attention(const __nv_bfloat16* q, int heads, int kv_heads, int head_dim,
-                     const flash_attention_batch& batch, __nv_bfloat16* out, cudaStream_t stream);
+void flash_attention(const __nv_bfloat16* q, int heads, int kv_heads, int head_dim, const flash_attention_batch& batch,
+                     __nv_bfloat16* out, cudaStream_t stream);
 
 }  // namespace troupe::cuda

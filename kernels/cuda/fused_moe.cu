@@ -7,8 +7,8 @@
 #include "kernels/cuda/moe_align.cuh"
 #include "kernels/cuda/moe_combine.cuh"
 #include "kernels/cuda/moe_down.cuh"
-#include "kernels/cuda/moe_gemv.cuh"
 #include "kernels/cuda/moe_gate_up.cuh"
+#include "kernels/cuda/moe_gemv.cuh"
 #include "kernels/cuda/moe_grouped.cuh"
 #include "kernels/cuda/moe_stream.cuh"
 #include "kernels/cuda/moe_tile_gemm.cuh"
@@ -33,15 +33,13 @@ struct workspace_parts {
   size_t bytes;
 };
 
-static workspace_parts carve(char* base, int tokens, int k, int local_experts, int hidden,
-                             int inter, int tile_rows) {
+static workspace_parts carve(char* base, int tokens, int k, int local_experts, int hidden, int inter, int tile_rows) {
   const int pairs = tokens * k;
   const int decode_tiles = moe_max_tiles(pairs, local_experts, decode_rows);
   const int prefill_tiles = moe_max_tiles(pairs, local_experts, prefill_rows);
   // moe_grouped's pieces pad each expert by less than the mean count (rounded up to 64 rows).
   const size_t padded = size_t(pairs) * 2 + size_t(64) * local_experts;
-  const size_t rows =
-      std::max({size_t(decode_tiles) * decode_rows, size_t(prefill_tiles) * prefill_rows, padded});
+  const size_t rows = std::max({size_t(decode_tiles) * decode_rows, size_t(prefill_tiles) * prefill_rows, padded});
   size_t used = 0;
   auto take = [&](size_t bytes) {
     char* part = base != nullptr ? base + used : nullptr;
@@ -54,12 +52,11 @@ static workspace_parts carve(char* base, int tokens, int k, int local_experts, i
   parts.plan.counts = reinterpret_cast<int*>(take(sizeof(int) * local_experts));
   parts.plan.offsets = reinterpret_cast<int*>(take(sizeof(int) * (local_experts + 1)));
   parts.plan.sorted_pairs = reinterpret_cast<int*>(take(sizeof(int) * rows));
-  parts.plan.tiles =
-      reinterpret_cast<int2*>(take(sizeof(int2) * std::max(decode_tiles, prefill_tiles)));
+  parts.plan.tiles = reinterpret_cast<int2*>(take(sizeof(int2) * std::max(decode_tiles, prefill_tiles)));
   parts.plan.tile_count = reinterpret_cast<int*>(take(sizeof(int)));
   parts.act = reinterpret_cast<__nv_bfloat16*>(take(sizeof(__nv_bfloat16) * rows * inter));
-  parts.y = reinterpret_cast<float*>(take(std::max(sizeof(float) * size_t(pairs) * hidden,
-                                                   sizeof(__nv_bfloat16) * rows * hidden)));
+  parts.y = reinterpret_cast<float*>(
+      take(std::max(sizeof(float) * size_t(pairs) * hidden, sizeof(__nv_bfloat16) * rows * hidden)));
   parts.grouped.capacity = int(rows);
   parts.grouped.rows = reinterpret_cast<__nv_bfloat16*>(parts.y);
   parts.grouped.gate = parts.act;
@@ -72,17 +69,14 @@ static workspace_parts carve(char* base, int tokens, int k, int local_experts, i
 }
 
 size_t fused_moe_workspace_bytes(int max_tokens, int k, int local_experts, int hidden, int inter) {
-  TROUPE_CHECK(max_tokens >= 0 && k > 0 && local_experts > 0 && hidden > 0 && inter > 0,
-               "bad shape");
+  TROUPE_CHECK(max_tokens >= 0 && k > 0 && local_experts > 0 && hidden > 0 && inter > 0, "bad shape");
   return carve(nullptr, max_tokens, k, local_experts, hidden, inter, decode_rows).bytes;
 }
 
-void fused_moe(const __nv_bfloat16* x, int tokens, int hidden, const int* chosen,
-               const float* weights, int k, const __nv_bfloat16* w13, const __nv_bfloat16* w2,
-               int inter, int first_expert, int last_expert, void* workspace, __nv_bfloat16* out,
-               cudaStream_t stream, cublasHandle_t cublas) {
-  TROUPE_CHECK(tokens >= 0 && k > 0 && first_expert >= 0 && last_expert > first_expert,
-               "bad shape");
+void fused_moe(const __nv_bfloat16* x, int tokens, int hidden, const int* chosen, const float* weights, int k,
+               const __nv_bfloat16* w13, const __nv_bfloat16* w2, int inter, int first_expert, int last_expert,
+               void* workspace, __nv_bfloat16* out, cudaStream_t stream, cublasHandle_t cublas) {
+  TROUPE_CHECK(tokens >= 0 && k > 0 && first_expert >= 0 && last_expert > first_expert, "bad shape");
   TROUPE_CHECK(uintptr_t(workspace) % 256 == 0, "workspace must be 256-byte aligned");
   if (tokens == 0) return;
   const int local_experts = last_expert - first_expert, pairs = tokens * k;
@@ -90,17 +84,15 @@ void fused_moe(const __nv_bfloat16* x, int tokens, int hidden, const int* chosen
   // Under 16 pairs per expert most experts fit one 16-row tile, and each expert's weights
   // are read once either way; from there 64-row tiles reuse each weight chunk 4 times more.
   const int tile_rows = !grouped && pairs >= 16 * local_experts ? prefill_rows : decode_rows;
-  workspace_parts parts =
-      carve(static_cast<char*>(workspace), tokens, k, local_experts, hidden, inter, tile_rows);
+  workspace_parts parts = carve(static_cast<char*>(workspace), tokens, k, local_experts, hidden, inter, tile_rows);
   if (grouped) {
     moe_align(chosen, pairs, first_expert, local_experts, parts.plan, stream);
-    moe_grouped(cublas, x, tokens, hidden, chosen, weights, k, w13, w2, inter, first_expert,
-                last_expert, parts.plan, parts.grouped, out, stream);
+    moe_grouped(cublas, x, tokens, hidden, chosen, weights, k, w13, w2, inter, first_expert, last_expert, parts.plan,
+                parts.grouped, out, stream);
     return;
   }
   if (pairs <= moe_gemv_pairs) {
-    moe_gemv(x, tokens, hidden, chosen, weights, k, w13, w2, inter, first_expert, last_expert, parts.act, out,
-             stream);
+    moe_gemv(x, tokens, hidden, chosen, weights, k, w13, w2, inter, first_expert, last_expert, parts.act, out, stream);
     return;
   }
   moe_align(chosen, pairs, first_expert, local_experts, parts.plan, stream);
@@ -109,20 +101,17 @@ void fused_moe(const __nv_bfloat16* x, int tokens, int hidden, const int* chosen
   moe_combine(parts.y, chosen, tokens, k, hidden, first_expert, last_expert, out, stream);
 }
 
-void fused_moe_rows(const __nv_bfloat16* x, int tokens, int hidden, const int* chosen,
-                    const float* weights, int k, const __nv_bfloat16* w13, const __nv_bfloat16* w2,
-                    int inter, int first_expert, int last_expert, int num_experts, void* workspace,
-                    float* y, cudaStream_t stream) {
-  TROUPE_CHECK(tokens >= 0 && k > 0 && first_expert >= 0 && last_expert > first_expert &&
-                   last_expert <= num_experts,
+void fused_moe_rows(const __nv_bfloat16* x, int tokens, int hidden, const int* chosen, const float* weights, int k,
+                    const __nv_bfloat16* w13, const __nv_bfloat16* w2, int inter, int first_expert, int last_expert,
+                    int num_experts, void* workspace, float* y, cudaStream_t stream) {
+  TROUPE_CHECK(tokens >= 0 && k > 0 && first_expert >= 0 && last_expert > first_expert && last_expert <= num_experts,
                "bad shape");
   TROUPE_CHECK(uintptr_t(workspace) % 256 == 0, "workspace must be 256-byte aligned");
   if (tokens == 0) return;
   const int local_experts = last_expert - first_expert, pairs = tokens * k;
   // fused_moe's choice without a handle, made for the whole model's experts.
   const int tile_rows = pairs >= 16 * num_experts ? prefill_rows : decode_rows;
-  workspace_parts parts =
-      carve(static_cast<char*>(workspace), tokens, k, local_experts, hidden, inter, tile_rows);
+  workspace_parts parts = carve(static_cast<char*>(workspace), tokens, k, local_experts, hidden, inter, tile_rows);
   if (pairs <= moe_gemv_pairs) {
     moe_gemv_rows(x, tokens, hidden, chosen, weights, k, w13, w2, inter, first_expert, last_expert, parts.act, y,
                   stream);

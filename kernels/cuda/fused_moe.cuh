@@ -36,10 +36,9 @@ size_t fused_moe_workspace_bytes(int max_tokens, int k, int local_experts, int h
 // pass a handle while capturing), it rounds the gate and up projections and each expert's
 // output to bf16 as torch does, and cuBLAS picks its summation order by shape, so a
 // token's bits depend on the batch, within bf16 rounding of the graph-safe result.
-void fused_moe(const __nv_bfloat16* x, int tokens, int hidden, const int* chosen,
-               const float* weights, int k, const __nv_bfloat16* w13, const __nv_bfloat16* w2,
-               int inter, int first_expert, int last_expert, void* workspace, __nv_bfloat16* out,
-               cudaStream_t stream, cublasHandle_t cublas);
+void fused_moe(const __nv_bfloat16* x, int tokens, int hidden, const int* chosen, const float* weights, int k,
+               const __nv_bfloat16* w13, const __nv_bfloat16* w2, int inter, int first_expert, int last_expert,
+               void* workspace, __nv_bfloat16* out, cudaStream_t stream, cublasHandle_t cublas);
 
 // fused_moe's work on one expert-parallel rank: experts [first_expert, last_expert) of the
 // model's num_experts (w13 and w2 hold these). For each local pair p = t * k + j it writes
@@ -50,9 +49,8 @@ void fused_moe(const __nv_bfloat16* x, int tokens, int hidden, const int* chosen
 // 64-row tiles by the pairs per expert of the whole model. So every rank's rows summed
 // in j order (moe_combine_ranks) are fused_moe's bits when it takes no cuBLAS path.
 // Never syncs: graph-capturable. workspace: fused_moe_workspace_bytes for the local experts.
-void fused_moe_rows(const __nv_bfloat16* x, int tokens, int hidden, const int* chosen,
-                    const float* weights, int k, const __nv_bfloat16* w13, const __nv_bfloat16* w2,
-                    int inter, int first_expert, int last_expert, int num_experts, void* workspace,
-                    float* y, cudaStream_t stream);
+void fused_moe_rows(const __nv_bfloat16* x, int tokens, int hidden, const int* chosen, const float* weights, int k,
+                    const __nv_bfloat16* w13, const __nv_bfloat16* w2, int inter, int first_expert, int last_expert,
+                    int num_experts, void* workspace, float* y, cudaStream_t stream);
 
 }  // namespace troupe::cuda

@@ -54,7 +54,7 @@ static __global__ void __launch_bounds__(block_size)
     gated_delta_rule_kernel(delta_rule_inputs in, delta_rule_heads d, state_sequences seqs, float* states,
                             __nv_bfloat16* out, int below) {
   __shared__ float qs[2][delta_rule_max_key_dim], ks[2][delta_rule_max_key_dim];
-  __shared__ float2 parts[warps][slice];  // a warp's share of (S^T k, S^T q) for each column
+  __shared__ float2 parts[warps][slice];              // a warp's share of (S^T k, S^T q) for each column
   __shared__ float2 gates[prompts ? block_size : 1];  // (g, beta) of tokens t - t % block_size on
   begin_dependent();
   const int warp = int(threadIdx.x) / 32, lane = int(threadIdx.x) % 32;
@@ -135,8 +135,7 @@ void gated_delta_rule(const delta_rule_inputs& in, const delta_rule_heads& d, co
                       float* states, __nv_bfloat16* out, cudaStream_t stream, int below) {
   TROUPE_CHECK(d.key_heads > 0 && d.value_heads > 0 && d.value_heads % d.key_heads == 0,
                "value heads must be a multiple of key heads");
-  TROUPE_CHECK(d.key_dim > 0 && d.key_dim <= delta_rule_max_key_dim && d.value_dim > 0,
-               "key_dim must be 1 to 256");
+  TROUPE_CHECK(d.key_dim > 0 && d.key_dim <= delta_rule_max_key_dim && d.value_dim > 0, "key_dim must be 1 to 256");
   TROUPE_CHECK(in.qkv_stride > 0 && in.gate_stride >= d.value_heads, "bad row stride");
   TROUPE_CHECK(seqs.seqs >= 0 && seqs.seqs <= 65535 && d.value_heads <= 65535, "too many sequences or heads");
   TROUPE_CHECK(seqs.query_starts != nullptr || seqs.max_tokens == 1, "decode steps have one token a sequence");

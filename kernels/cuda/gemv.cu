@@ -6,8 +6,8 @@
 #include "kernels/cuda/async_copy.cuh"
 #include "kernels/cuda/check.cuh"
 #include "kernels/cuda/dependent_launch.cuh"
-#include "kernels/cuda/widen_bf16.cuh"
 #include "kernels/cuda/rms_norm_row.cuh"
+#include "kernels/cuda/widen_bf16.cuh"
 
 namespace troupe::cuda {
 
@@ -25,9 +25,8 @@ static constexpr int target_pieces = 8192;
 static_assert(warps * rows_per_warp * gemv_max_rows <= threads, "a thread per output of a block");
 
 // The 16-byte chunks c, c + stride, ... (unroll of them) of each of the warp's rows.
-static __device__ __forceinline__ void load_weights(const uint4* const (&rows)[rows_per_warp],
-                                                    int c, int stride, int chunks,
-                                                    uint4 (&v)[unroll][rows_per_warp]) {
+static __device__ __forceinline__ void load_weights(const uint4* const (&rows)[rows_per_warp], int c, int stride,
+                                                    int chunks, uint4 (&v)[unroll][rows_per_warp]) {
 #pragma unroll
   for (int u = 0; u < unroll; ++u)
 #pragma unroll
@@ -61,9 +60,7 @@ static __device__ __forceinline__ void accumulate(Weight weight, const uint4* xs
 }
 
 static __device__ __forceinline__ void store(float* y, float v) { *y = v; }
-static __device__ __forceinline__ void store(__nv_bfloat16* y, float v) {
-  *y = __float2bfloat16(v);
-}
+static __device__ __forceinline__ void store(__nv_bfloat16* y, float v) { *y = __float2bfloat16(v); }
 
 // x's rows into shared memory, normalised from `in` on the way (see gemv_norm).
 template <int M>
@@ -73,8 +70,8 @@ static __device__ void stage_normed(const gemv_norm& in, int k, __nv_bfloat16* x
   const bool first = blockIdx.x == 0;
   for (int b = 0; b < M; ++b) {
     const size_t at = size_t(b) * k;
-    rms_norm_row<threads>(in.add == nullptr ? nullptr : in.add + at, in.residual + at, in.weight, in.eps, k,
-                          warp_sums, [&](int i, float v, __nv_bfloat16 x) {
+    rms_norm_row<threads>(in.add == nullptr ? nullptr : in.add + at, in.residual + at, in.weight, in.eps, k, warp_sums,
+                          [&](int i, float v, __nv_bfloat16 x) {
                             xs[at + i] = x;
                             if (!first) return;
                             in.residual_out[at + i] = v;
@@ -138,8 +135,7 @@ static __global__ void __launch_bounds__(threads, M <= 3 ? 3 : 2)
 #pragma unroll
     for (int b = 0; b < M; ++b)
 #pragma unroll
-      for (int offset = 16; offset > 0; offset /= 2)
-        acc[r][b] += __shfl_xor_sync(0xffffffffu, acc[r][b], offset);
+      for (int offset = 16; offset > 0; offset /= 2) acc[r][b] += __shfl_xor_sync(0xffffffffu, acc[r][b], offset);
   if (lane == 0)
 #pragma unroll
     for (int b = 0; b < M; ++b)
@@ -178,13 +174,14 @@ static void launch(const __nv_bfloat16* x, const gemv_norm* norm, int k, const _
   const int parts = k_parts(n);
   const int rows_per_block = warps / parts * rows_per_warp;
   const size_t prefetched = prefetch_bytes(n, k);
-  auto* kernel = norm != nullptr ? (prefetched > 0 ? gemv_kernel<M, Out, true, true> : gemv_kernel<M, Out, true, false>)
-                                 : (prefetched > 0 ? gemv_kernel<M, Out, false, true> : gemv_kernel<M, Out, false, false>);
+  auto* kernel = norm != nullptr
+                     ? (prefetched > 0 ? gemv_kernel<M, Out, true, true> : gemv_kernel<M, Out, true, false>)
+                     : (prefetched > 0 ? gemv_kernel<M, Out, false, true> : gemv_kernel<M, Out, false, false>);
   // Always the largest size: the attribute is per kernel, so a smaller k must not shrink it
   // under another thread's launch.
-  TROUPE_CUDA_CHECK(cudaFuncSetAttribute(
-      kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-      int(gemv_max_x_elements * sizeof(__nv_bfloat16) + size_t(max_prefetched) * threads * 16)));
+  TROUPE_CUDA_CHECK(
+      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                           int(gemv_max_x_elements * sizeof(__nv_bfloat16) + size_t(max_prefetched) * threads * 16)));
   const size_t shared = size_t(M) * k * sizeof(__nv_bfloat16) + prefetched;
   launch_dependent(kernel, (n + rows_per_block - 1) / rows_per_block, threads, shared, stream,
                    reinterpret_cast<const uint4*>(x), k / 8, reinterpret_cast<const uint4*>(w), n, parts, y,
@@ -214,16 +211,15 @@ bool gemv_fits(int m, int k, const __nv_bfloat16* x, const __nv_bfloat16* w) {
 }
 
 bool gemv_normed_fits(int m, int k, const __nv_bfloat16* w) {
-  return m >= 1 && m <= gemv_max_rows && k > 0 && k % 8 == 0 &&
-         size_t(m) * size_t(k) <= gemv_max_x_elements && uintptr_t(w) % 16 == 0;
+  return m >= 1 && m <= gemv_max_rows && k > 0 && k % 8 == 0 && size_t(m) * size_t(k) <= gemv_max_x_elements &&
+         uintptr_t(w) % 16 == 0;
 }
 
-void gemv(const __nv_bfloat16* x, int m, int k, const __nv_bfloat16* w, int n, dtype y_type,
-          void* y, cudaStream_t stream) {
+void gemv(const __nv_bfloat16* x, int m, int k, const __nv_bfloat16* w, int n, dtype y_type, void* y,
+          cudaStream_t stream) {
   TROUPE_CHECK(m >= 0 && n > 0, "bad shape");
   if (m == 0) return;
-  TROUPE_CHECK(gemv_fits(m, k, x, w),
-               "gemv takes m <= 8, k a multiple of 8, m * k <= 65536, 16-byte aligned x and w");
+  TROUPE_CHECK(gemv_fits(m, k, x, w), "gemv takes m <= 8, k a multiple of 8, m * k <= 65536, 16-byte aligned x and w");
   launch_any(x, nullptr, m, k, w, n, y_type, y, stream);
 }
 
@@ -232,9 +228,9 @@ void gemv_normed(const gemv_norm& in, int m, int k, const __nv_bfloat16* w, int 
   TROUPE_CHECK(m >= 0 && n > 0, "bad shape");
   if (m == 0) return;
   TROUPE_CHECK(gemv_normed_fits(m, k, w), "gemv takes m <= 8, k a multiple of 8, m * k <= 65536, 16-byte aligned w");
-  TROUPE_CHECK(in.residual != nullptr && in.weight != nullptr && in.residual_out != nullptr &&
-                   in.residual_out != in.residual,
-               "a normalising gemv needs the residual, the weight and another residual to write");
+  TROUPE_CHECK(
+      in.residual != nullptr && in.weight != nullptr && in.residual_out != nullptr && in.residual_out != in.residual,
+      "a normalising gemv needs the residual, the weight and another residual to write");
   launch_any(nullptr, &in, m, k, w, n, y_type, y, stream);
 }
 

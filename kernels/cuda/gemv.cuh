@@ -22,8 +22,8 @@ bool gemv_fits(int m, int k, const __nv_bfloat16* x, const __nv_bfloat16* w);
 // summation order depends on (n, k) only, so its bits do not depend on m or on the other
 // rows of x. Arguments as gemv_fits says (m = 0 does nothing), device pointers; no sync,
 // no allocation, graph-capturable.
-void gemv(const __nv_bfloat16* x, int m, int k, const __nv_bfloat16* w, int n, dtype y_type,
-          void* y, cudaStream_t stream);
+void gemv(const __nv_bfloat16* x, int m, int k, const __nv_bfloat16* w, int n, dtype y_type, void* y,
+          cudaStream_t stream);
 
 // An input that the gemv normalises on the way in: x[r] is what cuda::rms_norm(add,
 // residual, weight, eps) writes to out[r], to the bit, so the norm before a decode step's

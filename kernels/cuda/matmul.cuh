@@ -13,7 +13,7 @@ namespace troupe::cuda {
 // The few rows of a decode step (gemv_fits: m <= 8, k a multiple of 8, 16-byte aligned x
 // and w) go to gemv instead, which streams w at memory speed and whose row bits do not
 // depend on m.
-void matmul(cublasHandle_t handle, const __nv_bfloat16* x, int m, int k, const __nv_bfloat16* w,
-            int n, dtype y_type, void* y);
+void matmul(cublasHandle_t handle, const __nv_bfloat16* x, int m, int k, const __nv_bfloat16* w, int n, dtype y_type,
+            void* y);
 
 }  // namespace troupe::cuda

@@ -37,8 +37,7 @@ static __device__ int block_exclusive_scan(int v, int* warp_sums, int* total) {
 // places each pair after the same expert's pairs of earlier warps, earlier rounds and
 // lower lanes: a stable sort.
 static __global__ void __launch_bounds__(threads)
-    moe_align_kernel(const int* chosen, int pairs, int chunk, int first_expert, int local_experts,
-                     moe_plan plan) {
+    moe_align_kernel(const int* chosen, int pairs, int chunk, int first_expert, int local_experts, moe_plan plan) {
   extern __shared__ int shared[];
   int* seen = shared;                             // [warps, local_experts]
   int* first_row = seen + warps * local_experts;  // [local_experts]
@@ -50,7 +49,7 @@ static __global__ void __launch_bounds__(threads)
 
   for (int i = threadIdx.x; i < warps * local_experts; i += threads) seen[i] = 0;
   __syncthreads();
-  auto load = [&](int p0, int (&e)[rounds]) {
+  auto load = [&](int p0, int(&e)[rounds]) {
 #pragma unroll
     for (int r = 0; r < rounds; ++r) {
       const int p = p0 + r * 32 + lane;
@@ -112,8 +111,7 @@ static __global__ void __launch_bounds__(threads)
 #pragma unroll
     for (int r = 0; r < rounds; ++r) {
       const unsigned same = __match_any_sync(0xffffffffu, e[r]);
-      if (e[r] >= 0)
-        plan.sorted_pairs[first_row[e[r]] + mine[e[r]] + __popc(same & below)] = p0 + r * 32 + lane;
+      if (e[r] >= 0) plan.sorted_pairs[first_row[e[r]] + mine[e[r]] + __popc(same & below)] = p0 + r * 32 + lane;
       __syncwarp();
       if (e[r] >= 0 && (same & below) == 0) mine[e[r]] += __popc(same);
       __syncwarp();
@@ -121,21 +119,19 @@ static __global__ void __launch_bounds__(threads)
   }
 }
 
-static void launch(const int* chosen, int pairs, int first_expert, int local_experts,
-                   const moe_plan& plan, size_t shared, cudaStream_t stream) {
+static void launch(const int* chosen, int pairs, int first_expert, int local_experts, const moe_plan& plan,
+                   size_t shared, cudaStream_t stream) {
   // Whole rounds of 32 per warp, so every load of `chosen` is one coalesced row.
   const int chunk = ((pairs + warps - 1) / warps + 31) / 32 * 32;
-  moe_align_kernel<<<1, threads, shared, stream>>>(chosen, pairs, chunk, first_expert,
-                                                   local_experts, plan);
+  moe_align_kernel<<<1, threads, shared, stream>>>(chosen, pairs, chunk, first_expert, local_experts, plan);
   TROUPE_CUDA_CHECK(cudaGetLastError());
 }
 
-void moe_align(const int* chosen, int pairs, int first_expert, int local_experts,
-               const moe_plan& plan, cudaStream_t stream) {
+void moe_align(const int* chosen, int pairs, int first_expert, int local_experts, const moe_plan& plan,
+               cudaStream_t stream) {
   TROUPE_CHECK(pairs >= 0 && local_experts > 0, "bad shape");
   TROUPE_CHECK(plan.tile_rows > 0, "bad tile height");
-  TROUPE_CHECK(plan.max_tiles >= moe_max_tiles(pairs, local_experts, plan.tile_rows),
-               "plan too small for the batch");
+  TROUPE_CHECK(plan.max_tiles >= moe_max_tiles(pairs, local_experts, plan.tile_rows), "plan too small for the batch");
   const size_t shared = sizeof(int) * (size_t(warps + 1) * local_experts + warps);
   TROUPE_CHECK(shared <= max_shared, "too many local experts for one block");
   launch(chosen, pairs, first_expert, local_experts, plan, shared, stream);

@@ -31,7 +31,7 @@ inline int moe_max_tiles(int pairs, int local_experts, int tile_rows) {
 // Fills `plan` from chosen [pairs] global expert ids: those in [first_expert, first_expert
 // + local_experts) are local, the others belong to no tile. One block does it all (tokens
 // * k is at most tens of thousands), so the stable order needs no merge across blocks.
-void moe_align(const int* chosen, int pairs, int first_expert, int local_experts,
-               const moe_plan& plan, cudaStream_t stream);
+void moe_align(const int* chosen, int pairs, int first_expert, int local_experts, const moe_plan& plan,
+               cudaStream_t stream);
 
 }  // namespace troupe::cuda

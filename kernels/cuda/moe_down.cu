@@ -58,8 +58,8 @@ static __global__ void __launch_bounds__(stream_warps * 32)
 // Block (column block, tile): S::cols output columns of the tile's rows.
 template <class S>
 static __global__ void __launch_bounds__(S::threads)
-    moe_down_kernel(const __nv_bfloat16* act, int inter, const __nv_bfloat16* w2, int hidden,
-                    const float* weights, moe_plan plan, float* y) {
+    moe_down_kernel(const __nv_bfloat16* act, int inter, const __nv_bfloat16* w2, int hidden, const float* weights,
+                    moe_plan plan, float* y) {
   extern __shared__ __align__(128) unsigned char shared[];
   const moe_tile::tile tile = moe_tile::find_tile(plan, blockIdx.y);
   const int n0 = int(blockIdx.x) * S::cols;
@@ -70,9 +70,7 @@ static __global__ void __launch_bounds__(S::threads)
     auto a_row = [&](int r) -> const __nv_bfloat16* {
       return tile.pairs[r] < 0 ? nullptr : act + size_t(tile.row + r) * inter;
     };
-    auto b_row = [&](int r) -> const __nv_bfloat16* {
-      return n0 + r < hidden ? w + size_t(n0 + r) * inter : nullptr;
-    };
+    auto b_row = [&](int r) -> const __nv_bfloat16* { return n0 + r < hidden ? w + size_t(n0 + r) * inter : nullptr; };
     moe_tile::accumulator acc[S::frags_m][S::frags_n];
     moe_tile::multiply<S>(a_row, b_row, inter, reinterpret_cast<__nv_bfloat16*>(shared), acc,
                           [] { begin_dependent(); });
@@ -92,8 +90,7 @@ static __global__ void __launch_bounds__(S::threads)
         float v[8];
         moe_tile::lane_values(acc[m][j], scratch, v);
         if (pair < 0) continue;
-        float4* dst =
-            reinterpret_cast<float4*>(y + size_t(pair) * hidden + col0 + j * 16 + lane % 2 * 8);
+        float4* dst = reinterpret_cast<float4*>(y + size_t(pair) * hidden + col0 + j * 16 + lane % 2 * 8);
         dst[0] = make_float4(scale * v[0], scale * v[1], scale * v[2], scale * v[3]);
         dst[1] = make_float4(scale * v[4], scale * v[5], scale * v[6], scale * v[7]);
       }
@@ -102,22 +99,20 @@ static __global__ void __launch_bounds__(S::threads)
 }
 
 template <class S>
-static void launch(const __nv_bfloat16* act, int inter, const __nv_bfloat16* w2, int hidden,
-                   const float* weights, const moe_plan& plan, float* y, cudaStream_t stream) {
+static void launch(const __nv_bfloat16* act, int inter, const __nv_bfloat16* w2, int hidden, const float* weights,
+                   const moe_plan& plan, float* y, cudaStream_t stream) {
   auto* kernel = moe_down_kernel<S>;
-  TROUPE_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                         int(S::shared_bytes)));
-  launch_dependent(kernel, dim3((hidden + S::cols - 1) / S::cols, plan.max_tiles), S::threads,
-                   S::shared_bytes, stream, act, inter, w2, hidden, weights, plan, y);
+  TROUPE_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(S::shared_bytes)));
+  launch_dependent(kernel, dim3((hidden + S::cols - 1) / S::cols, plan.max_tiles), S::threads, S::shared_bytes, stream,
+                   act, inter, w2, hidden, weights, plan, y);
 }
 
-void moe_down(const __nv_bfloat16* act, int inter, const __nv_bfloat16* w2, int hidden,
-              const float* weights, const moe_plan& plan, float* y, cudaStream_t stream) {
+void moe_down(const __nv_bfloat16* act, int inter, const __nv_bfloat16* w2, int hidden, const float* weights,
+              const moe_plan& plan, float* y, cudaStream_t stream) {
   TROUPE_CHECK(hidden > 0 && hidden % 16 == 0, "hidden must be a positive multiple of 16");
   TROUPE_CHECK(inter > 0 && inter % 16 == 0, "inter must be a positive multiple of 16");
-  TROUPE_CHECK(
-      plan.tile_rows == moe_stream::rows || plan.tile_rows == moe_tile::prefill::rows,
-      "tile height must be 16 or 64");
+  TROUPE_CHECK(plan.tile_rows == moe_stream::rows || plan.tile_rows == moe_tile::prefill::rows,
+               "tile height must be 16 or 64");
   TROUPE_CHECK(plan.max_tiles >= 0 && plan.max_tiles <= 65535, "too many tiles for the grid");
   TROUPE_CHECK(uintptr_t(act) % 16 == 0 && uintptr_t(w2) % 16 == 0 && uintptr_t(y) % 16 == 0,
                "pointers must be 16-byte aligned");

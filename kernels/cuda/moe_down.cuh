@@ -16,7 +16,7 @@ namespace troupe::cuda {
 // programmatic dependent of the kernel before it on the stream (moe_gate_up): it starts
 // streaming w2 early, and waits for that kernel before it reads act, so only act may come
 // from it.
-void moe_down(const __nv_bfloat16* act, int inter, const __nv_bfloat16* w2, int hidden,
-              const float* weights, const moe_plan& plan, float* y, cudaStream_t stream);
+void moe_down(const __nv_bfloat16* act, int inter, const __nv_bfloat16* w2, int hidden, const float* weights,
+              const moe_plan& plan, float* y, cudaStream_t stream);
 
 }  // namespace troupe::cuda

@@ -26,8 +26,8 @@ static __device__ __forceinline__ void gate_up_outputs(const __nv_bfloat16* x, i
     rows[n] = x + size_t((pair < 0 ? tile.pairs[0] : pair) / k) * hidden;
   }
   float acc[n_tiles][4];
-  moe_stream::multiply<n_tiles>(w + size_t(j0 + g) * hidden, w + size_t(inter + j0 + g) * hidden, rows, hidden,
-                                acc, [] {});
+  moe_stream::multiply<n_tiles>(w + size_t(j0 + g) * hidden, w + size_t(inter + j0 + g) * hidden, rows, hidden, acc,
+                                [] {});
 #pragma unroll
   for (int n = 0; n < n_tiles; ++n)
 #pragma unroll
@@ -59,8 +59,8 @@ static __global__ void __launch_bounds__(stream_warps * 32)
 // fragment j and fragment j + frags_n / 2 of a thread hold the same outputs' gate and up.
 template <class S>
 static __global__ void __launch_bounds__(S::threads)
-    moe_gate_up_kernel(const __nv_bfloat16* x, int hidden, int k, const __nv_bfloat16* w13,
-                       int inter, moe_plan plan, __nv_bfloat16* act) {
+    moe_gate_up_kernel(const __nv_bfloat16* x, int hidden, int k, const __nv_bfloat16* w13, int inter, moe_plan plan,
+                       __nv_bfloat16* act) {
   begin_dependent();
   extern __shared__ __align__(128) unsigned char shared[];
   const moe_tile::tile tile = moe_tile::find_tile(plan, blockIdx.y);
@@ -78,8 +78,7 @@ static __global__ void __launch_bounds__(S::threads)
     return n < inter ? w + size_t(up ? inter + n : n) * hidden : nullptr;
   };
   moe_tile::accumulator acc[S::frags_m][S::frags_n];
-  moe_tile::multiply<S>(a_row, b_row, hidden, reinterpret_cast<__nv_bfloat16*>(shared), acc,
-                        [] {});
+  moe_tile::multiply<S>(a_row, b_row, hidden, reinterpret_cast<__nv_bfloat16*>(shared), acc, [] {});
   if (int(threadIdx.x) >= S::group_threads) return;  // k group 0 holds the sums
 
   const int warp = int(threadIdx.x) / 32, lane = int(threadIdx.x) % 32;
@@ -94,8 +93,7 @@ static __global__ void __launch_bounds__(S::threads)
       moe_tile::accumulator& gate = acc[m][j];
       const moe_tile::accumulator& up = acc[m][j + S::frags_n / 2];
 #pragma unroll
-      for (int i = 0; i < gate.num_elements; ++i)
-        gate.x[i] = gate.x[i] / (1.0f + expf(-gate.x[i])) * up.x[i];
+      for (int i = 0; i < gate.num_elements; ++i) gate.x[i] = gate.x[i] / (1.0f + expf(-gate.x[i])) * up.x[i];
       float v[8];
       moe_tile::lane_values(gate, scratch, v);
       uint4 packed;
@@ -107,23 +105,21 @@ static __global__ void __launch_bounds__(S::threads)
 }
 
 template <class S>
-static void launch(const __nv_bfloat16* x, int hidden, int k, const __nv_bfloat16* w13, int inter,
-                   const moe_plan& plan, __nv_bfloat16* act, cudaStream_t stream) {
+static void launch(const __nv_bfloat16* x, int hidden, int k, const __nv_bfloat16* w13, int inter, const moe_plan& plan,
+                   __nv_bfloat16* act, cudaStream_t stream) {
   const dim3 grid((inter + S::cols / 2 - 1) / (S::cols / 2), plan.max_tiles);
   auto* kernel = moe_gate_up_kernel<S>;
-  TROUPE_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                         int(S::shared_bytes)));
+  TROUPE_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(S::shared_bytes)));
   launch_dependent(kernel, grid, S::threads, S::shared_bytes, stream, x, hidden, k, w13, inter, plan, act);
 }
 
-void moe_gate_up(const __nv_bfloat16* x, int hidden, int k, const __nv_bfloat16* w13, int inter,
-                 const moe_plan& plan, __nv_bfloat16* act, cudaStream_t stream) {
+void moe_gate_up(const __nv_bfloat16* x, int hidden, int k, const __nv_bfloat16* w13, int inter, const moe_plan& plan,
+                 __nv_bfloat16* act, cudaStream_t stream) {
   TROUPE_CHECK(hidden > 0 && hidden % 16 == 0, "hidden must be a positive multiple of 16");
   TROUPE_CHECK(inter > 0 && inter % 16 == 0, "inter must be a positive multiple of 16");
   TROUPE_CHECK(k > 0, "bad k");
-  TROUPE_CHECK(
-      plan.tile_rows == moe_stream::rows || plan.tile_rows == moe_tile::prefill::rows,
-      "tile height must be 16 or 64");
+  TROUPE_CHECK(plan.tile_rows == moe_stream::rows || plan.tile_rows == moe_tile::prefill::rows,
+               "tile height must be 16 or 64");
   TROUPE_CHECK(plan.max_tiles >= 0 && plan.max_tiles <= 65535, "too many tiles for the grid");
   TROUPE_CHECK(uintptr_t(x) % 16 == 0 && uintptr_t(w13) % 16 == 0 && uintptr_t(act) % 16 == 0,
                "pointers must be 16-byte aligned");

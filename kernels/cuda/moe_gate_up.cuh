@@ -16,7 +16,7 @@ namespace troupe::cuda {
 // act [plan.max_tiles * plan.tile_rows, inter]. plan.tile_rows is 16 or 64; hidden and
 // inter are multiples of 16; device pointers 16-byte aligned. moe_down, launched next,
 // may start before this kernel ends (programmatic dependent launch).
-void moe_gate_up(const __nv_bfloat16* x, int hidden, int k, const __nv_bfloat16* w13, int inter,
-                 const moe_plan& plan, __nv_bfloat16* act, cudaStream_t stream);
+void moe_gate_up(const __nv_bfloat16* x, int hidden, int k, const __nv_bfloat16* w13, int inter, const moe_plan& plan,
+                 __nv_bfloat16* act, cudaStream_t stream);
 
 }  // namespace troupe::cuda

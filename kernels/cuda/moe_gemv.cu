@@ -38,9 +38,8 @@ static __device__ __forceinline__ void load_step(const uint4* const (&rows)[rows
 // acc[r] += rows[r] . x over the chunks c0, c0 + stride, ... below `chunks`, each lane's in
 // ascending order, then summed across the warp: every lane ends with the warp's sums. v
 // holds load_step(rows, c0, ...) on entry, so a caller may load it before the wait.
-static __device__ __forceinline__ void dot_rows(const uint4* const (&rows)[rows_per_warp], const uint4* x,
-                                                int c0, int stride, int chunks, step_weights& v,
-                                                float (&acc)[rows_per_warp]) {
+static __device__ __forceinline__ void dot_rows(const uint4* const (&rows)[rows_per_warp], const uint4* x, int c0,
+                                                int stride, int chunks, step_weights& v, float (&acc)[rows_per_warp]) {
   for (int c = c0; c < chunks; c += unroll * stride) {
 #pragma unroll
     for (int u = 0; u < unroll; ++u) {
@@ -82,8 +81,8 @@ static __device__ __forceinline__ void load_down_rows(const uint4* w2, int e, in
 // Block (output block, pair): act[pair, j] = bf16(silu(gate_j . x) * (up_j . x)) for the
 // block's 8 outputs j, x the pair's token row. A pair of another device's expert is left.
 static __global__ void __launch_bounds__(threads, blocks_per_sm)
-    gate_up_kernel(const uint4* x, int chunks, const int* chosen, int k, const uint4* w13, int inter,
-                   int first_expert, int last_expert, __nv_bfloat16* act) {
+    gate_up_kernel(const uint4* x, int chunks, const int* chosen, int k, const uint4* w13, int inter, int first_expert,
+                   int last_expert, __nv_bfloat16* act) {
   __shared__ float partial[warps][rows_per_warp];
   begin_dependent();
   const int pair = int(blockIdx.y), e = chosen[pair];
@@ -178,17 +177,17 @@ static void check_shape(const __nv_bfloat16* x, int tokens, int hidden, int k, c
   TROUPE_CHECK(hidden > 0 && hidden % 8 == 0 && inter > 0 && inter % 8 == 0,
                "hidden and inter must be positive multiples of 8");
   TROUPE_CHECK(first_expert >= 0 && last_expert > first_expert, "bad expert range");
-  TROUPE_CHECK(uintptr_t(x) % 16 == 0 && uintptr_t(w13) % 16 == 0 && uintptr_t(w2) % 16 == 0 &&
-                   uintptr_t(act) % 16 == 0,
-               "pointers must be 16-byte aligned");
+  TROUPE_CHECK(
+      uintptr_t(x) % 16 == 0 && uintptr_t(w13) % 16 == 0 && uintptr_t(w2) % 16 == 0 && uintptr_t(act) % 16 == 0,
+      "pointers must be 16-byte aligned");
 }
 
 static void launch_gate_up(const __nv_bfloat16* x, int tokens, int hidden, const int* chosen, int k,
-                           const __nv_bfloat16* w13, int inter, int first_expert, int last_expert,
-                           __nv_bfloat16* act, cudaStream_t stream) {
+                           const __nv_bfloat16* w13, int inter, int first_expert, int last_expert, __nv_bfloat16* act,
+                           cudaStream_t stream) {
   launch_dependent(gate_up_kernel, dim3(inter / gate_up_outputs, tokens * k), threads, 0, stream,
-                   reinterpret_cast<const uint4*>(x), hidden / 8, chosen, k, reinterpret_cast<const uint4*>(w13),
-                   inter, first_expert, last_expert, act);
+                   reinterpret_cast<const uint4*>(x), hidden / 8, chosen, k, reinterpret_cast<const uint4*>(w13), inter,
+                   first_expert, last_expert, act);
 }
 
 void moe_gemv(const __nv_bfloat16* x, int tokens, int hidden, const int* chosen, const float* weights, int k,

@@ -34,9 +34,9 @@ static __global__ void gather_pieces_kernel(const __nv_bfloat16* x, int hidden, 
 }
 
 // Block t: out[t] from its local pairs' expert outputs, 4 adjacent columns per thread.
-static __global__ void combine_kernel(const __nv_bfloat16* rows, const int* row_of_pair,
-                                      const int* chosen, const float* weights, int k, int hidden,
-                                      int first_expert, int last_expert, __nv_bfloat16* out) {
+static __global__ void combine_kernel(const __nv_bfloat16* rows, const int* row_of_pair, const int* chosen,
+                                      const float* weights, int k, int hidden, int first_expert, int last_expert,
+                                      __nv_bfloat16* out) {
   const size_t t = blockIdx.x;
   for (int c = int(threadIdx.x) * 4; c < hidden; c += combine_threads * 4) {
     float4 sum = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
@@ -45,8 +45,7 @@ static __global__ void combine_kernel(const __nv_bfloat16* rows, const int* row_
       const int e = chosen[p];
       if (e < first_expert || e >= last_expert) continue;
       const float w = weights[p];
-      const uint2 packed =
-          *reinterpret_cast<const uint2*>(rows + size_t(row_of_pair[p]) * hidden + c);
+      const uint2 packed = *reinterpret_cast<const uint2*>(rows + size_t(row_of_pair[p]) * hidden + c);
       const __nv_bfloat162* halves = reinterpret_cast<const __nv_bfloat162*>(&packed);
       const float2 lo = __bfloat1622float2(halves[0]), hi = __bfloat1622float2(halves[1]);
       sum.x += w * lo.x, sum.y += w * lo.y, sum.z += w * hi.x, sum.w += w * hi.y;
@@ -80,8 +79,8 @@ static constexpr int stride_step = 64;
 // which take any counts, run warp-level MMA only (ncu's cutlass_80_..._grouped).
 static batch_pieces cut_into_pieces(const moe_plan& plan, int local_experts, int capacity, cudaStream_t stream) {
   std::vector<int> counts(size_t(local_experts), 0);
-  TROUPE_CUDA_CHECK(cudaMemcpyAsync(counts.data(), plan.counts, sizeof(int) * counts.size(),
-                                    cudaMemcpyDeviceToHost, stream));
+  TROUPE_CUDA_CHECK(
+      cudaMemcpyAsync(counts.data(), plan.counts, sizeof(int) * counts.size(), cudaMemcpyDeviceToHost, stream));
   TROUPE_CUDA_CHECK(cudaStreamSynchronize(stream));
   int used = 0, pairs = 0, widest = 0;
   for (int c : counts) used += c > 0, pairs += c, widest = std::max(widest, c);
@@ -109,11 +108,10 @@ static batch_pieces cut_into_pieces(const moe_plan& plan, int local_experts, int
 // cuBLAS is column-major: row-major out [c, n] = in [c, k] * w [n, k]^T is column-major
 // out^T [n, c] = w^T (w read as column-major [k, n], transposed) times in^T, as in
 // matmul. Per piece g: gate and up (two entries of the batch), then down.
-static void launch(cublasHandle_t cublas, const __nv_bfloat16* x, int tokens, int hidden,
-                   const int* chosen, const float* weights, int k, const __nv_bfloat16* w13,
-                   const __nv_bfloat16* w2, int inter, int first_expert, int last_expert,
-                   const moe_plan& plan, const moe_grouped_scratch& scratch, __nv_bfloat16* out,
-                   cudaStream_t stream) {
+static void launch(cublasHandle_t cublas, const __nv_bfloat16* x, int tokens, int hidden, const int* chosen,
+                   const float* weights, int k, const __nv_bfloat16* w13, const __nv_bfloat16* w2, int inter,
+                   int first_expert, int last_expert, const moe_plan& plan, const moe_grouped_scratch& scratch,
+                   __nv_bfloat16* out, cudaStream_t stream) {
   const batch_pieces b = cut_into_pieces(plan, last_expert - first_expert, scratch.capacity, stream);
   const int count = int(b.pieces.size()), stride = b.stride;
   if (count > 0) {
@@ -149,48 +147,41 @@ static void launch(cublasHandle_t cublas, const __nv_bfloat16* x, int tokens, in
     void* const* device = scratch.matrices;
     const float one = 1.0f, zero = 0.0f;
     TROUPE_CUDA_CHECK(cublasGemmBatchedEx(cublas, CUBLAS_OP_T, CUBLAS_OP_N, inter, stride, hidden, &one, device,
-                                          CUDA_R_16BF, hidden, device + g2, CUDA_R_16BF, hidden, &zero,
-                                          device + 2 * g2, CUDA_R_16BF, inter, int(g2), CUBLAS_COMPUTE_32F,
-                                          CUBLAS_GEMM_DEFAULT));
+                                          CUDA_R_16BF, hidden, device + g2, CUDA_R_16BF, hidden, &zero, device + 2 * g2,
+                                          CUDA_R_16BF, inter, int(g2), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
     swiglu(scratch.gate, scratch.up, int64_t(count) * stride * inter, scratch.gate, stream);
     TROUPE_CUDA_CHECK(cublasGemmBatchedEx(cublas, CUBLAS_OP_T, CUBLAS_OP_N, hidden, stride, inter, &one,
                                           device + 3 * g2, CUDA_R_16BF, inter, device + 3 * g2 + count, CUDA_R_16BF,
                                           inter, &zero, device + 3 * g2 + 2 * count, CUDA_R_16BF, hidden, count,
                                           CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
   }
-  combine_kernel<<<tokens, combine_threads, 0, stream>>>(scratch.rows, scratch.row_of_pair,
-                                                         chosen, weights, k, hidden,
+  combine_kernel<<<tokens, combine_threads, 0, stream>>>(scratch.rows, scratch.row_of_pair, chosen, weights, k, hidden,
                                                          first_expert, last_expert, out);
   TROUPE_CUDA_CHECK(cudaGetLastError());
 }
 
-void moe_grouped(cublasHandle_t cublas, const __nv_bfloat16* x, int tokens, int hidden,
-                 const int* chosen, const float* weights, int k, const __nv_bfloat16* w13,
-                 const __nv_bfloat16* w2, int inter, int first_expert, int last_expert,
-                 const moe_plan& plan, const moe_grouped_scratch& scratch, __nv_bfloat16* out,
-                 cudaStream_t stream) {
+void moe_grouped(cublasHandle_t cublas, const __nv_bfloat16* x, int tokens, int hidden, const int* chosen,
+                 const float* weights, int k, const __nv_bfloat16* w13, const __nv_bfloat16* w2, int inter,
+                 int first_expert, int last_expert, const moe_plan& plan, const moe_grouped_scratch& scratch,
+                 __nv_bfloat16* out, cudaStream_t stream) {
   TROUPE_CHECK(cublas != nullptr, "moe_grouped needs a cuBLAS handle");
-  TROUPE_CHECK(tokens >= 0 && k > 0 && first_expert >= 0 && last_expert > first_expert,
-               "bad shape");
+  TROUPE_CHECK(tokens >= 0 && k > 0 && first_expert >= 0 && last_expert > first_expert, "bad shape");
   TROUPE_CHECK(hidden > 0 && hidden % 16 == 0, "hidden must be a positive multiple of 16");
   TROUPE_CHECK(inter > 0 && inter % 16 == 0, "inter must be a positive multiple of 16");
   TROUPE_CHECK(plan.tile_rows > 0, "moe_grouped takes moe_align's plan");
-  for (const void* p : {static_cast<const void*>(x), static_cast<const void*>(w13),
-                        static_cast<const void*>(w2), static_cast<const void*>(out),
-                        static_cast<const void*>(scratch.rows),
-                        static_cast<const void*>(scratch.gate),
-                        static_cast<const void*>(scratch.up)})
+  for (const void* p : {static_cast<const void*>(x), static_cast<const void*>(w13), static_cast<const void*>(w2),
+                        static_cast<const void*>(out), static_cast<const void*>(scratch.rows),
+                        static_cast<const void*>(scratch.gate), static_cast<const void*>(scratch.up)})
     TROUPE_CHECK(uintptr_t(p) % 16 == 0, "pointers must be 16-byte aligned");
   cudaStream_t handle_stream;
   TROUPE_CUDA_CHECK(cublasGetStream(cublas, &handle_stream));
   TROUPE_CHECK(handle_stream == stream, "the cuBLAS handle must run on `stream`");
   cudaStreamCaptureStatus capture;
   TROUPE_CUDA_CHECK(cudaStreamIsCapturing(stream, &capture));
-  TROUPE_CHECK(capture == cudaStreamCaptureStatusNone,
-               "moe_grouped waits for the stream, which cannot be captured");
+  TROUPE_CHECK(capture == cudaStreamCaptureStatusNone, "moe_grouped waits for the stream, which cannot be captured");
   if (tokens == 0) return;
-  launch(cublas, x, tokens, hidden, chosen, weights, k, w13, w2, inter, first_expert, last_expert,
-         plan, scratch, out, stream);
+  launch(cublas, x, tokens, hidden, chosen, weights, k, w13, w2, inter, first_expert, last_expert, plan, scratch, out,
+         stream);
 }
 
 }  // namespace troupe::cuda

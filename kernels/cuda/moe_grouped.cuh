@@ -10,13 +10,13 @@ namespace troupe::cuda {
 // moe_grouped's scratch for a plan of R rows and P = tokens * k pairs: device pointers,
 // 16-byte aligned.
 struct moe_grouped_scratch {
-  int capacity;          // R, at least 2 P + 64 * local_experts
-  __nv_bfloat16* rows;   // [R, hidden]: each pair's x row, then its expert's output
-  __nv_bfloat16* gate;   // [R, inter]: the gate projections, then the SwiGLU activations
-  __nv_bfloat16* up;     // [R, inter]: the up projections
-  int* row_of_pair;      // [P]
-  void** matrices;       // [18 * local_experts]: the GEMMs' matrix addresses, for cuBLAS
-  int2* pieces;          // [2 * local_experts]: each piece's local expert and first pair
+  int capacity;         // R, at least 2 P + 64 * local_experts
+  __nv_bfloat16* rows;  // [R, hidden]: each pair's x row, then its expert's output
+  __nv_bfloat16* gate;  // [R, inter]: the gate projections, then the SwiGLU activations
+  __nv_bfloat16* up;    // [R, inter]: the up projections
+  int* row_of_pair;     // [P]
+  void** matrices;      // [18 * local_experts]: the GEMMs' matrix addresses, for cuBLAS
+  int2* pieces;         // [2 * local_experts]: each piece's local expert and first pair
 };
 
 // fused_moe's sum for a large batch through cuBLAS, given moe_align's plan of it (any
@@ -31,10 +31,9 @@ struct moe_grouped_scratch {
 // the batch (within bf16 rounding). The expert counts are copied to the host: the call
 // waits for `stream`, which must be the handle's stream and not capturing. Shapes as
 // fused_moe's.
-void moe_grouped(cublasHandle_t cublas, const __nv_bfloat16* x, int tokens, int hidden,
-                 const int* chosen, const float* weights, int k, const __nv_bfloat16* w13,
-                 const __nv_bfloat16* w2, int inter, int first_expert, int last_expert,
-                 const moe_plan& plan, const moe_grouped_scratch& scratch, __nv_bfloat16* out,
-                 cudaStream_t stream);
+void moe_grouped(cublasHandle_t cublas, const __nv_bfloat16* x, int tokens, int hidden, const int* chosen,
+                 const float* weights, int k, const __nv_bfloat16* w13, const __nv_bfloat16* w2, int inter,
+                 int first_expert, int last_expert, const moe_plan& plan, const moe_grouped_scratch& scratch,
+                 __nv_bfloat16* out, cudaStream_t stream);
 
 }  // namespace troupe::cuda

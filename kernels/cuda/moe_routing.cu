@@ -21,8 +21,8 @@ static constexpr int max_experts = 1024;  // 32 a lane
 // shuffles for every round made it a long chain of dependent latencies. With a shared
 // expert, lane k adds its pick: slot `experts`, weighted by the sigmoid of its gate's logit.
 template <int per_lane>
-static __global__ void route_top_k_kernel(const float* logits, int tokens, int experts, int k,
-                                          bool normalize, bool shared_expert, int* chosen, float* weights) {
+static __global__ void route_top_k_kernel(const float* logits, int tokens, int experts, int k, bool normalize,
+                                          bool shared_expert, int* chosen, float* weights) {
   begin_dependent();
   const int warp = int(threadIdx.x) / 32, lane = int(threadIdx.x) % 32;
   const int t = int(blockIdx.x) * warps_per_block + warp;
@@ -78,15 +78,15 @@ static __global__ void route_top_k_kernel(const float* logits, int tokens, int e
 }
 
 template <int per_lane>
-static void launch(const float* logits, int tokens, int experts, int k, bool normalize, bool shared_expert,
-                   int* chosen, float* weights, cudaStream_t stream) {
+static void launch(const float* logits, int tokens, int experts, int k, bool normalize, bool shared_expert, int* chosen,
+                   float* weights, cudaStream_t stream) {
   const int blocks = (tokens + warps_per_block - 1) / warps_per_block;
-  launch_dependent(route_top_k_kernel<per_lane>, blocks, warps_per_block * 32, 0, stream, logits, tokens, experts,
-                   k, normalize, shared_expert, chosen, weights);
+  launch_dependent(route_top_k_kernel<per_lane>, blocks, warps_per_block * 32, 0, stream, logits, tokens, experts, k,
+                   normalize, shared_expert, chosen, weights);
 }
 
-void route_top_k(const float* logits, int tokens, int experts, int k, bool normalize, bool shared_expert,
-                 int* chosen, float* weights, cudaStream_t stream) {
+void route_top_k(const float* logits, int tokens, int experts, int k, bool normalize, bool shared_expert, int* chosen,
+                 float* weights, cudaStream_t stream) {
   TROUPE_CHECK(tokens >= 0 && experts > 0 && k > 0 && k <= experts, "bad shape");
   TROUPE_CHECK(k + int(shared_expert) <= 32, "at most 32 experts a token: a lane holds each pick");
   TROUPE_CHECK(experts <= max_experts, "at most 1024 experts: a lane holds 32 of them");

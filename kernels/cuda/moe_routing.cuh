@@ -12,7 +12,7 @@ namespace troupe::cuda {
 // its width is the routed experts'): logits rows hold experts + 1 columns, the last its
 // gate's logit, and chosen and weights are [tokens, k + 1], the last pick that slot with
 // weight sigmoid(logit) (k + 1 <= 32).
-void route_top_k(const float* logits, int tokens, int experts, int k, bool normalize, bool shared_expert,
-                 int* chosen, float* weights, cudaStream_t stream);
+void route_top_k(const float* logits, int tokens, int experts, int k, bool normalize, bool shared_expert, int* chosen,
+                 float* weights, cudaStream_t stream);
 
 }  // namespace troupe::cuda

@@ -1,11 +1,11 @@
 #pragma once
 // The main loop of moe_gate_up's and moe_down's prefill tiles (64 rows; the decode tiles
-// are moe_stream.cuh's), and how their blocks find their tiles. A block multiplies `rows` activation rows by `cols` weight rows (Linear weights, [out,
-// in]) over k: bf16 WMMA with fp32 accumulators, both operands streamed through shared
-// memory in a ring of `stages` k-chunks filled by 16-byte cp.async copies. With warps_k >
-// 1 the block is that many groups of warps, each with its own ring over its share of k
-// (so a small batch still has warps enough to keep memory busy), their sums added in
-// group order. An output element's bits depend on the shape, never on the batch in it.
+// are moe_stream.cuh's), and how their blocks find their tiles. A block multiplies `rows` activation rows by `cols`
+// weight rows (Linear weights, [out, in]) over k: bf16 WMMA with fp32 accumulators, both operands streamed through
+// shared memory in a ring of `stages` k-chunks filled by 16-byte cp.async copies. With warps_k > 1 the block is that
+// many groups of warps, each with its own ring over its share of k (so a small batch still has warps enough to keep
+// memory busy), their sums added in group order. An output element's bits depend on the shape, never on the batch in
+// it.
 #include <cuda_bf16.h>
 #include <mma.h>
 
@@ -14,8 +14,7 @@
 
 namespace troupe::cuda::moe_tile {
 
-template <int rows_, int warps_m_, int warps_n_, int frags_m_, int frags_n_, int chunk_k_,
-          int stages_, int warps_k_>
+template <int rows_, int warps_m_, int warps_n_, int frags_m_, int frags_n_, int chunk_k_, int stages_, int warps_k_>
 struct shape {
   static constexpr int rows = rows_;
   static constexpr int warps_m = warps_m_, warps_n = warps_n_, warps_k = warps_k_;
@@ -66,8 +65,8 @@ __device__ inline void group_barrier(int group) {
 // only read after it, so it may wait for the kernel that writes A. Every thread of the
 // block calls it; leaves `smem` free.
 template <class S, class A, class B, class W>
-__device__ void multiply(A a_row, B b_row, int k, __nv_bfloat16* smem,
-                         accumulator (&acc)[S::frags_m][S::frags_n], W before_a) {
+__device__ void multiply(A a_row, B b_row, int k, __nv_bfloat16* smem, accumulator (&acc)[S::frags_m][S::frags_n],
+                         W before_a) {
   namespace wmma = nvcuda::wmma;
   constexpr int per_row = S::chunk_k / 8;
   constexpr int row_step = S::group_threads / per_row;
@@ -99,16 +98,14 @@ __device__ void multiply(A a_row, B b_row, int k, __nv_bfloat16* smem,
     const int kc = chunk * S::chunk_k + col;
 #pragma unroll
     for (int i = 0; i < a_copies; ++i)
-      copy_16(a + (row + i * row_step) * S::pitch + col,
-              kc < k && a_src[i] != nullptr ? a_src[i] + kc : nullptr);
+      copy_16(a + (row + i * row_step) * S::pitch + col, kc < k && a_src[i] != nullptr ? a_src[i] + kc : nullptr);
   };
   auto load_b = [&](int chunk) {
     __nv_bfloat16* b = ring + chunk % S::stages * S::stage_elems + S::rows * S::pitch;
     const int kc = chunk * S::chunk_k + col;
 #pragma unroll
     for (int i = 0; i < b_copies; ++i)
-      copy_16(b + (row + i * row_step) * S::pitch + col,
-              kc < k && b_src[i] != nullptr ? b_src[i] + kc : nullptr);
+      copy_16(b + (row + i * row_step) * S::pitch + col, kc < k && b_src[i] != nullptr ? b_src[i] + kc : nullptr);
   };
 
   // One commit group per chunk of B, then one per chunk of A, for the first stages - 1

@@ -115,8 +115,7 @@ struct split_results {
   float* sum;
 };
 
-static __host__ __device__ split_results results_of(float* workspace, int seqs, int heads,
-                                                    int head_dim, int splits) {
+static __host__ __device__ split_results results_of(float* workspace, int seqs, int heads, int head_dim, int splits) {
   const size_t rows = size_t(seqs) * heads * splits;
   return {workspace, workspace + rows * head_dim, workspace + rows * (head_dim + 1)};
 }
@@ -165,9 +164,9 @@ struct step_rows {
 // from one place: it may hold a block barrier) for the step's rows. A split past the
 // sequence's end reads nothing but the length and gives m = -inf, l = 0, o = 0 and false.
 template <int head_dim, bool wide, class After_wait>
-static __device__ __forceinline__ bool attend_split(const split_shape& sh, const paged_kv_batch& kv, int split,
-                                                    int kvh, int s, After_wait after_wait,
-                                                    float (&o)[head_dim / 8][4], float (&m)[2], float (&l)[2]) {
+static __device__ __forceinline__ bool attend_split(const split_shape& sh, const paged_kv_batch& kv, int split, int kvh,
+                                                    int s, After_wait after_wait, float (&o)[head_dim / 8][4],
+                                                    float (&m)[2], float (&l)[2]) {
   constexpr int quarter = head_dim / 4, k_steps = head_dim / 16, n_tiles = head_dim / 8;
   const int lane = int(threadIdx.x) % 32, g = lane / 4, t = lane % 4;
 #pragma unroll
@@ -304,8 +303,8 @@ static __device__ __forceinline__ bool attend_split(const split_shape& sh, const
       l[r] = l[r] * alpha[r] + sum;  // this lane's part; the quad's parts add at the end
     }
 
-    const uint32_t pa[4] = {pack_bf16(sc[0][0], sc[0][1]), pack_bf16(sc[0][2], sc[0][3]),
-                            pack_bf16(sc[1][0], sc[1][1]), pack_bf16(sc[1][2], sc[1][3])};
+    const uint32_t pa[4] = {pack_bf16(sc[0][0], sc[0][1]), pack_bf16(sc[0][2], sc[0][3]), pack_bf16(sc[1][0], sc[1][1]),
+                            pack_bf16(sc[1][2], sc[1][3])};
 #pragma unroll
     for (int j = 0; j < n_tiles; ++j) {
       // Element j of each value row's eighth: the low or high half of word j / 2.
@@ -331,14 +330,18 @@ static __device__ __forceinline__ bool attend_split(const split_shape& sh, const
 // Warp (split, kv head, sequence): attend_split, its results to the workspace.
 template <int head_dim, bool wide>
 static __global__ void __launch_bounds__(threads)
-split_kernel(const __nv_bfloat16* q, int q_stride, split_shape sh, paged_kv_batch kv, split_results results) {
+    split_kernel(const __nv_bfloat16* q, int q_stride, split_shape sh, paged_kv_batch kv, split_results results) {
   constexpr int n_tiles = head_dim / 8;
   const int lane = int(threadIdx.x) % 32, g = lane / 4, t = lane % 4;
   const int split = int(blockIdx.x) * warps + int(threadIdx.x) / 32, kvh = int(blockIdx.y), s = int(blockIdx.z);
   const __nv_bfloat16* q_heads = q + size_t(s) * q_stride + size_t(kvh) * sh.group * head_dim;
   float o[n_tiles][4], m[2], l[2];  // rows g and g + 8
-  if (!attend_split<head_dim, wide>(sh, kv, split, kvh, s, [&] { return step_rows{q_heads, nullptr, nullptr}; }, o,
-                                    m, l))
+  if (!attend_split<head_dim, wide>(
+          sh, kv, split, kvh, s,
+          [&] {
+            return step_rows{q_heads, nullptr, nullptr};
+          },
+          o, m, l))
     return;
 #pragma unroll
   for (int r = 0; r < 2; ++r) {
@@ -364,8 +367,8 @@ split_kernel(const __nv_bfloat16* q, int q_stride, split_shape sh, paged_kv_batc
 // Block (head, sequence): rescale each split to the global maximum and normalise. The
 // splits' maxima and sums are read once, in parallel, into shared memory (a loop of
 // dependent loads per thread would wait on memory once per split).
-static __global__ void merge_kernel(int heads, int head_dim, const int* seq_lens, int splits,
-                                    split_results results, __nv_bfloat16* out) {
+static __global__ void merge_kernel(int heads, int head_dim, const int* seq_lens, int splits, split_results results,
+                                    __nv_bfloat16* out) {
   extern __shared__ float weight_s[];  // [splits]: 2^(max_i - max)
   __shared__ float reduce_s[warps];
   begin_dependent();
@@ -418,8 +421,8 @@ struct cluster_layout {
   static constexpr int halves = wide ? 2 : 1, rows = 8 * halves;
   static constexpr int per_lane = head_dim / 16;          // float4s of a lane in a row half
   static constexpr int vectors = halves * per_lane * 32;  // float4s of a warp
-  static constexpr size_t bytes = size_t(cluster_warps) * vectors * sizeof(float4) +
-                                  size_t(2 * cluster_warps * rows + 2 * rows) * sizeof(float);
+  static constexpr size_t bytes =
+      size_t(cluster_warps) * vectors * sizeof(float4) + size_t(2 * cluster_warps * rows + 2 * rows) * sizeof(float);
 };
 
 // Cluster (KV head, sequence) of gridDim.x blocks: warp w of block b takes split
@@ -505,8 +508,8 @@ static __device__ __forceinline__ void attend_in_cluster(const split_shape& sh, 
       sum += *cluster.map_shared_rank(block_l + row, b) * weight;
       add_scaled(acc, *cluster.map_shared_rank(o_s + v, b), weight);
     }
-    __nv_bfloat16* dst = out + (size_t(s) * sh.heads + size_t(kvh) * sh.group + row) * head_dim +
-                         2 * (quad_lane % 4) * n_tiles + 4 * k;
+    __nv_bfloat16* dst =
+        out + (size_t(s) * sh.heads + size_t(kvh) * sh.group + row) * head_dim + 2 * (quad_lane % 4) * n_tiles + 4 * k;
     dst[0] = __float2bfloat16(acc.x / sum);
     dst[1] = __float2bfloat16(acc.y / sum);
     dst[2] = __float2bfloat16(acc.z / sum);
@@ -517,7 +520,7 @@ static __device__ __forceinline__ void attend_in_cluster(const split_shape& sh, 
 
 template <int head_dim, bool wide>
 static __global__ void __launch_bounds__(cluster_threads, 1)
-cluster_kernel(const __nv_bfloat16* q, int q_stride, split_shape sh, paged_kv_batch kv, __nv_bfloat16* out) {
+    cluster_kernel(const __nv_bfloat16* q, int q_stride, split_shape sh, paged_kv_batch kv, __nv_bfloat16* out) {
   extern __shared__ float4 shared[];
   const __nv_bfloat16* q_heads = q + size_t(blockIdx.z) * q_stride + size_t(blockIdx.y) * sh.group * head_dim;
   attend_in_cluster<head_dim, wide>(sh, kv, out, shared, [&] { return step_rows{q_heads, nullptr, nullptr}; });
@@ -563,8 +566,8 @@ struct fused_layout {
 // before the wait.
 template <int head_dim, bool wide, bool partial>
 static __global__ void __launch_bounds__(cluster_threads, 1)
-fused_cluster_kernel(step_qkv in, split_shape sh, paged_kv_batch kv, __nv_bfloat16* out,
-                     const __grid_constant__ inv_freq_table inv_freq) {
+    fused_cluster_kernel(step_qkv in, split_shape sh, paged_kv_batch kv, __nv_bfloat16* out,
+                         const __grid_constant__ inv_freq_table inv_freq) {
   using layout = fused_layout<head_dim, wide>;
   extern __shared__ float4 shared[];
   char* const bytes = reinterpret_cast<char*>(shared);
@@ -639,8 +642,8 @@ static void launch_cluster(const __nv_bfloat16* q, int q_stride, int seqs, const
                            const paged_kv_batch& kv, __nv_bfloat16* out, cudaStream_t stream) {
   // 33344 bytes at head_dim 128, 66688 when wide: above the 48K a launch gets unasked.
   constexpr size_t shared = cluster_layout<head_dim, wide>::bytes;
-  TROUPE_CUDA_CHECK(cudaFuncSetAttribute(cluster_kernel<head_dim, wide>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                         int(shared)));
+  TROUPE_CUDA_CHECK(
+      cudaFuncSetAttribute(cluster_kernel<head_dim, wide>, cudaFuncAttributeMaxDynamicSharedMemorySize, int(shared)));
   const int blocks = sh.splits / cluster_warps;
   launch_dependent_clusters(cluster_kernel<head_dim, wide>, dim3(blocks, sh.kv_heads, seqs), unsigned(blocks),
                             cluster_threads, shared, stream, q, q_stride, sh, kv, out);
@@ -690,8 +693,7 @@ static void check_attention(const __nv_bfloat16* q, int q_stride, int seqs, int 
 }
 
 void paged_attention(const __nv_bfloat16* q, int q_stride, int seqs, int heads, int kv_heads, int head_dim,
-                     const paged_kv_batch& kv, float* workspace, __nv_bfloat16* out,
-                     cudaStream_t stream) {
+                     const paged_kv_batch& kv, float* workspace, __nv_bfloat16* out, cudaStream_t stream) {
   check_attention(q, q_stride, seqs, heads, kv_heads, head_dim, kv);
   if (seqs == 0) return;
   const int group = heads / kv_heads;
@@ -710,14 +712,14 @@ void paged_attention(const __nv_bfloat16* q, int q_stride, int seqs, int heads, 
   });
   // Eight floats past the splits: the unrolled weighted sum may load past `used` (shared
   // loads cannot fault, so the compiler may speculate them), and they must stay inside.
-  launch_dependent(merge_kernel, dim3(heads, seqs), threads, sizeof(float) * (size_t(splits) + 8), stream,
-                   heads, head_dim, kv.seq_lens, splits, results, out);
+  launch_dependent(merge_kernel, dim3(heads, seqs), threads, sizeof(float) * (size_t(splits) + 8), stream, heads,
+                   head_dim, kv.seq_lens, splits, results, out);
 }
 
 void decode_attention(__nv_bfloat16* q, const __nv_bfloat16* k, const float* q_norm, const float* k_norm, float eps,
-                      int seqs, int heads, int kv_heads, int head_dim, int q_stride, int k_stride,
-                      const int* positions, float theta, int rotary_dim, const kv_cache_target& cache,
-                      const paged_kv_batch& kv, float* workspace, __nv_bfloat16* out, cudaStream_t stream) {
+                      int seqs, int heads, int kv_heads, int head_dim, int q_stride, int k_stride, const int* positions,
+                      float theta, int rotary_dim, const kv_cache_target& cache, const paged_kv_batch& kv,
+                      float* workspace, __nv_bfloat16* out, cudaStream_t stream) {
   check_attention(q, q_stride, seqs, heads, kv_heads, head_dim, kv);
   TROUPE_CHECK(cache.key_pool == kv.keys && cache.value_pool == kv.values,
                "the step's keys and values must go to the pools it attends over");

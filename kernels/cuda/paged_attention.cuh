@@ -41,8 +41,7 @@ size_t paged_attention_workspace_floats(int seqs, int heads, int kv_heads, int h
 // Qwen3.5-35B-A3B's ten full-attention layers). Same contract as cpu::paged_attention with
 // tokens = 1, start = seq_lens[s] - 1.
 void paged_attention(const __nv_bfloat16* q, int q_stride, int seqs, int heads, int kv_heads, int head_dim,
-                     const paged_kv_batch& kv, float* workspace, __nv_bfloat16* out,
-                     cudaStream_t stream);
+                     const paged_kv_batch& kv, float* workspace, __nv_bfloat16* out, cudaStream_t stream);
 
 // A decode step's qk_norm_rope then paged_attention: both contracts, with tokens = seqs
 // (sequence s's token at position seq_lens[s] - 1, slots[s] that position's slot), q, k and
@@ -56,8 +55,8 @@ void paged_attention(const __nv_bfloat16* q, int q_stride, int seqs, int heads, 
 // over its own new key; in two, over what the pool holds at its slot). Other batches run
 // the two launches.
 void decode_attention(__nv_bfloat16* q, const __nv_bfloat16* k, const float* q_norm, const float* k_norm, float eps,
-                      int seqs, int heads, int kv_heads, int head_dim, int q_stride, int k_stride,
-                      const int* positions, float theta, int rotary_dim, const kv_cache_target& cache,
-                      const paged_kv_batch& kv, float* workspace, __nv_bfloat16* out, cudaStream_t stream);
+                      int seqs, int heads, int kv_heads, int head_dim, int q_stride, int k_stride, const int* positions,
+                      float theta, int rotary_dim, const kv_cache_target& cache, const paged_kv_batch& kv,
+                      float* workspace, __nv_bfloat16* out, cudaStream_t stream);
 
 }  // namespace troupe::cuda

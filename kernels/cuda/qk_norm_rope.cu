@@ -21,10 +21,10 @@ static constexpr int most_rows_per_warp = 16;
 // rotation: one row a warp left a 4,096-token prefill latency-bound at 98 us.
 template <int most, bool partial>
 static __global__ void qk_norm_rope_kernel(__nv_bfloat16* q, const __nv_bfloat16* k, const float* q_norm,
-                                           const float* k_norm, float eps, int tokens, int heads,
-                                           int kv_heads, int head_dim, int q_stride, int k_stride,
-                                           const int* positions, const __grid_constant__ inv_freq_table inv_freq,
-                                           kv_cache_target cache, int rows_per_warp) {
+                                           const float* k_norm, float eps, int tokens, int heads, int kv_heads,
+                                           int head_dim, int q_stride, int k_stride, const int* positions,
+                                           const __grid_constant__ inv_freq_table inv_freq, kv_cache_target cache,
+                                           int rows_per_warp) {
   __shared__ float rows[warps_per_block][most];
   const lane_elements<most> q_weight = load_lane_elements<most>(q_norm, head_dim);
   const lane_elements<most> k_weight = load_lane_elements<most>(k_norm, head_dim);
@@ -62,27 +62,26 @@ static __global__ void qk_norm_rope_kernel(__nv_bfloat16* q, const __nv_bfloat16
   }
 }
 
-static void launch(__nv_bfloat16* q, const __nv_bfloat16* k, const float* q_norm, const float* k_norm,
-                   float eps, int tokens, int heads, int kv_heads, int head_dim, int q_stride,
-                   int k_stride, const int* positions, const inv_freq_table& inv_freq,
-                   const kv_cache_target& cache, cudaStream_t stream) {
+static void launch(__nv_bfloat16* q, const __nv_bfloat16* k, const float* q_norm, const float* k_norm, float eps,
+                   int tokens, int heads, int kv_heads, int head_dim, int q_stride, int k_stride, const int* positions,
+                   const inv_freq_table& inv_freq, const kv_cache_target& cache, cudaStream_t stream) {
   const int rows = tokens * (heads + kv_heads);
   const int rows_per_warp = std::clamp(rows / warps_wanted, 1, most_rows_per_warp);
   const int warps = (rows + rows_per_warp - 1) / rows_per_warp;
   const int blocks = (warps + warps_per_block - 1) / warps_per_block;
   // The same arithmetic on the same lanes either way: the bits do not depend on `most`.
   const bool partial = partial_rotation(inv_freq, head_dim);
-  auto kernel = head_dim <= 128 ? (partial ? qk_norm_rope_kernel<128, true> : qk_norm_rope_kernel<128, false>)
-                                : (partial ? qk_norm_rope_kernel<rope_max_head_dim, true>
-                                           : qk_norm_rope_kernel<rope_max_head_dim, false>);
-  launch_dependent(kernel, blocks, warps_per_block * 32, 0, stream, q, k, q_norm, k_norm, eps, tokens, heads,
-                   kv_heads, head_dim, q_stride, k_stride, positions, inv_freq, cache, rows_per_warp);
+  auto kernel =
+      head_dim <= 128
+          ? (partial ? qk_norm_rope_kernel<128, true> : qk_norm_rope_kernel<128, false>)
+          : (partial ? qk_norm_rope_kernel<rope_max_head_dim, true> : qk_norm_rope_kernel<rope_max_head_dim, false>);
+  launch_dependent(kernel, blocks, warps_per_block * 32, 0, stream, q, k, q_norm, k_norm, eps, tokens, heads, kv_heads,
+                   head_dim, q_stride, k_stride, positions, inv_freq, cache, rows_per_warp);
 }
 
-void qk_norm_rope(__nv_bfloat16* q, const __nv_bfloat16* k, const float* q_norm, const float* k_norm,
-                  float eps, int tokens, int heads, int kv_heads, int head_dim, int q_stride,
-                  int k_stride, const int* positions, float theta, int rotary_dim, const kv_cache_target& cache,
-                  cudaStream_t stream) {
+void qk_norm_rope(__nv_bfloat16* q, const __nv_bfloat16* k, const float* q_norm, const float* k_norm, float eps,
+                  int tokens, int heads, int kv_heads, int head_dim, int q_stride, int k_stride, const int* positions,
+                  float theta, int rotary_dim, const kv_cache_target& cache, cudaStream_t stream) {
   TROUPE_CHECK(tokens >= 0 && heads > 0 && kv_heads > 0, "bad shape");
   TROUPE_CHECK(head_dim > 0 && head_dim % 2 == 0 && head_dim <= rope_max_head_dim,
                "head_dim must be even and at most 256");

@@ -26,9 +26,8 @@ struct kv_cache_target {
 // rotary_dim) in fp32 as transformers computes it; the rest stay as normed. Same contract
 // as cpu::rms_norm per head, cpu::rope, then cpu::kv_cache_write. Device pointers
 // (positions too); head_dim even and at most 256, rotary_dim even.
-void qk_norm_rope(__nv_bfloat16* q, const __nv_bfloat16* k, const float* q_norm, const float* k_norm,
-                  float eps, int tokens, int heads, int kv_heads, int head_dim, int q_stride,
-                  int k_stride, const int* positions, float theta, int rotary_dim, const kv_cache_target& cache,
-                  cudaStream_t stream);
+void qk_norm_rope(__nv_bfloat16* q, const __nv_bfloat16* k, const float* q_norm, const float* k_norm, float eps,
+                  int tokens, int heads, int kv_heads, int head_dim, int q_stride, int k_stride, const int* positions,
+                  float theta, int rotary_dim, const kv_cache_target& cache, cudaStream_t stream);
 
 }  // namespace troupe::cuda

@@ -66,7 +66,7 @@ inline bool partial_rotation(const inv_freq_table& inv_freq, int head_dim) { ret
 
 template <int max_dim, bool partial>
 __device__ __forceinline__ lane_rotation<max_dim, partial> rotation_of(int position, const inv_freq_table& inv_freq,
-                                                                        int head_dim) {
+                                                                       int head_dim) {
   lane_rotation<max_dim, partial> r;
   r.half = partial ? inv_freq.half : head_dim / 2;
   const int lane = int(threadIdx.x) % 32;
@@ -88,9 +88,8 @@ __device__ __forceinline__ lane_rotation<max_dim, partial> rotation_of(int posit
 // caller's inlining can contract it differently: the bits do not depend on the kernel.
 template <int max_dim, bool partial, class Store>
 __device__ __forceinline__ void norm_rope_row(const lane_elements<max_dim>& x, const lane_elements<max_dim>& weight,
-                                              float eps, int head_dim,
-                                              const lane_rotation<max_dim, partial>& rotation, float* buf,
-                                              Store store) {
+                                              float eps, int head_dim, const lane_rotation<max_dim, partial>& rotation,
+                                              float* buf, Store store) {
   const int lane = int(threadIdx.x) % 32;
   float sum = 0.0f;
 #pragma unroll

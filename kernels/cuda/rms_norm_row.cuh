@@ -14,8 +14,8 @@ inline constexpr int rms_norm_block = 256;
 // every i, by the thread that summed it. warp_sums: [Block / 32] floats of shared memory.
 // Every thread of the block calls it.
 template <int Block, class Store>
-__device__ void rms_norm_row(const __nv_bfloat16* add, const float* residual, const float* weight, float eps,
-                             int dim, float* warp_sums, Store store) {
+__device__ void rms_norm_row(const __nv_bfloat16* add, const float* residual, const float* weight, float eps, int dim,
+                             float* warp_sums, Store store) {
   auto value = [&](int i) { return add != nullptr ? residual[i] + __bfloat162float(add[i]) : residual[i]; };
   float sum = 0.0f;
   for (int i = int(threadIdx.x); i < dim; i += Block) {

@@ -12,9 +12,9 @@ namespace troupe::cuda {
 
 static constexpr int block_size = 512;
 static constexpr int warps = block_size / 32;
-static constexpr int per_lane = 16;                   // loads a lane has in flight in a sweep
-static constexpr int chunk = 32 * per_lane;           // consecutive ids a warp takes at once
-static constexpr int max_vocab = block_size * chunk;  // the scan gives each thread one chunk
+static constexpr int per_lane = 16;                      // loads a lane has in flight in a sweep
+static constexpr int chunk = 32 * per_lane;              // consecutive ids a warp takes at once
+static constexpr int max_vocab = block_size * chunk;     // the scan gives each thread one chunk
 static constexpr int slice_len = block_size * per_lane;  // ids of sweep_kernel's block: at most block_size slices
 static constexpr int radix_bits = 4;
 static constexpr int buckets = 1 << radix_bits;
@@ -25,9 +25,8 @@ static_assert(buckets == warps, "one warp totals each bucket");
 
 // The radix histograms keep a column per thread: no atomics, so no contention when the
 // keys crowd into a few buckets (they do: the top digits are the float's exponent).
-static constexpr size_t dynamic_shared =
-    size_t(buckets) * block_size * (sizeof(double) + sizeof(int)) +
-    size_t(list_capacity) * (sizeof(uint32_t) + sizeof(float));
+static constexpr size_t dynamic_shared = size_t(buckets) * block_size * (sizeof(double) + sizeof(int)) +
+                                         size_t(list_capacity) * (sizeof(uint32_t) + sizeof(float));
 
 struct radix_memory {
   double* mass;        // [buckets, block_size]
@@ -41,10 +40,10 @@ struct row_shared {
   uint32_t prefix, mask;  // radix select: the cut's key bits found so far
   int above;              // tokens ranked above every candidate, and their mass
   double above_mass;
-  int candidates;         // tokens whose key has the prefix
-  int listed;             // candidates in the list; -1 while they are read from the row
+  int candidates;  // tokens whose key has the prefix
+  int listed;      // candidates in the list; -1 while they are read from the row
   int filled;
-  double limit;           // the mass top-p asks for
+  double limit;  // the mass top-p asks for
   int bucket_count[buckets];
   double bucket_mass[buckets];
   double chunk_sums[block_size];  // first_crossing
@@ -61,14 +60,10 @@ static __device__ uint32_t order_key(float x) {
   return b >> 31 ? ~b : b | 0x80000000u;
 }
 
-static __device__ float key_value(uint32_t key) {
-  return __uint_as_float(key >> 31 ? key & 0x7fffffffu : ~key);
-}
+static __device__ float key_value(uint32_t key) { return __uint_as_float(key >> 31 ? key & 0x7fffffffu : ~key); }
 
 // exp(d / T) relative to the top token (d = score - top score): the unnormalised probability.
-static __device__ float mass_of(float d, float temperature) {
-  return expf(__fdiv_rn(d, temperature));
-}
+static __device__ float mass_of(float d, float temperature) { return expf(__fdiv_rn(d, temperature)); }
 
 // Keeps the tokens ranked at or above it: key > key, or key == key and id < id_end.
 struct cut {
@@ -199,7 +194,7 @@ static __device__ void for_each_chunk(const float* x, int vocab, F f) {
 template <class F>
 static __device__ void for_each_token(const float* x, int vocab, F f) {
   const int lane = threadIdx.x % 32;
-  for_each_chunk(x, vocab, [&](int first, const float (&v)[per_lane]) {
+  for_each_chunk(x, vocab, [&](int first, const float(&v)[per_lane]) {
 #pragma unroll
     for (int j = 0; j < per_lane; ++j)
       if (first + lane + 32 * j < vocab) f(first + lane + 32 * j, v[j]);
@@ -211,11 +206,10 @@ static __device__ void for_each_token(const float* x, int vocab, F f) {
 // row's sum must be positive. Chunk sums, a block scan over them for the chunk that holds
 // the crossing, then one warp walks that chunk.
 template <class Weight>
-static __device__ int first_crossing(const float* x, int vocab, double u, Weight weight,
-                                     row_shared& sh) {
+static __device__ int first_crossing(const float* x, int vocab, double u, Weight weight, row_shared& sh) {
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   if (threadIdx.x == 0) sh.found_chunk = sh.last_chunk = -1;
-  for_each_chunk(x, vocab, [&](int first, const float (&v)[per_lane]) {
+  for_each_chunk(x, vocab, [&](int first, const float(&v)[per_lane]) {
     double sum = 0.0;
 #pragma unroll
     for (int j = 0; j < per_lane; ++j)
@@ -273,8 +267,7 @@ static __device__ void choose_bucket(row_shared& sh, int shift, int k, double p,
   int chosen = lowest;
   for (int b = buckets - 1; b > lowest; --b) {
     if (sh.bucket_count[b] == 0) continue;
-    if (sh.above + sh.bucket_count[b] >= k ||
-        (by_mass && sh.above_mass + sh.bucket_mass[b] >= sh.limit)) {
+    if (sh.above + sh.bucket_count[b] >= k || (by_mass && sh.above_mass + sh.bucket_mass[b] >= sh.limit)) {
       chosen = b;
       break;
     }
@@ -292,8 +285,8 @@ static __device__ void choose_bucket(row_shared& sh, int shift, int k, double p,
 // (mass_of(d, temperature)) reaches p times the row's, whichever comes first. A radix
 // select over the keys, 4 bits a pass from the top; once few candidates remain, they are
 // listed in shared memory and later passes read only the list.
-static __device__ cut find_cut(const float* x, int vocab, float offset, float temperature, int k,
-                               double p, row_shared& sh, const radix_memory& mem) {
+static __device__ cut find_cut(const float* x, int vocab, float offset, float temperature, int k, double p,
+                               row_shared& sh, const radix_memory& mem) {
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const bool by_mass = p < 1.0;
   if (threadIdx.x == 0) {
@@ -365,9 +358,8 @@ static __device__ cut find_cut(const float* x, int vocab, float offset, float te
     if (need < keep) keep = need <= 1.0 ? 1 : int(ceil(need));
   }
   if (keep == ties) return {key, INT_MAX};
-  const int last = first_crossing(x, vocab, (keep - 0.5) / ties, [=](int, float v) {
-    return order_key(v - offset) == key ? 1.0 : 0.0;
-  }, sh);
+  const int last = first_crossing(
+      x, vocab, (keep - 0.5) / ties, [=](int, float v) { return order_key(v - offset) == key ? 1.0 : 0.0; }, sh);
   return {key, last + 1};
 }
 
@@ -419,8 +411,8 @@ static __global__ void __launch_bounds__(block_size)
 // kept mass's prefix sum in id order; the top log-probs are another radix select over the
 // raw log-probs. Every pass reads the row from L2 or memory.
 static __global__ void __launch_bounds__(block_size)
-    sample_kernel(const float* logits, int vocab, sampling_rows params, float* workspace,
-                  const slice_result* slices, int* tokens, float* logprob, int* top_ids, float* top_logprobs) {
+    sample_kernel(const float* logits, int vocab, sampling_rows params, float* workspace, const slice_result* slices,
+                  int* tokens, float* logprob, int* top_ids, float* top_logprobs) {
   extern __shared__ double dynamic[];
   __shared__ row_shared sh;
   begin_dependent();
@@ -480,13 +472,15 @@ static __global__ void __launch_bounds__(block_size)
     if (by_count || top_p < 1.0f)
       kept = find_cut(scores, vocab, top, temperature, by_count ? top_k : INT_MAX, top_p, sh, mem);
     // prob >= min_p * top prob, as a bound on d = score - top score.
-    const double min_d =
-        min_p > 0.0f ? double(temperature) * log(double(fminf(min_p, 1.0f))) : -INFINITY;
-    chosen = first_crossing(scores, vocab, params.uniform[r], [=](int i, float v) {
-      const float d = v - top;
-      const bool keeps = kept.keeps(order_key(d), i) && double(d) >= min_d;
-      return keeps ? double(mass_of(d, temperature)) : 0.0;
-    }, sh);
+    const double min_d = min_p > 0.0f ? double(temperature) * log(double(fminf(min_p, 1.0f))) : -INFINITY;
+    chosen = first_crossing(
+        scores, vocab, params.uniform[r],
+        [=](int i, float v) {
+          const float d = v - top;
+          const bool keeps = kept.keeps(order_key(d), i) && double(d) >= min_d;
+          return keeps ? double(mass_of(d, temperature)) : 0.0;
+        },
+        sh);
   }
   if (threadIdx.x == 0) tokens[r] = chosen;
   if (n_top < 0) return;
@@ -534,17 +528,16 @@ static slice_result* slices_of(float* workspace, int rows, int vocab) {
   return reinterpret_cast<slice_result*>(workspace + copy_floats(rows, vocab));
 }
 
-static void launch(const float* logits, int rows, int vocab, const sampling_rows& params,
-                   float* workspace, int* tokens, float* logprob, int* top_ids,
-                   float* top_logprobs, cudaStream_t stream) {
+static void launch(const float* logits, int rows, int vocab, const sampling_rows& params, float* workspace, int* tokens,
+                   float* logprob, int* top_ids, float* top_logprobs, cudaStream_t stream) {
   slice_result* slices = slices_of(workspace, rows, vocab);
-  launch_dependent(sweep_kernel, dim3((vocab + slice_len - 1) / slice_len, rows), block_size, 0, stream, logits,
-                   vocab, params, workspace, slices);
+  launch_dependent(sweep_kernel, dim3((vocab + slice_len - 1) / slice_len, rows), block_size, 0, stream, logits, vocab,
+                   params, workspace, slices);
   // Per call rather than once: the attribute is per device.
-  TROUPE_CUDA_CHECK(cudaFuncSetAttribute(sample_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                         int(dynamic_shared)));
-  launch_dependent(sample_kernel, rows, block_size, dynamic_shared, stream, logits, vocab, params, workspace,
-                   slices, tokens, logprob, top_ids, top_logprobs);
+  TROUPE_CUDA_CHECK(
+      cudaFuncSetAttribute(sample_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(dynamic_shared)));
+  launch_dependent(sample_kernel, rows, block_size, dynamic_shared, stream, logits, vocab, params, workspace, slices,
+                   tokens, logprob, top_ids, top_logprobs);
 }
 
 size_t sampling_workspace_bytes(int rows, int vocab) {
@@ -552,17 +545,15 @@ size_t sampling_workspace_bytes(int rows, int vocab) {
          sizeof(slice_result) * size_t(rows) * size_t((vocab + slice_len - 1) / slice_len);
 }
 
-void sample_tokens(const float* logits, int rows, int vocab, const sampling_rows& params,
-                   void* workspace, int* tokens, float* logprob, int* top_ids,
-                   float* top_logprobs, cudaStream_t stream) {
+void sample_tokens(const float* logits, int rows, int vocab, const sampling_rows& params, void* workspace, int* tokens,
+                   float* logprob, int* top_ids, float* top_logprobs, cudaStream_t stream) {
   TROUPE_CHECK(rows >= 0 && vocab > 0, "bad shape");
   TROUPE_CHECK(vocab <= max_vocab, "vocabulary too large for one block's scan");
   TROUPE_CHECK(logits != nullptr && workspace != nullptr && tokens != nullptr && logprob != nullptr &&
                    top_ids != nullptr && top_logprobs != nullptr,
                "null pointer");
   if (rows == 0) return;
-  launch(logits, rows, vocab, params, static_cast<float*>(workspace), tokens, logprob, top_ids,
-         top_logprobs, stream);
+  launch(logits, rows, vocab, params, static_cast<float*>(workspace), tokens, logprob, top_ids, top_logprobs, stream);
 }
 
 }  // namespace troupe::cuda

@@ -53,8 +53,7 @@ size_t sampling_workspace_bytes(int rows, int vocab);
 // cumulative mass at the chosen boundary lies within about 1e-6 (relative to the kept
 // mass) of the target. vocab <= 262144. Device pointers; workspace of
 // sampling_workspace_bytes(rows, vocab).
-void sample_tokens(const float* logits, int rows, int vocab, const sampling_rows& params,
-                   void* workspace, int* tokens, float* logprob, int* top_ids,
-                   float* top_logprobs, cudaStream_t stream);
+void sample_tokens(const float* logits, int rows, int vocab, const sampling_rows& params, void* workspace, int* tokens,
+                   float* logprob, int* top_ids, float* top_logprobs, cudaStream_t stream);
 
 }  // namespace troupe::cuda

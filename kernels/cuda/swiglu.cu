@@ -31,23 +31,21 @@ static __global__ void swiglu_kernel(const uint4* gate, const uint4* up, int64_t
   }
   if (blockIdx.x == 0 && threadIdx.x == 0)
     for (int64_t i = vectors * 8; i < n; ++i)
-      reinterpret_cast<__nv_bfloat16*>(out)[i] = silu_times(reinterpret_cast<const __nv_bfloat16*>(gate)[i],
-                                                            reinterpret_cast<const __nv_bfloat16*>(up)[i]);
+      reinterpret_cast<__nv_bfloat16*>(out)[i] =
+          silu_times(reinterpret_cast<const __nv_bfloat16*>(gate)[i], reinterpret_cast<const __nv_bfloat16*>(up)[i]);
 }
 
-static void launch(const __nv_bfloat16* gate, const __nv_bfloat16* up, int64_t n,
-                   __nv_bfloat16* out, cudaStream_t stream) {
+static void launch(const __nv_bfloat16* gate, const __nv_bfloat16* up, int64_t n, __nv_bfloat16* out,
+                   cudaStream_t stream) {
   // A grid-stride loop over at most 64k blocks: enough to fill the chip many times over.
   const int64_t vectors = std::max<int64_t>(n / 8, 1);
   const int blocks = int(std::min<int64_t>((vectors + block_size - 1) / block_size, 65536));
-  swiglu_kernel<<<blocks, block_size, 0, stream>>>(reinterpret_cast<const uint4*>(gate),
-                                                   reinterpret_cast<const uint4*>(up), n,
-                                                   reinterpret_cast<uint4*>(out));
+  swiglu_kernel<<<blocks, block_size, 0, stream>>>(
+      reinterpret_cast<const uint4*>(gate), reinterpret_cast<const uint4*>(up), n, reinterpret_cast<uint4*>(out));
   TROUPE_CUDA_CHECK(cudaGetLastError());
 }
 
-void swiglu(const __nv_bfloat16* gate, const __nv_bfloat16* up, int64_t n, __nv_bfloat16* out,
-            cudaStream_t stream) {
+void swiglu(const __nv_bfloat16* gate, const __nv_bfloat16* up, int64_t n, __nv_bfloat16* out, cudaStream_t stream) {
   TROUPE_CHECK(n >= 0, "negative size");
   TROUPE_CHECK(uintptr_t(gate) % 16 == 0 && uintptr_t(up) % 16 == 0 && uintptr_t(out) % 16 == 0,
                "pointers must be 16-byte aligned");

@@ -12,8 +12,8 @@ result<device_arena> device_arena::allocate(size_t bytes, const std::string& wha
     cudaGetLastError();  // an out-of-memory error is not sticky: clear it
     size_t free = 0, total = 0;
     cudaMemGetInfo(&free, &total);
-    return error{what + " needs " + std::to_string(bytes >> 20) + " MiB of GPU memory, " +
-                 std::to_string(free >> 20) + " MiB are free (" + cudaGetErrorString(err) + ")"};
+    return error{what + " needs " + std::to_string(bytes >> 20) + " MiB of GPU memory, " + std::to_string(free >> 20) +
+                 " MiB are free (" + cudaGetErrorString(err) + ")"};
   }
   return device_arena(p, bytes);
 }

@@ -45,8 +45,8 @@ int visible_cuda_devices() {
 }
 
 std::string cuda_devices_text(int devices) {
-  return "this machine has " + std::to_string(devices) + " CUDA device" + (devices == 1 ? "" : "s") + " (cuda:0 to cuda:" +
-         std::to_string(devices - 1) + ")";
+  return "this machine has " + std::to_string(devices) + " CUDA device" + (devices == 1 ? "" : "s") +
+         " (cuda:0 to cuda:" + std::to_string(devices - 1) + ")";
 }
 
 result<compute_backend> make_gpu_backend(const backend_options& options) {
@@ -67,9 +67,11 @@ result<gpu_backend_parts> make_gpu_backend_parts(const backend_options& options)
   std::fprintf(stderr, "troupe: weights on cuda:%d: %s (%zu MiB)\n", options.device, options.share.text().c_str(),
                (*weights)->memory.used() >> 20);
   auto experts = std::make_shared<gpu_experts>(*weights);
-  gpu_runner_options r{0, options.block_size,
+  gpu_runner_options r{0,
+                       options.block_size,
                        options.max_model_len > 0 ? options.max_model_len : c.max_position_embeddings,
-                       options.max_num_seqs, std::max(options.max_num_batched_tokens, options.max_num_seqs),
+                       options.max_num_seqs,
+                       std::max(options.max_num_batched_tokens, options.max_num_seqs),
                        !options.enforce_eager};
   r.device = options.device;
   const int stages = std::max(options.pipeline_stages, 0);
@@ -97,14 +99,16 @@ result<gpu_backend_parts> make_gpu_backend_parts(const backend_options& options)
   // The recurrent states come out of the same budget, as on the CPU.
   if (stages > 0 && state_bytes > 0 && state_bytes >= kv_bytes)
     return error{"the recurrent state of " + std::to_string(state_slots) + " sequences (--max-num-seqs) takes " +
-                 std::to_string(state_bytes >> 20) + " MiB, more than the KV cache's " + std::to_string(kv_bytes >> 20) +
-                 " MiB: give it more memory or run fewer sequences"};
+                 std::to_string(state_bytes >> 20) + " MiB, more than the KV cache's " +
+                 std::to_string(kv_bytes >> 20) + " MiB: give it more memory or run fewer sequences"};
   kv_bytes -= std::min(kv_bytes, state_bytes);
   r.num_blocks = stages == 0 ? 0 : int(std::min<size_t>(kv_bytes / block_bytes, size_t(1) << 30));
   if (stages > 0 && state_slots > 0)
-    std::fprintf(stderr, "troupe: KV cache on cuda:%d: %d blocks of %d tokens (%zu MiB), recurrent states of %d "
-                 "sequences (%zu MiB)\n", options.device, r.num_blocks, options.block_size,
-                 (size_t(r.num_blocks) * block_bytes) >> 20, state_slots, state_bytes >> 20);
+    std::fprintf(stderr,
+                 "troupe: KV cache on cuda:%d: %d blocks of %d tokens (%zu MiB), recurrent states of %d "
+                 "sequences (%zu MiB)\n",
+                 options.device, r.num_blocks, options.block_size, (size_t(r.num_blocks) * block_bytes) >> 20,
+                 state_slots, state_bytes >> 20);
   else if (stages > 0)
     std::fprintf(stderr, "troupe: KV cache on cuda:%d: %d blocks of %d tokens (%zu MiB)\n", options.device,
                  r.num_blocks, options.block_size, (size_t(r.num_blocks) * block_bytes) >> 20);
@@ -130,7 +134,9 @@ result<gpu_backend_parts> make_gpu_backend_parts(const backend_options& options)
     if (!memory) return memory.err();
     return gpu_step_runner::create(weights, experts, stage, std::move(*memory), std::move(remote));
   };
-  parts.backend.make_runner = [with = parts.make_runner_with](int first, int last) { return with(first, last, nullptr); };
+  parts.backend.make_runner = [with = parts.make_runner_with](int first, int last) {
+    return with(first, last, nullptr);
+  };
   parts.backend.attach_experts = [experts](const std::string& group, int first, int last) -> std::function<void()> {
     experts->attach(group, first, last);
     return [experts, group] { experts->detach(group); };

@@ -7,9 +7,9 @@
 
 #include "base/result.hpp"
 #include "model/compute_backend.hpp"
-#include "model/cuda/gpu_weights.hpp"
 #include "model/cuda/gpu_experts.hpp"
 #include "model/cuda/gpu_remote_experts.hpp"
+#include "model/cuda/gpu_weights.hpp"
 
 namespace troupe {
 

@@ -16,7 +16,8 @@ result<std::unique_ptr<gpu_single_sequence>> gpu_single_sequence::load(const std
   const int blocks = (capacity + block_size - 1) / block_size;
   for (int b = 0; b < blocks; ++b) s->block_table_.push_back(b);
   // A prompt is one step, so the step holds the whole capacity.
-  auto runner = gpu_step_runner::create(s->weights_, s->experts_, {blocks, block_size, blocks * block_size, 1, capacity});
+  auto runner =
+      gpu_step_runner::create(s->weights_, s->experts_, {blocks, block_size, blocks * block_size, 1, capacity});
   if (!runner) return runner.err();
   s->runner_ = std::move(*runner);
   return s;

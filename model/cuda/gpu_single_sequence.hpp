@@ -8,17 +8,16 @@
 #include <vector>
 
 #include "base/result.hpp"
+#include "model/cuda/gpu_experts.hpp"
 #include "model/cuda/gpu_weights.hpp"
 #include "model/step_runner.hpp"
-#include "model/cuda/gpu_experts.hpp"
 
 namespace troupe {
 
 class gpu_single_sequence {
  public:
   // DIR's weights on the current GPU (random ones with `dummy`), room for `capacity` tokens.
-  static result<std::unique_ptr<gpu_single_sequence>> load(const std::filesystem::path& dir, bool dummy,
-                                                            int capacity);
+  static result<std::unique_ptr<gpu_single_sequence>> load(const std::filesystem::path& dir, bool dummy, int capacity);
 
   // Appends `tokens`; the greedy token after them.
   result<int> forward(std::span<const int> tokens);

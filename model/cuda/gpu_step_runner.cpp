@@ -40,8 +40,8 @@ cuda::delta_rule_heads delta_rule_heads_of(const model_config& c) {
 }
 
 // Decode graphs are captured for these batch sizes; a batch runs in the smallest that holds it.
-constexpr int batch_buckets[] = {1, 2, 4, 8, 12, 16, 24, 32, 40, 48, 56, 64, 80, 96, 112, 128,
-                                 160, 192, 224, 256, 320, 384, 448, 512};
+constexpr int batch_buckets[] = {1,  2,  4,   8,   12,  16,  24,  32,  40,  48,  56,  64,
+                                 80, 96, 112, 128, 160, 192, 224, 256, 320, 384, 448, 512};
 
 int batch_bucket(int seqs) {
   for (int b : batch_buckets)
@@ -82,8 +82,8 @@ struct gpu_step_runner::buffers {
   int* chosen;
   float* route_weights;
   void* moe_workspace;
-  bf16 *gate, *up;  // dense layers and shared experts
-  bf16* shared_out;   // a shared expert's rows
+  bf16 *gate, *up;     // dense layers and shared experts
+  bf16* shared_out;    // a shared expert's rows
   float* shared_gate;  // and its gate's logit, per token
   bf16* conv_out;      // Gated DeltaNet: the conv's rows [tokens, conv_dim]
   float* delta_sums;   // Gated DeltaNet: a prompt's chunk sums (gated_delta_rule_chunked)
@@ -118,8 +118,8 @@ struct gpu_step_runner::buffers {
     const bool dense = any_layer([](const gpu_layer_weights& l) { return !l.moe; });
     const bool shared = any_layer([](const gpu_layer_weights& l) { return l.shared_expert_gate != nullptr; });
     const size_t value_width = size_t(c.linear_num_value_heads) * size_t(c.linear_value_head_dim);
-    const size_t mlp_width = std::max(dense ? size_t(c.intermediate_size) : 0,
-                                      shared ? size_t(c.shared_expert_intermediate_size) : 0);
+    const size_t mlp_width =
+        std::max(dense ? size_t(c.intermediate_size) : 0, shared ? size_t(c.shared_expert_intermediate_size) : 0);
     // Only the last stage computes logits and samples.
     const size_t sampled = last == c.num_layers ? s : 0;
     residual[0] = a.take<float>(t * h);
@@ -138,8 +138,10 @@ struct gpu_step_runner::buffers {
     shared_out = a.take<bf16>(shared ? t * h : 0);
     shared_gate = a.take<float>(shared ? t : 0);
     conv_out = a.take<bf16>(linear ? t * size_t(c.linear_conv_dim()) : 0);
-    delta_sums = a.take<float>(linear ? cuda::gated_delta_rule_chunked_workspace_floats(int(t), delta_rule_heads_of(c)) : 0);
-    attn_workspace = a.take<float>(cuda::paged_attention_workspace_floats(int(s), c.num_heads, c.num_kv_heads, c.head_dim, o.max_model_len));
+    delta_sums =
+        a.take<float>(linear ? cuda::gated_delta_rule_chunked_workspace_floats(int(t), delta_rule_heads_of(c)) : 0);
+    attn_workspace = a.take<float>(
+        cuda::paged_attention_workspace_floats(int(s), c.num_heads, c.num_kv_heads, c.head_dim, o.max_model_len));
     rows = a.take<bf16>(sampled * h);
     logits = a.take<float>(sampled * size_t(c.vocab_size));
     sampling_workspace = a.take<char>(sampled > 0 ? cuda::sampling_workspace_bytes(int(s), c.vocab_size) : 0);
@@ -233,9 +235,11 @@ result<std::unique_ptr<step_runner>> gpu_step_runner::create(std::shared_ptr<con
     TROUPE_CUDA_CHECK(cudaMemset(r->buf_->keys[l], 0, pool * sizeof(bf16)));
     TROUPE_CUDA_CHECK(cudaMemset(r->buf_->values[l], 0, pool * sizeof(bf16)));
   }
-  const step_capacity capacity{options.max_num_batched_tokens, options.max_num_seqs,
+  const step_capacity capacity{options.max_num_batched_tokens,
+                               options.max_num_seqs,
                                (options.max_model_len + options.block_size - 1) / options.block_size,
-                               options.block_size, options.max_num_seqs * 8192,
+                               options.block_size,
+                               options.max_num_seqs * 8192,
                                (r->weights_->config.vocab_size + 63) / 64};
   r->inputs_ = std::make_unique<step_inputs>(capacity);
   if (r->last_stage_) TROUPE_CUDA_CHECK(cudaMallocHost(&r->outputs_host_, r->buf_->outputs_bytes));
@@ -277,8 +281,9 @@ status gpu_step_runner::forward(const shape& s) {
   auto norm_matmul = [&](const bf16* add, const float* norm, const bf16* matrix, int out_dim, dtype y_type, void* y,
                          bool keep_normed) {
     if (cuda::gemv_normed_fits(n, h, matrix)) {
-      cuda::gemv_normed({add, b.residual[stream_at], norm, eps, b.residual[1 - stream_at], keep_normed ? b.normed : nullptr},
-                        n, h, matrix, out_dim, y_type, y, stream_);
+      cuda::gemv_normed(
+          {add, b.residual[stream_at], norm, eps, b.residual[1 - stream_at], keep_normed ? b.normed : nullptr}, n, h,
+          matrix, out_dim, y_type, y, stream_);
       stream_at = 1 - stream_at;
     } else {
       cuda::rms_norm(add, b.residual[stream_at], norm, eps, n, h, b.normed, stream_);
@@ -338,17 +343,25 @@ status gpu_step_runner::forward(const shape& s) {
     cuda::gather_rows(b.normed, h, in.logit_rows.device, s.samples, b.rows, stream_);
     cuda::matmul(cublas_, b.rows, s.samples, h, w.lm_head, c.vocab_size, dtype::f32, b.logits);
   }
-  const cuda::sampling_rows params{in.temperature.device,        in.top_p.device,
-                                   in.top_k.device,              in.min_p.device,
-                                   in.repetition_penalty.device, in.frequency_penalty.device,
-                                   in.presence_penalty.device,   in.uniform.device,
-                                   in.top_logprobs.device,       in.history_offsets.device,
-                                   in.history_tokens.device,     in.history_seen.device,
-                                   in.history_generated.device,  in.history_bias.device,
-                                   in.mask_rows.device,          in.allowed.device,
+  const cuda::sampling_rows params{in.temperature.device,
+                                   in.top_p.device,
+                                   in.top_k.device,
+                                   in.min_p.device,
+                                   in.repetition_penalty.device,
+                                   in.frequency_penalty.device,
+                                   in.presence_penalty.device,
+                                   in.uniform.device,
+                                   in.top_logprobs.device,
+                                   in.history_offsets.device,
+                                   in.history_tokens.device,
+                                   in.history_seen.device,
+                                   in.history_generated.device,
+                                   in.history_bias.device,
+                                   in.mask_rows.device,
+                                   in.allowed.device,
                                    in.capacity().mask_words};
-  cuda::sample_tokens(b.logits, s.samples, c.vocab_size, params, b.sampling_workspace, b.tokens, b.logprob,
-                      b.top_ids, b.top_logprobs, stream_);
+  cuda::sample_tokens(b.logits, s.samples, c.vocab_size, params, b.sampling_workspace, b.tokens, b.logprob, b.top_ids,
+                      b.top_logprobs, stream_);
   return ok();
 }
 
@@ -367,32 +380,32 @@ void gpu_step_runner::full_attention(const shape& s, const gpu_layer_weights& l,
   const bf16* v = k + kv_dim;
   const cuda::kv_cache_target cache{v, qkv_dim, in.slots.device, keys, values};
   if (s.decode) {  // one token a sequence: n == s.seqs; b.qkv's q is not read after it
-    cuda::decode_attention(b.qkv, k, l.q_norm, l.k_norm, eps, s.seqs, heads, kv_heads, hd, qkv_dim, qkv_dim,
-                           in.positions.device, float(c.rope_theta), c.rotary_dim, cache,
-                           {keys, values, options_.block_size, in.block_tables.device, max_blocks,
-                            in.seq_lens.device, s.attn_len},
-                           b.attn_workspace, b.attn, stream_);
+    cuda::decode_attention(
+        b.qkv, k, l.q_norm, l.k_norm, eps, s.seqs, heads, kv_heads, hd, qkv_dim, qkv_dim, in.positions.device,
+        float(c.rope_theta), c.rotary_dim, cache,
+        {keys, values, options_.block_size, in.block_tables.device, max_blocks, in.seq_lens.device, s.attn_len},
+        b.attn_workspace, b.attn, stream_);
   } else {
-    cuda::qk_norm_rope(b.qkv, k, l.q_norm, l.k_norm, eps, n, heads, kv_heads, hd, qkv_dim, qkv_dim,
-                       in.positions.device, float(c.rope_theta), c.rotary_dim, cache, stream_);
+    cuda::qk_norm_rope(b.qkv, k, l.q_norm, l.k_norm, eps, n, heads, kv_heads, hd, qkv_dim, qkv_dim, in.positions.device,
+                       float(c.rope_theta), c.rotary_dim, cache, stream_);
     // A one-token query in flash attention's 64-row tiles wastes 63 of them: at batch 128
     // with a prompt joining, flash attention took 0.8 ms a layer, mostly the decode rows.
     const int d = s.decode_seqs;
     if (d > 0)
-      cuda::paged_attention(b.qkv, qkv_dim, d, heads, kv_heads, hd,
-                            {keys, values, options_.block_size, in.block_tables.device, max_blocks,
-                             in.seq_lens.device, s.decode_len},
-                            b.attn_workspace, b.attn, stream_);
+      cuda::paged_attention(
+          b.qkv, qkv_dim, d, heads, kv_heads, hd,
+          {keys, values, options_.block_size, in.block_tables.device, max_blocks, in.seq_lens.device, s.decode_len},
+          b.attn_workspace, b.attn, stream_);
     if (d < s.seqs) {  // the decode sequences' d tokens come first
       TROUPE_CUDA_CHECK(cudaMemcpy2DAsync(b.q + size_t(d) * q_dim, size_t(q_dim) * sizeof(bf16),
                                           b.qkv + size_t(d) * qkv_dim, size_t(qkv_dim) * sizeof(bf16),
-                                          size_t(q_dim) * sizeof(bf16), size_t(n - d),
-                                          cudaMemcpyDeviceToDevice, stream_));
-      cuda::flash_attention(b.q, heads, kv_heads, hd,
-                            {keys, values, options_.block_size, in.block_tables.device + size_t(d) * max_blocks,
-                             max_blocks, s.seqs - d, in.query_starts.device + d, in.positions_start.device + d,
-                             s.max_query_len},
-                            b.attn, stream_);
+                                          size_t(q_dim) * sizeof(bf16), size_t(n - d), cudaMemcpyDeviceToDevice,
+                                          stream_));
+      cuda::flash_attention(
+          b.q, heads, kv_heads, hd,
+          {keys, values, options_.block_size, in.block_tables.device + size_t(d) * max_blocks, max_blocks, s.seqs - d,
+           in.query_starts.device + d, in.positions_start.device + d, s.max_query_len},
+          b.attn, stream_);
     }
   }
   // qwen3_5_moe's gate rows follow v in the fused row.
@@ -419,8 +432,14 @@ void gpu_step_runner::linear_attention(const shape& s, const gpu_linear_attentio
                            b.conv_out, stream_);
   // Prompts of a chunk or more walk their tokens a chunk at a time (the CPU path's form),
   // the other sequences token by token.
-  const cuda::delta_rule_inputs delta_in{b.conv_out, b.conv_out + key_width, b.conv_out + 2 * key_width, conv_dim,
-                                         decay_in,   beta_in,                  width,    l.neg_decay_rate,
+  const cuda::delta_rule_inputs delta_in{b.conv_out,
+                                         b.conv_out + key_width,
+                                         b.conv_out + 2 * key_width,
+                                         conv_dim,
+                                         decay_in,
+                                         beta_in,
+                                         width,
+                                         l.neg_decay_rate,
                                          l.dt_bias};
   const cuda::delta_rule_heads delta_heads = delta_rule_heads_of(c);
   const bool chunked = !s.decode && s.max_query_len >= cuda::delta_rule_chunked_from;
@@ -469,8 +488,12 @@ status gpu_step_runner::moe_across_gpus(int layer, int tokens) {
 gpu_step_runner::shape gpu_step_runner::decode_shape(int seqs) const {
   int longest = 0;
   for (int i = 0; i < seqs; ++i) longest = std::max(longest, inputs_->seq_lens.host[i]);
-  return {batch_bucket(seqs), batch_bucket(seqs), batch_bucket(seqs), true,
-          context_bucket(longest, options_.max_model_len), 1};
+  return {batch_bucket(seqs),
+          batch_bucket(seqs),
+          batch_bucket(seqs),
+          true,
+          context_bucket(longest, options_.max_model_len),
+          1};
 }
 
 status gpu_step_runner::run_decode_graph(int seqs) {
@@ -510,9 +533,11 @@ status gpu_step_runner::finish_step() {
 result<stage_output> gpu_step_runner::run(const forward_batch& batch, std::vector<float> hidden,
                                           const std::vector<sample_request>& samples) {
   const int seqs = int(batch.sequences.size()), tokens = int(batch.token_ids.size());
-  const size_t row_floats = size_t(weights_->config.hidden_size), rows_bytes = size_t(tokens) * row_floats * sizeof(float);
-  TROUPE_CHECK(first_ == 0 ? hidden.empty() : hidden.size() == size_t(tokens) * row_floats,
-               first_ == 0 ? "the first stage was given hidden rows" : "hidden rows that do not match the step's tokens");
+  const size_t row_floats = size_t(weights_->config.hidden_size),
+               rows_bytes = size_t(tokens) * row_floats * sizeof(float);
+  TROUPE_CHECK(
+      first_ == 0 ? hidden.empty() : hidden.size() == size_t(tokens) * row_floats,
+      first_ == 0 ? "the first stage was given hidden rows" : "hidden rows that do not match the step's tokens");
   TROUPE_CHECK(last_stage_ || samples.empty(), "a stage before the last was asked to sample");
   if (weights_->config.has_linear_layers())
     for (const auto& span : batch.sequences)
@@ -561,7 +586,8 @@ result<stage_output> gpu_step_runner::run(const forward_batch& batch, std::vecto
     hidden.assign(hidden_host_, hidden_host_ + size_t(tokens) * row_floats);
     return stage_output{{}, std::move(hidden)};
   }
-  TROUPE_CUDA_CHECK(cudaMemcpyAsync(outputs_host_, buf_->outputs, buf_->outputs_bytes, cudaMemcpyDeviceToHost, stream_));
+  TROUPE_CUDA_CHECK(
+      cudaMemcpyAsync(outputs_host_, buf_->outputs, buf_->outputs_bytes, cudaMemcpyDeviceToHost, stream_));
   if (auto done = finish_step(); !done) return done.err();
   auto at = [&](const void* device) { return outputs_host_ + (static_cast<const char*>(device) - buf_->outputs); };
   const int* ids = reinterpret_cast<const int*>(at(buf_->tokens));

@@ -20,11 +20,11 @@
 #include <cuda_runtime.h>
 
 #include "model/cuda/device_arena.hpp"
+#include "model/cuda/gpu_experts.hpp"
+#include "model/cuda/gpu_remote_experts.hpp"
 #include "model/cuda/gpu_weights.hpp"
 #include "model/cuda/step_inputs.hpp"
 #include "model/step_runner.hpp"
-#include "model/cuda/gpu_experts.hpp"
-#include "model/cuda/gpu_remote_experts.hpp"
 
 namespace troupe {
 
@@ -63,8 +63,7 @@ class gpu_step_runner final : public step_runner {
   // The bytes of activations (the KV pool aside), and of everything create carves.
   static size_t activation_bytes(const gpu_weights& weights, const gpu_experts& experts,
                                  const gpu_runner_options& options);
-  static size_t memory_bytes(const gpu_weights& weights, const gpu_experts& experts,
-                             const gpu_runner_options& options);
+  static size_t memory_bytes(const gpu_weights& weights, const gpu_experts& experts, const gpu_runner_options& options);
   ~gpu_step_runner() override;
 
   result<stage_output> run(const forward_batch& batch, std::vector<float> hidden,
@@ -114,10 +113,10 @@ class gpu_step_runner final : public step_runner {
   std::shared_ptr<device_arena> memory_;
   std::unique_ptr<buffers> buf_;
   std::unique_ptr<step_inputs> inputs_;
-  char* outputs_host_ = nullptr;  // pinned: the sampled tokens come back here
-  float* hidden_host_ = nullptr;  // pinned, [max_num_batched_tokens, hidden]: rows in or out
+  char* outputs_host_ = nullptr;                           // pinned: the sampled tokens come back here
+  float* hidden_host_ = nullptr;                           // pinned, [max_num_batched_tokens, hidden]: rows in or out
   std::map<std::pair<int, int>, cudaGraphExec_t> graphs_;  // by (batch, context) bucket
-  uint64_t graphs_generation_ = 0;                          // the experts' when captured
+  uint64_t graphs_generation_ = 0;                         // the experts' when captured
 };
 
 }  // namespace troupe

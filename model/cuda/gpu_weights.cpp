@@ -26,8 +26,8 @@ bool in_slot(const model_config& c, const gpu_layer_weights& l, bool holds_layer
 // Where every tensor of the share goes: the same walk measures the arena and then hands
 // out pointers.
 void carve(const model_config& c, const weight_share& share, device_arena& arena, gpu_weights& w) {
-  const size_t h = size_t(c.hidden_size), q_dim = size_t(c.num_heads) * size_t(c.head_dim),
-               e = size_t(c.num_experts), inter = size_t(c.moe_intermediate_size), dense = size_t(c.intermediate_size),
+  const size_t h = size_t(c.hidden_size), q_dim = size_t(c.num_heads) * size_t(c.head_dim), e = size_t(c.num_experts),
+               inter = size_t(c.moe_intermediate_size), dense = size_t(c.intermediate_size),
                shared = size_t(c.shared_expert_intermediate_size), value_heads = size_t(c.linear_num_value_heads),
                value_width = value_heads * size_t(c.linear_value_head_dim);
   auto mlp = [&](size_t width) {
@@ -78,7 +78,8 @@ void carve(const model_config& c, const weight_share& share, device_arena& arena
     } else if (in_slot(c, l, true)) {
       l.shared_in_slot = true;
       l.router = arena.take<bf16>((e + 1) * h);
-      l.shared_expert = {w13_of(c, l, c.num_experts), w13_of(c, l, c.num_experts) + inter * h, w2_of(c, l, c.num_experts)};
+      l.shared_expert = {w13_of(c, l, c.num_experts), w13_of(c, l, c.num_experts) + inter * h,
+                         w2_of(c, l, c.num_experts)};
       l.shared_expert_gate = l.router + e * h;
     } else {
       l.router = arena.take<bf16>(e * h);
@@ -127,8 +128,8 @@ class uploader {
     }
   }
   void floats(const std::vector<float>& v, const float* to) {
-    TROUPE_CUDA_CHECK(cudaMemcpyAsync(const_cast<float*>(to), v.data(), v.size() * sizeof(float),
-                                      cudaMemcpyHostToDevice, stream_));
+    TROUPE_CUDA_CHECK(
+        cudaMemcpyAsync(const_cast<float*>(to), v.data(), v.size() * sizeof(float), cudaMemcpyHostToDevice, stream_));
     TROUPE_CUDA_CHECK(cudaStreamSynchronize(stream_));  // v is pageable and may go away
   }
   void finish() { TROUPE_CUDA_CHECK(cudaStreamSynchronize(stream_)); }
@@ -157,8 +158,7 @@ std::pair<std::vector<float>, std::vector<float>> split_gate(const std::vector<f
   return out;
 }
 
-void upload_attention(const model_config& c, const attention_weights& from, const gpu_layer_weights& to,
-                      uploader& up) {
+void upload_attention(const model_config& c, const attention_weights& from, const gpu_layer_weights& to, uploader& up) {
   const int64_t h = c.hidden_size, hd = c.head_dim, q_dim = int64_t(c.num_heads) * hd;
   const bool gated = c.arch == architecture::qwen3_5_moe;
   const bf16* k_rows = to.qkv + q_dim * h;
@@ -176,7 +176,8 @@ void upload_attention(const model_config& c, const attention_weights& from, cons
   up.matrix(from.v, v_rows);
   up.matrix(from.o, to.o);
   if (c.attention_bias) {
-    auto [q_bias, gate_bias] = gated ? split_gate(from.q_bias, c.num_heads, hd) : std::pair{from.q_bias, std::vector<float>{}};
+    auto [q_bias, gate_bias] =
+        gated ? split_gate(from.q_bias, c.num_heads, hd) : std::pair{from.q_bias, std::vector<float>{}};
     std::vector<float> qkv_bias = q_bias;
     qkv_bias.insert(qkv_bias.end(), from.k_bias.begin(), from.k_bias.end());
     qkv_bias.insert(qkv_bias.end(), from.v_bias.begin(), from.v_bias.end());
@@ -216,8 +217,10 @@ void upload_layer(const model_config& c, const layer_weights& from, const gpu_la
     up.matrix(expert.down, w2_of(c, to, e));
   }
   if (to.input_norm == nullptr) return;  // the layer is not in the share
-  if (to.linear) upload_linear_attention(c, from.linear, to.linear_attn, up);
-  else upload_attention(c, from.attn, to, up);
+  if (to.linear)
+    upload_linear_attention(c, from.linear, to.linear_attn, up);
+  else
+    upload_attention(c, from.attn, to, up);
   up.floats(from.input_norm, to.input_norm);
   up.floats(from.post_attention_norm, to.post_attention_norm);
   if (to.moe) {
@@ -260,7 +263,8 @@ void fill_dummy(const gpu_weights& w) {
   auto rows_of = [&](const bf16* to, int64_t first_row, int64_t rows, int64_t cols) {
     const uint64_t mine = seed++ * 0x2545f4914f6cdd1dull;
     if (to != nullptr)
-      cuda::fill_uniform(const_cast<bf16*>(to), first_row * cols, rows * cols, 1.0f / std::sqrt(float(cols)), mine, nullptr);
+      cuda::fill_uniform(const_cast<bf16*>(to), first_row * cols, rows * cols, 1.0f / std::sqrt(float(cols)), mine,
+                         nullptr);
   };
   auto matrix = [&](const bf16* to, int64_t rows, int64_t cols) { rows_of(to, 0, rows, cols); };
   auto constant = [&](const float* to, int64_t n, float value) {
@@ -334,8 +338,10 @@ status check_gpu_shape(const model_config& c, const std::filesystem::path& dir) 
     why = std::to_string(c.num_heads) + " query heads over " + std::to_string(c.num_kv_heads) +
           " KV heads (at most 16 a KV head, evenly, are built)";
   else if (c.rotary_dim % 2 != 0)
-    why = "a rotary_dim of " + std::to_string(c.rotary_dim) + " (head_dim times partial_rotary_factor; even ones are built)";
-  else if (c.hidden_size % 16 != 0) why = "hidden_size " + std::to_string(c.hidden_size) + " (a multiple of 16 is needed)";
+    why = "a rotary_dim of " + std::to_string(c.rotary_dim) +
+          " (head_dim times partial_rotary_factor; even ones are built)";
+  else if (c.hidden_size % 16 != 0)
+    why = "hidden_size " + std::to_string(c.hidden_size) + " (a multiple of 16 is needed)";
   else if (c.num_experts > 0 && c.moe_intermediate_size % 16 != 0)
     why = "moe_intermediate_size " + std::to_string(c.moe_intermediate_size) + " (a multiple of 16 is needed)";
   else if (c.num_experts > 0 && slot_picks(c) > 32)

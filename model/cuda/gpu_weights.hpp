@@ -28,9 +28,9 @@ struct gpu_mlp {
 
 // A Gated DeltaNet layer (linear_attention_weights on the GPU).
 struct gpu_linear_attention {
-  const __nv_bfloat16* in_proj = nullptr;  // [linear_in_width, hidden]: qkv, z, b, a
-  const __nv_bfloat16* out = nullptr;      // [hidden, value_heads * value_dim]
-  const float* conv = nullptr;             // [conv_dim, kernel]
+  const __nv_bfloat16* in_proj = nullptr;                     // [linear_in_width, hidden]: qkv, z, b, a
+  const __nv_bfloat16* out = nullptr;                         // [hidden, value_heads * value_dim]
+  const float* conv = nullptr;                                // [conv_dim, kernel]
   const float *neg_decay_rate = nullptr, *dt_bias = nullptr;  // [value_heads]
   const float* norm = nullptr;                                // [value_dim]
 };

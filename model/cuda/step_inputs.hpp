@@ -17,8 +17,8 @@ struct step_capacity {
   int max_seqs = 0;            // sequences in one step
   int max_blocks_per_seq = 0;  // a block table's length
   int block_size = 0;
-  int history_entries = 0;     // distinct (sequence, token) pairs the penalties see
-  int mask_words = 0;          // 64-bit words of one allowed-token mask: vocab / 64, rounded up
+  int history_entries = 0;  // distinct (sequence, token) pairs the penalties see
+  int mask_words = 0;       // 64-bit words of one allowed-token mask: vocab / 64, rounded up
 };
 
 template <class T>

@@ -25,8 +25,11 @@ namespace {
 // The next (group, actor) a stand-in stage hears; group -1 when none comes in time.
 std::pair<int, caf::actor> next_group(caf::scoped_actor& stage) {
   std::pair<int, caf::actor> heard{-1, {}};
-  stage->receive([&](expert_group_atom, int g, const caf::actor& a) { heard = {g, a}; },
-                 caf::after(std::chrono::seconds(5)) >> [] {});
+  stage->receive(
+      [&](expert_group_atom, int g, const caf::actor& a) {
+        heard = {g, a};
+      },
+      caf::after(std::chrono::seconds(5)) >> [] {});
   return heard;
 }
 
@@ -46,8 +49,11 @@ caf::actor recorder(caf::actor_system& system, int tag, caf::actor sink) {
 
 std::tuple<int, std::string, int> next_record(caf::scoped_actor& self) {
   std::tuple<int, std::string, int> r{-1, "", 0};
-  self->receive([&](int tag, const std::string& what, int n) { r = {tag, what, n}; },
-                caf::after(std::chrono::seconds(5)) >> [] {});
+  self->receive(
+      [&](int tag, const std::string& what, int n) {
+        r = {tag, what, n};
+      },
+      caf::after(std::chrono::seconds(5)) >> [] {});
   return r;
 }
 
@@ -109,7 +115,8 @@ BOOST_AUTO_TEST_CASE(a_stage_hears_where_each_expert_group_runs_when_either_star
   // A group that goes down is no one's to reach until it is back.
   anon_send_exit(g0, caf::exit_reason::kill);
   BOOST_TEST((next_group(restarted) == std::pair<int, caf::actor>{0, caf::actor{}}));
-  for (const caf::actor& a : {caf::actor_cast<caf::actor>(scheduler), caf::actor_cast<caf::actor>(kv), g0, g1, g1_again})
+  for (const caf::actor& a :
+       {caf::actor_cast<caf::actor>(scheduler), caf::actor_cast<caf::actor>(kv), g0, g1, g1_again})
     anon_send_exit(a, caf::exit_reason::user_shutdown);
 }
 
@@ -152,8 +159,7 @@ BOOST_AUTO_TEST_CASE(an_expert_group_hands_joins_and_steps_to_its_server_and_out
     ++*attached;
     return [attached] { --*attached; };
   };
-  expert_group_options o{"main/expert_group_1", 8, 16,
-                         [log]() -> result<std::unique_ptr<remote_expert_server>> {
+  expert_group_options o{"main/expert_group_1", 8, 16, [log]() -> result<std::unique_ptr<remote_expert_server>> {
                            return std::unique_ptr<remote_expert_server>(std::make_unique<logging_server>(log));
                          }};
   auto group = system.spawn<caf::detached>(expert_group, o, attach, health);

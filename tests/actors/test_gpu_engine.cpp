@@ -1,8 +1,8 @@
 // The one-node engine as actors on the CUDA backend: the scheduler, kv_manager and stage
 // drive the GPU step unchanged (for Qwen3.5 too, its recurrent states in kv_manager's
-// slots), and a crashed stage or expert group comes back on the memory its predecessor had. Checked against transformers' greedy tokens on a golden
-// fixture drawn so that its first 12 tokens route without near-ties, and constrained
-// requests give valid outputs through the GPU sampler's masks, crashes or not.
+// slots), and a crashed stage or expert group comes back on the memory its predecessor had. Checked against
+// transformers' greedy tokens on a golden fixture drawn so that its first 12 tokens route without near-ties, and
+// constrained requests give valid outputs through the GPU sampler's masks, crashes or not.
 #define BOOST_TEST_MODULE gpu_engine
 #include <boost/test/unit_test.hpp>
 
@@ -172,7 +172,8 @@ BOOST_AUTO_TEST_CASE(constrained_requests_give_valid_outputs_and_survive_stage_c
   }
   const auto fault_free = test::run_requests(self, *e, requests);
   for (const auto& r : requests)
-    if (!r.output_grammar.rules.empty()) test::expect_status_object(fault_free.at(r.id).tokens, *options.vocabulary, eos);
+    if (!r.output_grammar.rules.empty())
+      test::expect_status_object(fault_free.at(r.id).tokens, *options.vocabulary, eos);
   for (auto& r : requests) r.id += 100;
   const auto faulty = test::run_requests_killing(self, *e, requests, "stage_0", 20, 3);
   for (const auto& r : requests) {

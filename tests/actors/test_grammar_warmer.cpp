@@ -17,8 +17,8 @@ BOOST_AUTO_TEST_CASE(readies_a_grammar_into_the_cache_with_its_first_mask) {
   add_message_types(config);
   caf::actor_system system{config};
   auto grammars = std::make_shared<grammar_cache>(8, size_t(64) << 20);
-  auto warmer = system.spawn<caf::detached>(grammar_warmer, grammars,
-                                            ready_vocabulary(test::json_vocabulary(384, 382)));
+  auto warmer =
+      system.spawn<caf::detached>(grammar_warmer, grammars, ready_vocabulary(test::json_vocabulary(384, 382)));
   caf::scoped_actor self{system};
   auto ready = [&](const grammar& g) {
     bool answer = false;
@@ -39,7 +39,8 @@ BOOST_AUTO_TEST_CASE(readies_a_grammar_into_the_cache_with_its_first_mask) {
   byte_set a;
   a.add('a', 'a');
   left_recursive.byte_sets = {a};
-  left_recursive.rules = {grammar_rule{{grammar_alternative{{{true, 0}, {false, 0}}}, grammar_alternative{{{false, 0}}}}}};
+  left_recursive.rules = {
+      grammar_rule{{grammar_alternative{{{true, 0}, {false, 0}}}, grammar_alternative{{{false, 0}}}}}};
   BOOST_TEST(!ready(left_recursive));
   BOOST_TEST(grammars->size() == 1u);
   BOOST_TEST(ready(status));
@@ -55,7 +56,8 @@ BOOST_AUTO_TEST_CASE(readies_the_contexts_inside_strings) {
   auto warmer = system.spawn<caf::detached>(grammar_warmer, grammars, ready_vocabulary(vocabulary));
   caf::scoped_actor self{system};
   const grammar notes = json_schema_grammar(nlohmann::json::parse(R"({"type":"object","properties":{
-      "note":{"type":"string","maxLength":40},"title":{"type":"string"}},"required":["note","title"]})")).value();
+      "note":{"type":"string","maxLength":40},"title":{"type":"string"}},"required":["note","title"]})"))
+                            .value();
   self->request(warmer, std::chrono::seconds(30), grammar_atom::value, notes)
       .receive([&](bool b) { BOOST_TEST(b); }, [&](const caf::error& e) { BOOST_FAIL(system.render(e)); });
   const auto compiled = grammars->get(notes).value();

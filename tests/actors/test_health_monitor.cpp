@@ -16,8 +16,8 @@ namespace {
 
 std::vector<component_health> ask(caf::scoped_actor& self, const health_monitor_actor& h) {
   std::vector<component_health> out;
-  self->request(h, caf::infinite, health_atom::value).receive([&](std::vector<component_health> v) { out = v; },
-                                                              [](caf::error&) { BOOST_FAIL("no answer"); });
+  self->request(h, caf::infinite, health_atom::value)
+      .receive([&](std::vector<component_health> v) { out = v; }, [](caf::error&) { BOOST_FAIL("no answer"); });
   return out;
 }
 

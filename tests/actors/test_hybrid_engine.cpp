@@ -17,9 +17,7 @@ using namespace troupe;
 
 namespace {
 
-std::filesystem::path hybrid_fixture() {
-  return test::source_dir() / "tests/golden/fixtures/qwen3_5_moe_text_tied";
-}
+std::filesystem::path hybrid_fixture() { return test::source_dir() / "tests/golden/fixtures/qwen3_5_moe_text_tied"; }
 
 engine_options hybrid_options() {
   engine_options o;
@@ -64,8 +62,8 @@ lone_run greedy_with_margins(const std::vector<int>& prompt, int max_tokens) {
 // Every request ended once, by length; its tokens are the lone run's, all of them when
 // `exact`, else up to the first step whose margin is too small to call. Returns how many
 // tokens were held to the lone run.
-size_t expect_lone_tokens(const std::vector<generation_request>& requests, const std::map<request_id, test::outcome>& got,
-                          bool exact) {
+size_t expect_lone_tokens(const std::vector<generation_request>& requests,
+                          const std::map<request_id, test::outcome>& got, bool exact) {
   size_t compared = 0;
   for (const auto& r : requests) {
     const auto& o = got.at(r.id);

@@ -109,7 +109,6 @@ BOOST_AUTO_TEST_CASE(too_long_prompts_and_cancellations_end_exactly_once) {
   e->stop(system);
 }
 
-
 // Constrained streams beside free ones, then the same with the sampling stage killed under
 // them (the only stage, or the last of a pipeline of two): each restarted stage rebuilds
 // every grammar state from the re-prefilled tokens, so the outputs are those of the

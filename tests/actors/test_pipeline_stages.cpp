@@ -89,7 +89,8 @@ BOOST_AUTO_TEST_CASE(an_engine_with_an_invalid_split_does_not_start) {
   options.pipeline_layers = {{0, 2}, {1, 3}};
   e = start_local_engine(system, options);
   BOOST_REQUIRE(!e);
-  BOOST_TEST(e.err().message == "pipeline stage 1 (layers [1, 3)) must start at layer 2, where the stage before it ends");
+  BOOST_TEST(e.err().message ==
+             "pipeline stage 1 (layers [1, 3)) must start at layer 2, where the stage before it ends");
 }
 
 // The plan that crosses from one stage to the next survives CAF's serialization, as it must
@@ -161,7 +162,8 @@ BOOST_AUTO_TEST_CASE(pipelines_give_the_one_stage_tokens_and_log_probs) {
       if (c.name == name) return c.ready;
     return false;
   };
-  BOOST_TEST(test::eventually([&] { return stage_ready("stage_0") && stage_ready("stage_1") && stage_ready("stage_2"); }));
+  BOOST_TEST(
+      test::eventually([&] { return stage_ready("stage_0") && stage_ready("stage_1") && stage_ready("stage_2"); }));
   e->stop(system);
 }
 
@@ -181,8 +183,10 @@ BOOST_AUTO_TEST_CASE(a_pipeline_overlaps_steps_of_its_sequences_unless_told_not_
       const auto requests = test::greedy_requests(16, 5, 12, e->config.vocab_size);
       test::expect_same_as_alone(requests, test::run_requests(self, *e, requests));
       const engine_stats stats = test::stats_of(self, *e);
-      if (stages == 1 || micro_batches == 1) BOOST_TEST(stats.overlapped_steps == 0u);
-      else BOOST_TEST(stats.overlapped_steps * 2 > stats.steps, stats.overlapped_steps << " of " << stats.steps);
+      if (stages == 1 || micro_batches == 1)
+        BOOST_TEST(stats.overlapped_steps == 0u);
+      else
+        BOOST_TEST(stats.overlapped_steps * 2 > stats.steps, stats.overlapped_steps << " of " << stats.steps);
       e->stop(system);
     }
   }

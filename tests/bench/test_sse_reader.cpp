@@ -45,14 +45,16 @@ BOOST_AUTO_TEST_CASE(events_come_out_whole_whatever_the_split) {
 }
 
 BOOST_AUTO_TEST_CASE(completion_and_chat_events) {
-  auto ev = parse_stream_event(R"({"object":"text_completion","choices":[{"index":0,"text":" world","finish_reason":null}]})",
-                               api_kind::completions);
+  auto ev =
+      parse_stream_event(R"({"object":"text_completion","choices":[{"index":0,"text":" world","finish_reason":null}]})",
+                         api_kind::completions);
   BOOST_REQUIRE(ev);
   BOOST_TEST(ev->content == " world");
   BOOST_TEST(ev->completion_tokens == -1);
   ev = parse_stream_event(R"({"choices":[{"delta":{"role":"assistant","content":""}}]})", api_kind::chat);
   BOOST_TEST(ev->content == "");
-  ev = parse_stream_event(R"({"choices":[{"delta":{"content":"Hi"},"finish_reason":null}],"usage":null})", api_kind::chat);
+  ev = parse_stream_event(R"({"choices":[{"delta":{"content":"Hi"},"finish_reason":null}],"usage":null})",
+                          api_kind::chat);
   BOOST_TEST(ev->content == "Hi");
   ev = parse_stream_event(R"({"choices":[],"usage":{"prompt_tokens":32,"completion_tokens":8,"total_tokens":40}})",
                           api_kind::completions);

@@ -32,15 +32,16 @@ const std::string drill = "[drill.one]\nnode = second\n";
 }  // namespace
 
 BOOST_AUTO_TEST_CASE(a_file_reads_as_written_with_defaults_for_the_rest) {
-  auto spec = read("[chaos]\ncluster = ../c/cluster.conf\nstreams = 8\nmax_tokens = 100\ntemperature = 0\n"
-                   "recovery_limit_ms = 2500\n\n[drill.first]\naction = kill\nnode = second\ncount = 3\n"
-                   "interval_ms = 50\n\n[drill.second]\naction = stop\nnode = third\n\n[drill.third]\naction = hang\nnode = head\n"
-                   "hang_ms = 4000\n\n[drill.fourth]\naction = slow_client\ncount = 2\n\n[drill.fifth]\naction = partition\n"
-                   "node = second\nduration_ms = 2500\n\n[drill.sixth]\naction = congest\nnode = second\nrate_kbit = 256\n"
-                   "queue_ms = 40\nduration_ms = 2000\n\n[drill.seventh]\naction = lossy\nnode = second\n"
-                   "loss_percent = 20\nduration_ms = 1500\n\n[drill.eighth]\naction = delay\nnode = second\n"
-                   "delay_ms = 80\njitter_ms = 30\nduration_ms = 1000\n\n[drill.ninth]\naction = garbage\nnode = second\n"
-                   "connections = 300\n");
+  auto spec = read(
+      "[chaos]\ncluster = ../c/cluster.conf\nstreams = 8\nmax_tokens = 100\ntemperature = 0\n"
+      "recovery_limit_ms = 2500\n\n[drill.first]\naction = kill\nnode = second\ncount = 3\n"
+      "interval_ms = 50\n\n[drill.second]\naction = stop\nnode = third\n\n[drill.third]\naction = hang\nnode = head\n"
+      "hang_ms = 4000\n\n[drill.fourth]\naction = slow_client\ncount = 2\n\n[drill.fifth]\naction = partition\n"
+      "node = second\nduration_ms = 2500\n\n[drill.sixth]\naction = congest\nnode = second\nrate_kbit = 256\n"
+      "queue_ms = 40\nduration_ms = 2000\n\n[drill.seventh]\naction = lossy\nnode = second\n"
+      "loss_percent = 20\nduration_ms = 1500\n\n[drill.eighth]\naction = delay\nnode = second\n"
+      "delay_ms = 80\njitter_ms = 30\nduration_ms = 1000\n\n[drill.ninth]\naction = garbage\nnode = second\n"
+      "connections = 300\n");
   BOOST_REQUIRE_MESSAGE(spec, (spec ? std::string() : spec.err().message));
   BOOST_TEST(spec->cluster == (dir.path() / "../c/cluster.conf").lexically_normal());
   BOOST_TEST(spec->streams == 8);
@@ -100,7 +101,8 @@ BOOST_AUTO_TEST_CASE(each_mistake_names_its_line) {
   has(error_of(chaos_section + drill + "connections = 5\n"), "drills.conf:5: `connections` is for action = garbage");
   has(error_of(chaos_section + drill + "duration_ms = 100\n"),
       "drills.conf:5: `duration_ms` is for action = partition, congest, lossy or delay");
-  has(error_of(chaos_section + drill + "jitter_ms = 5\n"), "drills.conf:5: `delay_ms` and `jitter_ms` are for action = delay");
+  has(error_of(chaos_section + drill + "jitter_ms = 5\n"),
+      "drills.conf:5: `delay_ms` and `jitter_ms` are for action = delay");
   has(error_of(chaos_section + "[drill.one]\naction = delay\nnode = second\ndelay_ms = 20\njitter_ms = 30\n"),
       "drills.conf:3: [drill.one]'s jitter_ms (30) is more than its delay_ms (20)");
   has(error_of(chaos_section + "[drill.one]\naction = delay\nnode = second\njitter_ms = -1\n"),
@@ -108,7 +110,8 @@ BOOST_AUTO_TEST_CASE(each_mistake_names_its_line) {
   has(error_of(chaos_section + drill + "loss_percent = 5\n"), "drills.conf:5: `loss_percent` is for action = lossy");
   has(error_of(chaos_section + "[drill.one]\naction = lossy\nnode = second\nloss_percent = 101\n"),
       "drills.conf:6: `loss_percent` must be an integer from 1");
-  has(error_of(chaos_section + drill + "rate_kbit = 100\n"), "drills.conf:5: `rate_kbit` and `queue_ms` are for action = congest");
+  has(error_of(chaos_section + drill + "rate_kbit = 100\n"),
+      "drills.conf:5: `rate_kbit` and `queue_ms` are for action = congest");
   has(error_of(chaos_section + "[drill.one]\naction = congest\nnode = second\nrate_kbit = 1\n"),
       "drills.conf:6: `rate_kbit` must be an integer from 8");
   has(error_of(chaos_section + "[drill.one]\naction = slow_client\nnode = second\n"),

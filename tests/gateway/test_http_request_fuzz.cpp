@@ -27,10 +27,18 @@ std::string damaged(std::mt19937& gen) {
   for (int i = 0; i < edits && !s.empty(); ++i) {
     size_t at = gen() % s.size();
     switch (gen() % 4) {
-      case 0: s[at] = char(gen()); break;
-      case 1: s.insert(at, 1, "\r\n :0aZ\x7f"[gen() % 8]); break;
-      case 2: s.erase(at, 1 + gen() % 4); break;
-      case 3: s.insert(at, std::string(gen() % 600, char(gen()))); break;
+      case 0:
+        s[at] = char(gen());
+        break;
+      case 1:
+        s.insert(at, 1, "\r\n :0aZ\x7f"[gen() % 8]);
+        break;
+      case 2:
+        s.erase(at, 1 + gen() % 4);
+        break;
+      case 3:
+        s.insert(at, std::string(gen() % 600, char(gen())));
+        break;
     }
   }
   return s;

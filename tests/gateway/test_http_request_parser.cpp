@@ -21,8 +21,7 @@ struct outcome {
 outcome parse(std::string_view bytes, size_t piece = 1 << 20, size_t max_header = 1024, size_t max_body = 64) {
   request_parser p(max_header, max_body);
   outcome o;
-  while (o.used < bytes.size() && !p.complete() && !p.failed())
-    o.used += p.feed(bytes.substr(o.used, piece));
+  while (o.used < bytes.size() && !p.complete() && !p.failed()) o.used += p.feed(bytes.substr(o.used, piece));
   o.complete = p.complete();
   o.error = p.error_status();
   if (o.complete) o.parsed = p.take();
@@ -32,8 +31,9 @@ outcome parse(std::string_view bytes, size_t piece = 1 << 20, size_t max_header 
 }  // namespace
 
 BOOST_AUTO_TEST_CASE(parses_method_target_headers_and_body) {
-  auto o = parse("POST /v1/chat/completions?stream=1#frag HTTP/1.1\r\nHost: x\r\nX-Key:  abc \t\r\n"
-                 "Content-Length: 5\r\n\r\nhello");
+  auto o = parse(
+      "POST /v1/chat/completions?stream=1#frag HTTP/1.1\r\nHost: x\r\nX-Key:  abc \t\r\n"
+      "Content-Length: 5\r\n\r\nhello");
   BOOST_REQUIRE(o.complete);
   const request& r = o.parsed.message;
   BOOST_TEST(r.method == "POST");
@@ -48,8 +48,9 @@ BOOST_AUTO_TEST_CASE(parses_method_target_headers_and_body) {
 }
 
 BOOST_AUTO_TEST_CASE(gives_the_same_request_whatever_the_pieces) {
-  std::string bytes = "POST /a?b HTTP/1.1\r\nTransfer-Encoding: chunked\r\nX-Long-Header-Name: value\r\n\r\n"
-                      "3\r\nabc\r\n10\r\n0123456789abcdef\r\n0\r\n\r\n";
+  std::string bytes =
+      "POST /a?b HTTP/1.1\r\nTransfer-Encoding: chunked\r\nX-Long-Header-Name: value\r\n\r\n"
+      "3\r\nabc\r\n10\r\n0123456789abcdef\r\n0\r\n\r\n";
   for (size_t piece : {1, 2, 3, 7, 1000}) {
     auto o = parse(bytes, piece);
     BOOST_REQUIRE(o.complete);
@@ -119,7 +120,8 @@ BOOST_AUTO_TEST_CASE(answers_malformed_and_oversized_requests) {
   BOOST_TEST(parse(many_headers + "\r\n").error == 431);
   BOOST_TEST(parse("POST / HTTP/1.1\r\nContent-Length: 65\r\n\r\n").error == 413);
   BOOST_TEST(parse("POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n40\r\n" + std::string(64, 'x') +
-                   "\r\n1\r\nx\r\n0\r\n\r\n").error == 413);
+                   "\r\n1\r\nx\r\n0\r\n\r\n")
+                 .error == 413);
   BOOST_TEST(parse("POST / HTTP/1.1\r\nContent-Length: 64\r\n\r\n" + std::string(64, 'x')).complete);
   request_parser p(1024, 64);
   p.feed("BREW /pot HTTP/1.1\r\n\r\n");

@@ -16,8 +16,8 @@
 
 using namespace troupe;
 using namespace std::chrono_literals;
-using troupe::test::eventually;
 using test::http_client;
+using troupe::test::eventually;
 
 namespace {
 
@@ -75,8 +75,9 @@ BOOST_AUTO_TEST_CASE(oversize_bodies_get_413_before_they_are_read) {
   auto server = test::start_server(test::echo, o);
   expect_error(*server, "POST / HTTP/1.1\r\nContent-Length: 1001\r\n\r\n", 413);
   expect_error(*server, "POST / HTTP/1.1\r\nContent-Length: 99999999999\r\n\r\n" + std::string(300000, 'x'), 413);
-  expect_error(*server, "POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n3e9\r\n" + std::string(1001, 'x') +
-                            "\r\n0\r\n\r\n", 413);
+  expect_error(
+      *server,
+      "POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n3e9\r\n" + std::string(1001, 'x') + "\r\n0\r\n\r\n", 413);
   http_client c(server->port());  // with Expect: 100-continue, 413 instead of 100
   BOOST_REQUIRE(c.send("POST / HTTP/1.1\r\nExpect: 100-continue\r\nContent-Length: 5000\r\n\r\n"));
   auto r = c.read_response();
@@ -257,10 +258,9 @@ BOOST_AUTO_TEST_CASE(random_inputs_never_crash_or_hang_the_server) {
   o.max_body_bytes = 4096;
   auto server = test::start_server(test::echo, o);
   std::mt19937 gen(7);
-  const std::vector<std::string> seeds = {
-      simple_get, "POST /p HTTP/1.1\r\nContent-Length: 3\r\n\r\nabc",
-      "POST /c HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nab\r\n0\r\n\r\n",
-      "GET / HTTP/1.0\r\nExpect: 100-continue\r\n\r\n"};
+  const std::vector<std::string> seeds = {simple_get, "POST /p HTTP/1.1\r\nContent-Length: 3\r\n\r\nabc",
+                                          "POST /c HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nab\r\n0\r\n\r\n",
+                                          "GET / HTTP/1.0\r\nExpect: 100-continue\r\n\r\n"};
   auto deadline = std::chrono::steady_clock::now() + 3s;
   int runs = 0;
   for (; std::chrono::steady_clock::now() < deadline; ++runs) {

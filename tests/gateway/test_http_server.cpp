@@ -11,8 +11,8 @@
 
 using namespace troupe;
 using namespace std::chrono_literals;
-using troupe::test::eventually;
 using test::http_client;
+using troupe::test::eventually;
 
 namespace {
 
@@ -65,7 +65,7 @@ BOOST_AUTO_TEST_CASE(streams_chunks_written_from_another_thread_as_they_come) {
   p.responder->start_stream(200, "text/event-stream", {{"Cache-Control", "no-cache"}});
   p.responder->write("data: first\n\n");
   BOOST_REQUIRE(c.read_until("data: first"));  // before the last chunk is even written
-  p.responder->write("");                       // nothing: an empty chunk would end the body
+  p.responder->write("");                      // nothing: an empty chunk would end the body
   p.responder->write("data: second\n\n");
   p.responder->end();
   auto r = c.read_response();
@@ -120,8 +120,9 @@ BOOST_AUTO_TEST_CASE(streams_to_http_1_0_without_chunks_until_close) {
 BOOST_AUTO_TEST_CASE(reads_chunked_request_bodies_and_sends_100_continue) {
   auto server = test::start_server(test::echo);
   http_client c(server->port());
-  BOOST_REQUIRE(c.send("POST /c HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n"
-                       "4\r\nabcd\r\n"));
+  BOOST_REQUIRE(
+      c.send("POST /c HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n"
+             "4\r\nabcd\r\n"));
   BOOST_REQUIRE(c.send("a\r\n0123456789\r\n0\r\n\r\n"));
   auto r = c.read_response();
   BOOST_REQUIRE(r);
@@ -247,8 +248,8 @@ BOOST_AUTO_TEST_CASE(a_port_in_use_is_an_error_value) {
   o.port = first->port();
   auto second = http::server::start(o, test::echo);
   BOOST_REQUIRE(!second.ok());
-  BOOST_TEST(second.err().message == "cannot listen on 127.0.0.1:" + std::to_string(first->port()) +
-                                         ": Address already in use");
+  BOOST_TEST(second.err().message ==
+             "cannot listen on 127.0.0.1:" + std::to_string(first->port()) + ": Address already in use");
   o.port = 70000;
   BOOST_TEST(!http::server::start(o, test::echo).ok());
 }

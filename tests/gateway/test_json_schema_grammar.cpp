@@ -37,9 +37,9 @@ grammar schema_grammar(const json& schema) {
 std::vector<std::string> byte_vocabulary() {
   std::vector<std::string> v;
   for (int c = 0; c < 256; ++c) v.push_back(std::string(1, char(c)));
-  for (const char* t : {"\"", "\": ", ", \"", "true", "false", "null", "{\"", "}", "\"}", "12", "0.5", "é", "中",
-                        "\\n", "\\u00e9", "\\ud800", "abc", "\"name\"", "[", "]", "], ", "-1", "e+", "\"red\"",
-                        "\"id\": ", "\"tags\": [", "00", "😀"}) {
+  for (const char* t : {"\"",  "\": ", ", \"", "true",    "false",    "null",        "{\"", "}",        "\"}", "12",
+                        "0.5", "é",    "中",   "\\n",     "\\u00e9",  "\\ud800",     "abc", "\"name\"", "[",   "]",
+                        "], ", "-1",   "e+",   "\"red\"", "\"id\": ", "\"tags\": [", "00",  "😀"}) {
     v.push_back(t);
   }
   return v;
@@ -336,8 +336,8 @@ BOOST_AUTO_TEST_CASE(schemas_past_openais_size_limits_are_refused_before_compili
   for (int i = 0; i < 1000; ++i) thousand.push_back(i);
   BOOST_TEST(troupe::json_schema_grammar({{"enum", thousand}}).ok());
   thousand.push_back(1000);
-  auto nested = troupe::json_schema_grammar(
-      {{"type", "object"}, {"properties", {{"a", {{"anyOf", {{{"enum", thousand}}}}}}}}});
+  auto nested =
+      troupe::json_schema_grammar({{"type", "object"}, {"properties", {{"a", {{"anyOf", {{{"enum", thousand}}}}}}}}});
   BOOST_REQUIRE(!nested);
   BOOST_TEST(nested.err().message == "the schema has 1001 enum values; at most 1000 are allowed");
 

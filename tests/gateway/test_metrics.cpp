@@ -85,8 +85,8 @@ BOOST_AUTO_TEST_CASE(promtool_accepts_the_output) {
   for (const char* status : {"200", "400", "503"}) requests.add({{"status", status}, {"path", "/v1/\"x\""}}).inc();
   r.add_gauge("troupe_kv_blocks_free", "Free KV cache blocks.").add().set(1024);
   r.add_gauge("troupe_queue_depth", "Requests waiting.").add().set(-0.5);
-  auto& ttft = r.add_histogram("troupe_time_to_first_token_seconds", "Time to the first token.",
-                               {0.005, 0.01, 0.1, 1, 10, 1e6});
+  auto& ttft =
+      r.add_histogram("troupe_time_to_first_token_seconds", "Time to the first token.", {0.005, 0.01, 0.1, 1, 10, 1e6});
   ttft.add().observe(0.02);
   ttft.add({{"model", "m"}}).observe(1e9);
   r.add_counter("troupe_generated_bytes_total", "Bytes streamed.").add().inc(1.5e12);

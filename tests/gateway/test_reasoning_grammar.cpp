@@ -38,9 +38,10 @@ BOOST_AUTO_TEST_CASE(the_answer_grammar_starts_after_the_first_close_tag) {
 }
 
 BOOST_AUTO_TEST_CASE(random_walks_split_into_reasoning_and_a_valid_answer) {
-  const auto start = matcher_of(after_reasoning(
-      json_schema_grammar(nlohmann::ordered_json::parse(R"({"enum": ["yes", "no"]})")).value()));
-  const std::string pieces[] = {"a", " ", "<", "/", "</", "</think", ">", "think", "\n", "\"yes\"", "\"no\"", "\"", "y", "es\"", "no\""};
+  const auto start = matcher_of(
+      after_reasoning(json_schema_grammar(nlohmann::ordered_json::parse(R"({"enum": ["yes", "no"]})")).value()));
+  const std::string pieces[] = {"a",  " ",       "<",      "/",  "</", "</think", ">",   "think",
+                                "\n", "\"yes\"", "\"no\"", "\"", "y",  "es\"",    "no\""};
   std::mt19937 gen(3);
   int finished = 0;
   for (int walk = 0; walk < 200; ++walk) {

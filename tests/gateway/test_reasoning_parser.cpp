@@ -36,7 +36,8 @@ reasoning_parser::output pieces(const std::string& text, bool starts_in_reasonin
   return add(out, p.flush());
 }
 
-void check(const std::string& text, bool starts_in_reasoning, const std::string& reasoning, const std::string& content) {
+void check(const std::string& text, bool starts_in_reasoning, const std::string& reasoning,
+           const std::string& content) {
   const auto w = whole(text, starts_in_reasoning);
   BOOST_TEST(w.reasoning == reasoning);
   BOOST_TEST(w.content == content);
@@ -97,5 +98,6 @@ BOOST_AUTO_TEST_CASE(prompt_opens_reasoning) {
   BOOST_TEST(reasoning_parser::prompt_opens_reasoning("<|im_start|>assistant\n<think>\n"));
   BOOST_TEST(!reasoning_parser::prompt_opens_reasoning("<|im_start|>assistant\n<think>\n\n</think>\n\n"));
   BOOST_TEST(!reasoning_parser::prompt_opens_reasoning("<|im_start|>assistant\n"));
-  BOOST_TEST(reasoning_parser::prompt_opens_reasoning("<think>\nold\n</think>\nanswer<|im_start|>assistant\n<think>\n"));
+  BOOST_TEST(
+      reasoning_parser::prompt_opens_reasoning("<think>\nold\n</think>\nanswer<|im_start|>assistant\n<think>\n"));
 }

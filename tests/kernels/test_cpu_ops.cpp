@@ -156,8 +156,8 @@ BOOST_AUTO_TEST_CASE(partial_rope_rotates_only_the_leading_dims) {
 namespace {
 
 // The conv of a whole sequence in double from its definition: zero-padded on the left.
-std::vector<double> conv_reference(const std::vector<float>& x, int tokens, int channels,
-                                   const std::vector<float>& w, int kernel) {
+std::vector<double> conv_reference(const std::vector<float>& x, int tokens, int channels, const std::vector<float>& w,
+                                   int kernel) {
   std::vector<double> ref(x.size());
   for (int t = 0; t < tokens; ++t)
     for (int c = 0; c < channels; ++c) {
@@ -234,7 +234,8 @@ struct delta_rule_case {
 };
 
 delta_rule_case random_delta_rule_case(cpu::delta_rule_shape s, uint32_t seed) {
-  delta_rule_case c{s, test::random_floats(size_t(s.tokens * s.key_heads * s.key_dim), seed),
+  delta_rule_case c{s,
+                    test::random_floats(size_t(s.tokens * s.key_heads * s.key_dim), seed),
                     test::random_floats(size_t(s.tokens * s.key_heads * s.key_dim), seed + 1),
                     test::random_floats(size_t(s.tokens * s.value_heads * s.value_dim), seed + 2),
                     test::random_floats(size_t(s.tokens * s.value_heads), seed + 3),
@@ -256,8 +257,10 @@ std::pair<std::vector<double>, std::vector<double>> delta_rule_reference(const d
   auto normalised = [&](const std::vector<float>& x, int t, int kh, double extra) {
     std::vector<double> r(static_cast<size_t>(dk));
     double ss = 0;
-    for (int i = 0; i < dk; ++i) ss += double(x[size_t((t * s.key_heads + kh) * dk + i)]) * x[size_t((t * s.key_heads + kh) * dk + i)];
-    for (int i = 0; i < dk; ++i) r[size_t(i)] = x[size_t((t * s.key_heads + kh) * dk + i)] / std::sqrt(ss + 1e-6) * extra;
+    for (int i = 0; i < dk; ++i)
+      ss += double(x[size_t((t * s.key_heads + kh) * dk + i)]) * x[size_t((t * s.key_heads + kh) * dk + i)];
+    for (int i = 0; i < dk; ++i)
+      r[size_t(i)] = x[size_t((t * s.key_heads + kh) * dk + i)] / std::sqrt(ss + 1e-6) * extra;
     return r;
   };
   for (int t = 0; t < s.tokens; ++t)
@@ -290,13 +293,13 @@ std::pair<std::vector<double>, std::vector<double>> delta_rule_reference(const d
 // tokens; the chunked form also in two calls that carry the state between them.
 BOOST_AUTO_TEST_CASE(gated_delta_rule_forms_match_each_other_and_the_definition) {
   uint32_t seed = 500;
-  for (cpu::delta_rule_shape shape : {cpu::delta_rule_shape{1, 1, 1, 4, 4}, {5, 2, 4, 8, 6}, {37, 3, 3, 5, 7},
-                                      {130, 2, 6, 16, 12}}) {
+  for (cpu::delta_rule_shape shape :
+       {cpu::delta_rule_shape{1, 1, 1, 4, 4}, {5, 2, 4, 8, 6}, {37, 3, 3, 5, 7}, {130, 2, 6, 16, 12}}) {
     const auto c = random_delta_rule_case(shape, seed += 10);
     const auto [ref_out, ref_state] = delta_rule_reference(c);
     const size_t out_size = ref_out.size();
-    BOOST_TEST_CONTEXT("tokens " << shape.tokens << " heads " << shape.key_heads << "/" << shape.value_heads
-                                 << " dims " << shape.key_dim << "/" << shape.value_dim) {
+    BOOST_TEST_CONTEXT("tokens " << shape.tokens << " heads " << shape.key_heads << "/" << shape.value_heads << " dims "
+                                 << shape.key_dim << "/" << shape.value_dim) {
       std::vector<float> state = c.state, out(out_size, NAN);
       cpu::gated_delta_rule_recurrent(c.q.data(), c.k.data(), c.v.data(), c.g.data(), c.beta.data(), shape,
                                       state.data(), out.data());
@@ -315,7 +318,8 @@ BOOST_AUTO_TEST_CASE(gated_delta_rule_forms_match_each_other_and_the_definition)
       // A prompt fed in two calls: the state the first leaves is where the second starts.
       const int first = shape.tokens / 2, rest = shape.tokens - first;
       if (first > 0) {
-        const int kq = shape.key_heads * shape.key_dim, vr = shape.value_heads * shape.value_dim, gr = shape.value_heads;
+        const int kq = shape.key_heads * shape.key_dim, vr = shape.value_heads * shape.value_dim,
+                  gr = shape.value_heads;
         std::vector<float> split_state = c.state, split(out_size, NAN);
         cpu::delta_rule_shape a = shape, b = shape;
         a.tokens = first;
@@ -335,9 +339,11 @@ BOOST_AUTO_TEST_CASE(gated_delta_rule_forms_match_each_other_and_the_definition)
 // Keys and values go through kv_cache_write into shuffled blocks, then paged_attention
 // reads them back: compared with dense attention over the same keys in double.
 BOOST_AUTO_TEST_CASE(paged_attention_matches_dense_reference_with_gqa) {
-  struct shape { int tokens, start, heads, kv_heads, head_dim, block_size; };
-  for (shape s : {shape{1, 0, 1, 1, 4, 16}, shape{1, 9, 4, 2, 16, 4}, shape{7, 3, 6, 1, 8, 3},
-                  shape{5, 0, 4, 4, 33, 1}, shape{20, 17, 2, 1, 8, 16}}) {
+  struct shape {
+    int tokens, start, heads, kv_heads, head_dim, block_size;
+  };
+  for (shape s : {shape{1, 0, 1, 1, 4, 16}, shape{1, 9, 4, 2, 16, 4}, shape{7, 3, 6, 1, 8, 3}, shape{5, 0, 4, 4, 33, 1},
+                  shape{20, 17, 2, 1, 8, 16}}) {
     const int total = s.start + s.tokens, row = s.kv_heads * s.head_dim;
     auto q = test::random_floats(size_t(s.tokens * s.heads * s.head_dim), 40 + total);
     auto k = test::random_floats(size_t(total * row), 50 + total);
@@ -346,9 +352,10 @@ BOOST_AUTO_TEST_CASE(paged_attention_matches_dense_reference_with_gqa) {
     std::vector<int> table(static_cast<size_t>(blocks));
     for (int b = 0; b < blocks; ++b) table[size_t(b)] = (b * 7 + 3) % blocks;  // a permutation
     std::vector<float> key_pool(size_t(blocks * s.block_size * row), NAN), value_pool(key_pool.size(), NAN);
-    cpu::kv_cache_write(k.data(), v.data(), s.start, row, table.data(), s.block_size, 0, key_pool.data(), value_pool.data());
-    cpu::kv_cache_write(k.data() + s.start * row, v.data() + s.start * row, s.tokens, row, table.data(),
-                        s.block_size, s.start, key_pool.data(), value_pool.data());
+    cpu::kv_cache_write(k.data(), v.data(), s.start, row, table.data(), s.block_size, 0, key_pool.data(),
+                        value_pool.data());
+    cpu::kv_cache_write(k.data() + s.start * row, v.data() + s.start * row, s.tokens, row, table.data(), s.block_size,
+                        s.start, key_pool.data(), value_pool.data());
     std::vector<float> out(q.size(), NAN);
     cpu::paged_attention(q.data(), s.tokens, s.heads, s.kv_heads, s.head_dim,
                          {key_pool.data(), value_pool.data(), table.data(), s.block_size}, s.start, out.data());
@@ -439,7 +446,8 @@ BOOST_AUTO_TEST_CASE(embedding_gathers_rows_as_f32) {
     std::vector<float> out(4 * 19, NAN);
     cpu::embedding(table, ids, 4, out.data());
     for (int t = 0; t < 4; ++t)
-      for (int i = 0; i < 19; ++i) BOOST_TEST(out[size_t(t * 19 + i)] == load_as_f32(type, table.row(ids[t]), size_t(i)));
+      for (int i = 0; i < 19; ++i)
+        BOOST_TEST(out[size_t(t * 19 + i)] == load_as_f32(type, table.row(ids[t]), size_t(i)));
   }
 }
 

@@ -73,23 +73,23 @@ BOOST_AUTO_TEST_CASE(flash_attention_matches_cpu) {
     std::vector<float> ref(q.values.size());
     for (int s = 0; s < count; ++s) {
       const size_t at = size_t(query_starts[size_t(s)]) * heads * hd;
-      cpu::paged_attention(q.values.data() + at, seqs[size_t(s)].new_tokens, heads, kv_heads, hd,
-                           {keys.values.data(), values.values.data(),
-                            tables.data() + size_t(s) * max_blocks, block_size},
-                           starts[size_t(s)], ref.data() + at);
+      cpu::paged_attention(
+          q.values.data() + at, seqs[size_t(s)].new_tokens, heads, kv_heads, hd,
+          {keys.values.data(), values.values.data(), tables.data() + size_t(s) * max_blocks, block_size},
+          starts[size_t(s)], ref.data() + at);
     }
 
     device_buffer<uint16_t> d_q(q.bits), d_keys(keys.bits), d_values(values.bits);
     device_buffer<uint16_t> d_out(q.bits.size(), bf16_nan);
     device_buffer<int> d_tables(tables), d_query_starts(query_starts), d_starts(starts);
     cuda::flash_attention(d_q.bf16(), heads, kv_heads, hd,
-                          {d_keys.bf16(), d_values.bf16(), block_size, d_tables.get(), max_blocks,
-                           count, d_query_starts.get(), d_starts.get(), max_query_len},
+                          {d_keys.bf16(), d_values.bf16(), block_size, d_tables.get(), max_blocks, count,
+                           d_query_starts.get(), d_starts.get(), max_query_len},
                           d_out.bf16(), nullptr);
 
     std::ostringstream name;
-    name << "flash_attention heads " << heads << "/" << kv_heads << " head_dim " << hd << " block "
-         << block_size << " new tokens (start)";
+    name << "flash_attention heads " << heads << "/" << kv_heads << " head_dim " << hd << " block " << block_size
+         << " new tokens (start)";
     for (auto [n, start] : seqs) name << " " << n << " (" << start << ")";
     expect_close(name.str(), to_f32(d_out.to_host()), ref, bf16_tolerance);
   }

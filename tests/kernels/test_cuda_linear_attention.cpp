@@ -49,8 +49,7 @@ double rms(const std::vector<float>& v) {
 }
 
 // |out[i] - ref[i]| <= rel |ref[i]| + rms_floor * rms(ref) for every i; logs the worst.
-void expect_within(const std::string& what, const std::vector<float>& out, const std::vector<float>& ref,
-                   double rel) {
+void expect_within(const std::string& what, const std::vector<float>& out, const std::vector<float>& ref, double rel) {
   BOOST_REQUIRE_EQUAL(out.size(), ref.size());
   const double floor = rms_floor * rms(ref);
   double worst = 0, worst_excess = -1;
@@ -151,8 +150,8 @@ std::vector<float> conv_on_gpu(const bf16_values& x, const conv_shape& c, device
                                const sequence_batch& b, device_buffer<float>& pool) {
   device_buffer<uint16_t> d_x(x.bits), d_out(size_t(b.tokens()) * c.channels, bf16_nan);
   device_batch seqs(b);
-  cuda::causal_conv1d_silu(d_x.bf16(), c.x_stride, c.channels, w.get(), c.kernel, seqs.view, pool.get(),
-                           d_out.bf16(), nullptr);
+  cuda::causal_conv1d_silu(d_x.bf16(), c.x_stride, c.channels, w.get(), c.kernel, seqs.view, pool.get(), d_out.bf16(),
+                           nullptr);
   return to_f32(d_out.to_host());
 }
 
@@ -173,8 +172,13 @@ struct delta_inputs {
 delta_inputs random_delta_inputs(const cuda::delta_rule_heads& d, int tokens, uint32_t seed) {
   const int heads = d.value_heads, gates_at = 2 * d.key_heads * d.key_dim + heads * d.value_dim;
   const int stride = gates_at + 2 * heads + 8;
-  delta_inputs in{stride, gates_at, random_bf16(size_t(tokens) * stride, seed), random_floats(size_t(heads), seed + 1),
-                  random_floats(size_t(heads), seed + 2, 2.0f), {}, {}};
+  delta_inputs in{stride,
+                  gates_at,
+                  random_bf16(size_t(tokens) * stride, seed),
+                  random_floats(size_t(heads), seed + 1),
+                  random_floats(size_t(heads), seed + 2, 2.0f),
+                  {},
+                  {}};
   for (float& x : in.neg_decay_rate) x = -std::exp(0.75f * x - 1.0f);  // -exp(A_log), as the loader keeps it
   in.dt_bias[0] = 25.0f;
   for (int t = 0; t < tokens; ++t)
@@ -211,8 +215,10 @@ std::vector<float> delta_rule_on_cpu(const delta_inputs& in, const cuda::delta_r
     const float* g = in.g.data() + size_t(row) * d.value_heads;
     const float* beta = in.beta.data() + size_t(row) * d.value_heads;
     float* o = out.data() + size_t(row) * value_width;
-    if (chunked) cpu::gated_delta_rule_chunked(q.data(), k.data(), v.data(), g, beta, shape, 64, state, o);
-    else cpu::gated_delta_rule_recurrent(q.data(), k.data(), v.data(), g, beta, shape, state, o);
+    if (chunked)
+      cpu::gated_delta_rule_chunked(q.data(), k.data(), v.data(), g, beta, shape, 64, state, o);
+    else
+      cpu::gated_delta_rule_recurrent(q.data(), k.data(), v.data(), g, beta, shape, state, o);
   }
   return out;
 }
@@ -226,9 +232,15 @@ std::vector<float> delta_rule_on_gpu(const delta_inputs& in, const cuda::delta_r
   device_buffer<float> d_rate(in.neg_decay_rate), d_bias(in.dt_bias);
   device_batch seqs(b);
   const __nv_bfloat16* gates = d_qkv.bf16() + in.gates_at;
-  const cuda::delta_rule_inputs inputs{d_qkv.bf16(), d_qkv.bf16() + key_width, d_qkv.bf16() + 2 * key_width,
-                                       in.stride,    gates + d.value_heads,      gates,
-                                       in.stride,    d_rate.get(),               d_bias.get()};
+  const cuda::delta_rule_inputs inputs{d_qkv.bf16(),
+                                       d_qkv.bf16() + key_width,
+                                       d_qkv.bf16() + 2 * key_width,
+                                       in.stride,
+                                       gates + d.value_heads,
+                                       gates,
+                                       in.stride,
+                                       d_rate.get(),
+                                       d_bias.get()};
   cuda::gated_delta_rule(inputs, d, seqs.view, pool.get(), d_out.bf16(), nullptr,
                          chunked ? cuda::delta_rule_chunked_from : 1 << 30);
   // The chunk sums' workspace poisoned: a sum the scan reads but nobody wrote shows as NaN.
@@ -296,11 +308,11 @@ BOOST_AUTO_TEST_CASE(causal_conv1d_prompt_in_two_pieces_is_one_piece) {
 // The 35B-A3B's heads (16 key heads, 32 value heads, dims 128) and small ones: key_dim 160
 // (more rows than 128 threads cover once, and chunks of 32 in the chunked kernel) with
 // value_dim 40 (a partial slice of columns), key and value dims that differ under a group
-// of 3, and an odd value_dim (odd rows: the chunked kernel loads without staging). The prefill's outputs, by the recurrent kernel and by the chunked one (1 to
-// 300 tokens: less than a chunk, one, one and a token, several and a part), against both
-// CPU forms, then three decode steps against the recurrent form.
-BOOST_DATA_TEST_CASE(gated_delta_rule_matches_cpu_over_packed_sequences_then_decode, boost::unit_test::data::make({false, true}),
-                     chunked) {
+// of 3, and an odd value_dim (odd rows: the chunked kernel loads without staging). The prefill's outputs, by the
+// recurrent kernel and by the chunked one (1 to 300 tokens: less than a chunk, one, one and a token, several and a
+// part), against both CPU forms, then three decode steps against the recurrent form.
+BOOST_DATA_TEST_CASE(gated_delta_rule_matches_cpu_over_packed_sequences_then_decode,
+                     boost::unit_test::data::make({false, true}), chunked) {
   uint32_t seed = 300;
   for (cuda::delta_rule_heads d : {cuda::delta_rule_heads{16, 32, 128, 128}, cuda::delta_rule_heads{1, 2, 160, 40},
                                    cuda::delta_rule_heads{2, 6, 48, 72}, cuda::delta_rule_heads{1, 3, 64, 41}}) {
@@ -315,8 +327,8 @@ BOOST_DATA_TEST_CASE(gated_delta_rule_matches_cpu_over_packed_sequences_then_dec
     const auto out = delta_rule_on_gpu(in, d, prefill, d_pool, chunked);
     const auto ref = delta_rule_on_cpu(in, d, prefill, pool, false);
     expect_within(name.str() + " prefill out", out, ref, bf16_rel);
-    expect_within(name.str() + " prefill out (chunked cpu)", out,
-                  delta_rule_on_cpu(in, d, prefill, chunked_pool, true), bf16_rel);
+    expect_within(name.str() + " prefill out (chunked cpu)", out, delta_rule_on_cpu(in, d, prefill, chunked_pool, true),
+                  bf16_rel);
     auto states = d_pool.to_host();
     expect_within(name.str() + " prefill states", states, pool, f32_rel);
     expect_within(name.str() + " prefill states (chunked cpu)", states, chunked_pool, f32_rel);
@@ -387,8 +399,8 @@ BOOST_AUTO_TEST_CASE(gated_rms_norm_matches_cpu) {
     int tokens, heads, dim, z_pad;
   };
   uint32_t seed = 500;
-  for (auto [tokens, heads, dim, z_pad] : {shape{1, 32, 128, 0}, shape{300, 32, 128, 96}, shape{37, 3, 40, 5},
-                                           shape{5, 2, 256, 0}, shape{9, 1, 7, 3}})
+  for (auto [tokens, heads, dim, z_pad] :
+       {shape{1, 32, 128, 0}, shape{300, 32, 128, 96}, shape{37, 3, 40, 5}, shape{5, 2, 256, 0}, shape{9, 1, 7, 3}})
     for (bool in_place : {false, true}) {
       const int z_stride = heads * dim + z_pad;
       const size_t n = size_t(tokens) * heads * dim;
@@ -405,8 +417,8 @@ BOOST_AUTO_TEST_CASE(gated_rms_norm_matches_cpu) {
       __nv_bfloat16* out = in_place ? d_x.bf16() : d_out.bf16();
       cuda::gated_rms_norm(d_x.bf16(), d_z.bf16(), z_stride, d_w.get(), 1e-6f, tokens, heads, dim, out, nullptr);
       std::ostringstream name;
-      name << "gated_rms_norm tokens " << tokens << " heads " << heads << " dim " << dim << (in_place ? " in place" : "");
+      name << "gated_rms_norm tokens " << tokens << " heads " << heads << " dim " << dim
+           << (in_place ? " in place" : "");
       expect_within(name.str(), to_f32((in_place ? d_x : d_out).to_host()), ref, bf16_rel);
     }
 }
-

@@ -57,15 +57,13 @@ struct plan_reference {
   std::vector<int> counts, offsets, sorted_pairs, tiles;  // tiles as (expert, row) ints
 };
 
-plan_reference reference_plan(const std::vector<int>& chosen, int first_expert, int local_experts,
-                              int tile_rows) {
+plan_reference reference_plan(const std::vector<int>& chosen, int first_expert, int local_experts, int tile_rows) {
   plan_reference r;
   r.counts.assign(size_t(local_experts), 0);
   for (int e : chosen)
     if (e >= first_expert && e < first_expert + local_experts) ++r.counts[size_t(e - first_expert)];
   r.offsets.push_back(0);
-  for (int c : r.counts)
-    r.offsets.push_back(r.offsets.back() + (c + tile_rows - 1) / tile_rows * tile_rows);
+  for (int c : r.counts) r.offsets.push_back(r.offsets.back() + (c + tile_rows - 1) / tile_rows * tile_rows);
   r.sorted_pairs.assign(size_t(r.offsets.back()), -1);
   std::vector<int> next(r.offsets.begin(), r.offsets.end() - 1);
   for (size_t p = 0; p < chosen.size(); ++p) {
@@ -100,9 +98,8 @@ expert_weights random_experts(const std::vector<bool>& used, int hidden, int int
 }
 
 // out [tokens, hidden] in fp32: each local expert's pairs through the CPU ops.
-std::vector<float> reference_moe(const std::vector<float>& x, int tokens, int hidden,
-                                 const routing& r, int k, const expert_weights& w, int inter,
-                                 int first_expert, int last_expert) {
+std::vector<float> reference_moe(const std::vector<float>& x, int tokens, int hidden, const routing& r, int k,
+                                 const expert_weights& w, int inter, int first_expert, int last_expert) {
   std::vector<float> y(size_t(tokens) * k * hidden, 0.0f);
   for (int e = first_expert; e < last_expert; ++e) {
     std::vector<int> pairs;
@@ -113,30 +110,24 @@ std::vector<float> reference_moe(const std::vector<float>& x, int tokens, int hi
     std::vector<float> xs(size_t(m) * hidden), h(size_t(m) * 2 * inter), act(size_t(m) * inter);
     std::vector<float> down(size_t(m) * hidden);
     for (int i = 0; i < m; ++i)
-      std::copy_n(x.begin() + ptrdiff_t(pairs[size_t(i)] / k) * hidden, hidden,
-                  xs.begin() + ptrdiff_t(i) * hidden);
-    cpu::matmul(xs.data(), m,
-                {dtype::bf16, 2 * inter, hidden, w.w13.data() + size_t(local) * 2 * inter * hidden},
+      std::copy_n(x.begin() + ptrdiff_t(pairs[size_t(i)] / k) * hidden, hidden, xs.begin() + ptrdiff_t(i) * hidden);
+    cpu::matmul(xs.data(), m, {dtype::bf16, 2 * inter, hidden, w.w13.data() + size_t(local) * 2 * inter * hidden},
                 h.data());
     for (int i = 0; i < m; ++i) {
       const float* hi = h.data() + size_t(i) * 2 * inter;
       cpu::swiglu(hi, hi + inter, inter, act.data() + size_t(i) * inter);
     }
     for (float& a : act) a = bf16_to_f32(f32_to_bf16(a));
-    cpu::matmul(act.data(), m,
-                {dtype::bf16, hidden, inter, w.w2.data() + size_t(local) * hidden * inter},
-                down.data());
+    cpu::matmul(act.data(), m, {dtype::bf16, hidden, inter, w.w2.data() + size_t(local) * hidden * inter}, down.data());
     for (int i = 0; i < m; ++i) {
       const size_t p = size_t(pairs[size_t(i)]);
-      for (int n = 0; n < hidden; ++n)
-        y[p * hidden + n] = r.weights[p] * down[size_t(i) * hidden + n];
+      for (int n = 0; n < hidden; ++n) y[p * hidden + n] = r.weights[p] * down[size_t(i) * hidden + n];
     }
   }
   std::vector<float> out(size_t(tokens) * hidden, 0.0f);
   for (int t = 0; t < tokens; ++t)
     for (int j = 0; j < k; ++j)
-      for (int n = 0; n < hidden; ++n)
-        out[size_t(t) * hidden + n] += y[(size_t(t) * k + j) * hidden + n];
+      for (int n = 0; n < hidden; ++n) out[size_t(t) * hidden + n] += y[(size_t(t) * k + j) * hidden + n];
   return out;
 }
 
@@ -146,23 +137,21 @@ enum class path { direct, graph, cublas };
 
 // fused_moe on device copies, with a workspace of all-ones bytes sized for `tokens`, run
 // twice; the two outputs must match bit for bit.
-std::vector<uint16_t> run_fused_moe(const std::vector<uint16_t>& x, int tokens, int hidden,
-                                    const routing& r, int k, const expert_weights& w, int inter,
-                                    int first_expert, int last_expert, path how = path::direct) {
+std::vector<uint16_t> run_fused_moe(const std::vector<uint16_t>& x, int tokens, int hidden, const routing& r, int k,
+                                    const expert_weights& w, int inter, int first_expert, int last_expert,
+                                    path how = path::direct) {
   device_buffer<uint16_t> d_x(x), d_w13(w.w13), d_w2(w.w2);
   device_buffer<uint16_t> d_out(size_t(tokens) * hidden, bf16_nan);
   device_buffer<int> d_chosen(r.chosen);
   device_buffer<float> d_weights(r.weights);
-  const size_t bytes =
-      cuda::fused_moe_workspace_bytes(tokens, k, last_expert - first_expert, hidden, inter);
+  const size_t bytes = cuda::fused_moe_workspace_bytes(tokens, k, last_expert - first_expert, hidden, inter);
   device_buffer<uint8_t> d_workspace(bytes, 0xff);
   cudaStream_t stream = nullptr;
   cublasHandle_t cublas = nullptr;
   cudaGraphExec_t graph = nullptr;
   auto call = [&] {
-    cuda::fused_moe(d_x.bf16(), tokens, hidden, d_chosen.get(), d_weights.get(), k,
-                    d_w13.bf16(), d_w2.bf16(), inter, first_expert, last_expert,
-                    d_workspace.get(), d_out.bf16(), stream, cublas);
+    cuda::fused_moe(d_x.bf16(), tokens, hidden, d_chosen.get(), d_weights.get(), k, d_w13.bf16(), d_w2.bf16(), inter,
+                    first_expert, last_expert, d_workspace.get(), d_out.bf16(), stream, cublas);
   };
   if (how == path::cublas) TROUPE_CUDA_CHECK(cublasCreate(&cublas));
   if (how == path::graph) {
@@ -198,8 +187,8 @@ BOOST_AUTO_TEST_CASE(moe_align_groups_pairs_by_expert_stably) {
   };
   uint32_t seed = 500;
   for (auto [tokens, experts, k, first, last] :
-       {shape{1, 128, 8, 0, 128}, shape{5, 16, 4, 3, 11}, shape{300, 8, 2, 0, 8},
-        shape{1000, 16, 4, 3, 11}, shape{4096, 128, 8, 0, 128}, shape{9000, 64, 8, 16, 48}})
+       {shape{1, 128, 8, 0, 128}, shape{5, 16, 4, 3, 11}, shape{300, 8, 2, 0, 8}, shape{1000, 16, 4, 3, 11},
+        shape{4096, 128, 8, 0, 128}, shape{9000, 64, 8, 16, 48}})
     for (int tile_rows : {16, 64}) {
       const int local = last - first, pairs = tokens * k;
       const routing r = random_routing(tokens, experts, k, seed++);
@@ -211,15 +200,14 @@ BOOST_AUTO_TEST_CASE(moe_align_groups_pairs_by_expert_stably) {
       device_buffer<int> d_offsets(size_t(local) + 1, -7), d_tile_count(1, -7);
       device_buffer<int> d_sorted(size_t(max_tiles) * tile_rows, -7);
       device_buffer<int> d_tiles(size_t(max_tiles) * 2, -7);
-      const cuda::moe_plan plan{tile_rows,         max_tiles,
-                                d_counts.get(),    d_offsets.get(),
-                                d_sorted.get(),    reinterpret_cast<int2*>(d_tiles.get()),
+      const cuda::moe_plan plan{tile_rows,         max_tiles,      d_counts.get(),
+                                d_offsets.get(),   d_sorted.get(), reinterpret_cast<int2*>(d_tiles.get()),
                                 d_tile_count.get()};
       cuda::moe_align(d_chosen.get(), pairs, first, local, plan, nullptr);
 
       std::ostringstream name;
-      name << "moe_align tokens " << tokens << " k " << k << " experts [" << first << ", " << last
-           << ") of " << experts << " tile " << tile_rows;
+      name << "moe_align tokens " << tokens << " k " << k << " experts [" << first << ", " << last << ") of " << experts
+           << " tile " << tile_rows;
       BOOST_TEST_MESSAGE(name.str());
       BOOST_TEST(d_counts.to_host() == ref.counts, boost::test_tools::per_element());
       BOOST_TEST(d_offsets.to_host() == ref.offsets, boost::test_tools::per_element());
@@ -252,12 +240,11 @@ BOOST_AUTO_TEST_CASE(fused_moe_matches_cpu) {
   // with its shared expert as a ninth pick (one more than moe_gemv's down kernel has warps),
   // at batch 1 and 7, and an expert every token picks.
   for (auto [tokens, experts, k, hidden, inter, first, last, hot, thin] :
-       {shape{1, 128, 8, 2048, 768, 0, 128}, shape{8, 16, 8, 2048, 768, 0, 16},
-        shape{1, 257, 9, 2048, 512, 0, 257}, shape{7, 257, 9, 2048, 512, 0, 257},
-        shape{300, 17, 9, 256, 128, 0, 17, 299},
-        shape{5, 16, 4, 80, 48, 0, 16}, shape{20, 8, 2, 80, 48, 0, 8, 18}, shape{6, 16, 4, 80, 48, 3, 11},
-        shape{60, 16, 4, 80, 48, 0, 16}, shape{24, 128, 8, 2048, 768, 0, 128}, shape{40, 16, 2, 128, 64, 3, 11},
-        shape{300, 8, 2, 256, 128, 0, 8}, shape{300, 8, 2, 256, 128, 0, 8, 200}, shape{200, 16, 4, 96, 80, 3, 11},
+       {shape{1, 128, 8, 2048, 768, 0, 128}, shape{8, 16, 8, 2048, 768, 0, 16}, shape{1, 257, 9, 2048, 512, 0, 257},
+        shape{7, 257, 9, 2048, 512, 0, 257}, shape{300, 17, 9, 256, 128, 0, 17, 299}, shape{5, 16, 4, 80, 48, 0, 16},
+        shape{20, 8, 2, 80, 48, 0, 8, 18}, shape{6, 16, 4, 80, 48, 3, 11}, shape{60, 16, 4, 80, 48, 0, 16},
+        shape{24, 128, 8, 2048, 768, 0, 128}, shape{40, 16, 2, 128, 64, 3, 11}, shape{300, 8, 2, 256, 128, 0, 8},
+        shape{300, 8, 2, 256, 128, 0, 8, 200}, shape{200, 16, 4, 96, 80, 3, 11},
         shape{600, 12, 2, 96, 80, 0, 9, 0, true}, shape{256, 8, 2, 2048, 768, 0, 8}}) {
     const int local = last - first;
     routing r = random_routing(tokens, experts, k, seed++);
@@ -276,8 +263,8 @@ BOOST_AUTO_TEST_CASE(fused_moe_matches_cpu) {
 
     const auto ref = reference_moe(x.values, tokens, hidden, r, k, w, inter, first, last);
     std::ostringstream name;
-    name << "fused_moe tokens " << tokens << " k " << k << " experts [" << first << ", " << last
-         << ") of " << experts << " hidden " << hidden << " inter " << inter;
+    name << "fused_moe tokens " << tokens << " k " << k << " experts [" << first << ", " << last << ") of " << experts
+         << " hidden " << hidden << " inter " << inter;
     BOOST_TEST_MESSAGE(name.str());
     const auto direct = run_fused_moe(x.bits, tokens, hidden, r, k, w, inter, first, last);
     const auto out = to_f32(direct);
@@ -285,15 +272,12 @@ BOOST_AUTO_TEST_CASE(fused_moe_matches_cpu) {
     if (local < experts)
       BOOST_TEST(std::all_of(out.begin(), out.begin() + hidden, [](float v) { return v == 0.0f; }),
                  name.str() << ": a token with no local expert gets zeros");
-    const auto replayed =
-        run_fused_moe(x.bits, tokens, hidden, r, k, w, inter, first, last, path::graph);
+    const auto replayed = run_fused_moe(x.bits, tokens, hidden, r, k, w, inter, first, last, path::graph);
     BOOST_TEST((replayed == direct), name.str() << ": a captured graph gives the same bits");
-    const auto with_cublas =
-        to_f32(run_fused_moe(x.bits, tokens, hidden, r, k, w, inter, first, last, path::cublas));
+    const auto with_cublas = to_f32(run_fused_moe(x.bits, tokens, hidden, r, k, w, inter, first, last, path::cublas));
     expect_close(name.str() + " with a cuBLAS handle", with_cublas, ref, bf16_tolerance);
     if (local < experts)
-      BOOST_TEST(std::all_of(with_cublas.begin(), with_cublas.begin() + hidden,
-                             [](float v) { return v == 0.0f; }),
+      BOOST_TEST(std::all_of(with_cublas.begin(), with_cublas.begin() + hidden, [](float v) { return v == 0.0f; }),
                  name.str() << " with a cuBLAS handle: a token with no local expert gets zeros");
   }
 }
@@ -329,8 +313,7 @@ BOOST_AUTO_TEST_CASE(fused_moe_token_is_bit_identical_alone_and_in_a_moe_gemv_ba
   // 64-row tiles, which sum k in other orders: within bf16 rounding.
   const int experts = 8, k = 2, hidden = 256, inter = 128, tokens = 65, t = 13;
   const routing batch = random_routing(tokens, experts, k, 700);
-  const expert_weights w =
-      random_experts(std::vector<bool>(size_t(experts), true), hidden, inter, 701);
+  const expert_weights w = random_experts(std::vector<bool>(size_t(experts), true), hidden, inter, 701);
   const auto x = random_bf16(size_t(tokens) * hidden, 702);
 
   const routing alone = routing_of(batch, t, k);
@@ -346,8 +329,7 @@ BOOST_AUTO_TEST_CASE(fused_moe_token_is_bit_identical_alone_and_in_a_moe_gemv_ba
                    to_f32(by_itself), bf16_tolerance);
   }
   expect_close("fused_moe token alone vs the CPU", to_f32(by_itself),
-               reference_moe(to_f32(x_alone), 1, hidden, alone, k, w, inter, 0, experts),
-               bf16_tolerance);
+               reference_moe(to_f32(x_alone), 1, hidden, alone, k, w, inter, 0, experts), bf16_tolerance);
 }
 
 BOOST_AUTO_TEST_CASE(fused_moe_with_cublas_keeps_a_token_within_bf16_of_alone) {
@@ -357,16 +339,13 @@ BOOST_AUTO_TEST_CASE(fused_moe_with_cublas_keeps_a_token_within_bf16_of_alone) {
   // graph-safe path), but only by bf16 rounding.
   const int experts = 8, k = 2, hidden = 256, inter = 128, tokens = 600, t = 321;
   const routing batch = random_routing(tokens, experts, k, 800);
-  const expert_weights w =
-      random_experts(std::vector<bool>(size_t(experts), true), hidden, inter, 801);
+  const expert_weights w = random_experts(std::vector<bool>(size_t(experts), true), hidden, inter, 801);
   const auto x = random_bf16(size_t(tokens) * hidden, 802);
 
   const routing alone = routing_of(batch, t, k);
   const std::vector<uint16_t> x_alone = row_of(x.bits, t, hidden);
-  const auto by_itself =
-      run_fused_moe(x_alone, 1, hidden, alone, k, w, inter, 0, experts, path::cublas);
-  const auto in_batch =
-      run_fused_moe(x.bits, tokens, hidden, batch, k, w, inter, 0, experts, path::cublas);
-  expect_close("fused_moe with a cuBLAS handle: token in a batch vs alone",
-               to_f32(row_of(in_batch, t, hidden)), to_f32(by_itself), bf16_tolerance);
+  const auto by_itself = run_fused_moe(x_alone, 1, hidden, alone, k, w, inter, 0, experts, path::cublas);
+  const auto in_batch = run_fused_moe(x.bits, tokens, hidden, batch, k, w, inter, 0, experts, path::cublas);
+  expect_close("fused_moe with a cuBLAS handle: token in a batch vs alone", to_f32(row_of(in_batch, t, hidden)),
+               to_f32(by_itself), bf16_tolerance);
 }

@@ -45,8 +45,8 @@ std::vector<float> reference_rows(const std::vector<float>& x, const routing& r,
   for (size_t p = 0; p < r.chosen.size(); ++p) {
     const int e = r.chosen[p];
     if (e < first || e >= last) continue;
-    cpu::matmul(x.data() + p / size_t(s.k) * h, 1, {dtype::bf16, int64_t(2 * inter), s.hidden, w13.data() + size_t(e) * 2 * inter * h},
-                g.data());
+    cpu::matmul(x.data() + p / size_t(s.k) * h, 1,
+                {dtype::bf16, int64_t(2 * inter), s.hidden, w13.data() + size_t(e) * 2 * inter * h}, g.data());
     cpu::swiglu(g.data(), g.data() + inter, s.inter, act.data());
     for (float& a : act) a = bf16_to_f32(f32_to_bf16(a));
     cpu::matmul(act.data(), 1, {dtype::bf16, s.hidden, s.inter, w2.data() + size_t(e) * h * inter}, down.data());
@@ -66,8 +66,8 @@ std::vector<float> rank_rows(device_buffer<uint16_t>& x, device_buffer<int>& cho
   device_buffer<uint16_t> d_w2(std::vector<uint16_t>(w2.begin() + ptrdiff_t(size_t(first) * h * inter),
                                                      w2.begin() + ptrdiff_t(size_t(last) * h * inter)));
   device_buffer<float> y(size_t(s.tokens) * size_t(s.k) * h, f32_nan);
-  device_buffer<uint8_t> workspace(
-      cuda::fused_moe_workspace_bytes(s.tokens, s.k, last - first, s.hidden, s.inter), 0xff);
+  device_buffer<uint8_t> workspace(cuda::fused_moe_workspace_bytes(s.tokens, s.k, last - first, s.hidden, s.inter),
+                                   0xff);
   cudaStream_t stream = nullptr;
   TROUPE_CUDA_CHECK(cudaStreamCreate(&stream));
   auto call = [&] {
@@ -169,14 +169,15 @@ void check_split(const shape& s, uint32_t seed) {
     for (size_t i = 0; i + 1 < s.bounds.size(); ++i) {
       const int first = s.bounds[i], last = s.bounds[i + 1];
       const auto got = rank_rows(d_x, d_chosen, d_weights, s, w13.bits, w2.bits, first, last, graph);
-      if (!graph) check_rank_rows(how + ": rank " + std::to_string(i), got, r, s, first, last,
-                                  reference_rows(x.values, r, s, w13.bits, w2.bits, first, last));
+      if (!graph)
+        check_rank_rows(how + ": rank " + std::to_string(i), got, r, s, first, last,
+                        reference_rows(x.values, r, s, w13.bits, w2.bits, first, last));
       rows.push_back(std::make_unique<device_buffer<float>>(got));
       parts.push_back({first, last, rows.back()->get()});
     }
     device_buffer<uint16_t> combined(size_t(s.tokens) * h, bf16_nan);
-    cuda::moe_combine_ranks(parts.data(), int(parts.size()), d_chosen.get(), s.tokens, s.k, s.hidden,
-                            combined.bf16(), nullptr);
+    cuda::moe_combine_ranks(parts.data(), int(parts.size()), d_chosen.get(), s.tokens, s.k, s.hidden, combined.bf16(),
+                            nullptr);
     BOOST_TEST((combined.to_host() == want), how << ": the ranks' rows combined are fused_moe's bits");
   }
 }
@@ -189,11 +190,9 @@ BOOST_AUTO_TEST_CASE(fused_moe_split_over_ranks_gives_fused_moes_bits) {
   // one rank alone would have more): batch 24 at the real sizes, small ones split two and
   // three ways; 64-row tiles. Ten picks a token, more than moe_gemv's down kernel has warps.
   const std::vector<shape> shapes{
-      {1, 128, 8, 2048, 768, {0, 64, 128}},  {8, 16, 8, 2048, 768, {0, 8, 16}},
-      {3, 64, 10, 512, 256, {0, 32, 64}},
-      {5, 16, 4, 80, 48, {0, 5, 16}},        {24, 32, 8, 2048, 768, {0, 16, 32}},
-      {40, 16, 4, 96, 80, {0, 8, 16}},       {40, 16, 4, 96, 80, {0, 3, 11, 16}},
-      {100, 16, 4, 128, 64, {0, 8, 16}},     {300, 8, 2, 256, 128, {0, 4, 8}},
+      {1, 128, 8, 2048, 768, {0, 64, 128}}, {8, 16, 8, 2048, 768, {0, 8, 16}},   {3, 64, 10, 512, 256, {0, 32, 64}},
+      {5, 16, 4, 80, 48, {0, 5, 16}},       {24, 32, 8, 2048, 768, {0, 16, 32}}, {40, 16, 4, 96, 80, {0, 8, 16}},
+      {40, 16, 4, 96, 80, {0, 3, 11, 16}},  {100, 16, 4, 128, 64, {0, 8, 16}},   {300, 8, 2, 256, 128, {0, 4, 8}},
       {600, 16, 4, 256, 128, {0, 7, 16}},
   };
   uint32_t seed = 900;
@@ -208,7 +207,8 @@ BOOST_AUTO_TEST_CASE(moe_combine_ranks_sums_each_token_in_routing_order_to_the_b
   const std::vector<int> bounds{0, 7, 9, 20};
   const routing r = random_routing(tokens, experts, k, 950);
   std::vector<std::vector<float>> ys;
-  for (size_t i = 0; i + 1 < bounds.size(); ++i) ys.push_back(random_floats(size_t(tokens) * k * hidden, 951 + uint32_t(i)));
+  for (size_t i = 0; i + 1 < bounds.size(); ++i)
+    ys.push_back(random_floats(size_t(tokens) * k * hidden, 951 + uint32_t(i)));
   std::vector<uint16_t> want(size_t(tokens) * hidden);
   for (int t = 0; t < tokens; ++t)
     for (int n = 0; n < hidden; ++n) {

@@ -57,8 +57,8 @@ BOOST_AUTO_TEST_CASE(rms_norm_with_residual_add_matches_cpu) {
 
       device_buffer<float> d_residual(residual), d_w(w);
       device_buffer<uint16_t> d_add(add.bits), d_out(n, bf16_nan);
-      cuda::rms_norm(with_add ? d_add.bf16() : nullptr, d_residual.get(), d_w.get(), 1e-6f, rows,
-                     dim, d_out.bf16(), nullptr);
+      cuda::rms_norm(with_add ? d_add.bf16() : nullptr, d_residual.get(), d_w.get(), 1e-6f, rows, dim, d_out.bf16(),
+                     nullptr);
       std::ostringstream shape;
       shape << "rms_norm rows " << rows << " dim " << dim << (with_add ? " +add" : "");
       expect_close(shape.str() + " out", to_f32(d_out.to_host()), ref, bf16_tolerance);
@@ -225,12 +225,11 @@ BOOST_AUTO_TEST_CASE(paged_attention_matches_cpu) {
     std::vector<float> ref(q.values.size());
     for (int s = 0, first = 0; s < seqs; first += lens[size_t(s)], ++s) {
       const int* table = tables.data() + size_t(s) * max_blocks;
-      cpu::kv_cache_write(k.values.data() + size_t(first) * row, v.values.data() + size_t(first) * row,
-                          lens[size_t(s)], row, table, block_size, 0, key_pool.data(),
-                          value_pool.data());
+      cpu::kv_cache_write(k.values.data() + size_t(first) * row, v.values.data() + size_t(first) * row, lens[size_t(s)],
+                          row, table, block_size, 0, key_pool.data(), value_pool.data());
       cpu::paged_attention(q.values.data() + size_t(s) * heads * hd, 1, heads, kv_heads, hd,
-                           {key_pool.data(), value_pool.data(), table, block_size},
-                           lens[size_t(s)] - 1, ref.data() + size_t(s) * heads * hd);
+                           {key_pool.data(), value_pool.data(), table, block_size}, lens[size_t(s)] - 1,
+                           ref.data() + size_t(s) * heads * hd);
     }
 
     std::vector<uint16_t> key_bits(pool_size), value_bits(pool_size);
@@ -242,14 +241,13 @@ BOOST_AUTO_TEST_CASE(paged_attention_matches_cpu) {
     device_buffer<uint16_t> d_out(q.bits.size(), bf16_nan);
     device_buffer<int> d_tables(tables), d_lens(lens);
     device_buffer<float> d_workspace(cuda::paged_attention_workspace_floats(seqs, heads, kv_heads, hd, max_len), NAN);
-    cuda::paged_attention(d_q.bf16(), heads * hd, seqs, heads, kv_heads, hd,
-                          {d_keys.bf16(), d_values.bf16(), block_size, d_tables.get(), max_blocks,
-                           d_lens.get(), max_len},
-                          d_workspace.get(), d_out.bf16(), nullptr);
+    cuda::paged_attention(
+        d_q.bf16(), heads * hd, seqs, heads, kv_heads, hd,
+        {d_keys.bf16(), d_values.bf16(), block_size, d_tables.get(), max_blocks, d_lens.get(), max_len},
+        d_workspace.get(), d_out.bf16(), nullptr);
 
     std::ostringstream name;
-    name << "heads " << heads << "/" << kv_heads << " head_dim " << hd << " block " << block_size
-         << " lens";
+    name << "heads " << heads << "/" << kv_heads << " head_dim " << hd << " block " << block_size << " lens";
     for (int len : lens) name << " " << len;
     expect_close("paged_attention " + name.str(), to_f32(d_out.to_host()), ref, bf16_tolerance);
   }
@@ -372,17 +370,16 @@ BOOST_AUTO_TEST_CASE(decode_attention_matches_cpu_and_qk_norm_rope) {
     device_buffer<float> d_q_norm(q_norm), d_k_norm(k_norm);
     device_buffer<float> d_workspace(cuda::paged_attention_workspace_floats(seqs, heads, kv_heads, hd, max_len), NAN);
     device_buffer<int> d_tables(tables), d_lens(lens), d_positions(positions), d_slots(slots);
-    cuda::decode_attention(d_qkv.bf16(), d_qkv.bf16() + q_dim, d_q_norm.get(), d_k_norm.get(), eps, seqs, heads,
-                           kv_heads, hd, qkv_dim, qkv_dim, d_positions.get(), theta, rotary_dim,
-                           {d_qkv.bf16() + q_dim + row, qkv_dim, d_slots.get(), d_keys.bf16(), d_values.bf16()},
-                           {d_keys.bf16(), d_values.bf16(), block_size, d_tables.get(), max_blocks, d_lens.get(),
-                            max_len},
-                           d_workspace.get(), d_out.bf16(), nullptr);
-    cuda::qk_norm_rope(d_qkv_copy.bf16(), d_qkv_copy.bf16() + q_dim, d_q_norm.get(), d_k_norm.get(), eps, seqs,
-                       heads, kv_heads, hd, qkv_dim, qkv_dim, d_positions.get(), theta, rotary_dim,
-                       {d_qkv_copy.bf16() + q_dim + row, qkv_dim, d_slots.get(), d_keys_want.bf16(),
-                        d_values_want.bf16()},
-                       nullptr);
+    cuda::decode_attention(
+        d_qkv.bf16(), d_qkv.bf16() + q_dim, d_q_norm.get(), d_k_norm.get(), eps, seqs, heads, kv_heads, hd, qkv_dim,
+        qkv_dim, d_positions.get(), theta, rotary_dim,
+        {d_qkv.bf16() + q_dim + row, qkv_dim, d_slots.get(), d_keys.bf16(), d_values.bf16()},
+        {d_keys.bf16(), d_values.bf16(), block_size, d_tables.get(), max_blocks, d_lens.get(), max_len},
+        d_workspace.get(), d_out.bf16(), nullptr);
+    cuda::qk_norm_rope(
+        d_qkv_copy.bf16(), d_qkv_copy.bf16() + q_dim, d_q_norm.get(), d_k_norm.get(), eps, seqs, heads, kv_heads, hd,
+        qkv_dim, qkv_dim, d_positions.get(), theta, rotary_dim,
+        {d_qkv_copy.bf16() + q_dim + row, qkv_dim, d_slots.get(), d_keys_want.bf16(), d_values_want.bf16()}, nullptr);
 
     std::ostringstream name;
     name << "decode_attention heads " << heads << "/" << kv_heads << " head_dim " << hd << " block " << block_size
@@ -413,8 +410,8 @@ BOOST_AUTO_TEST_CASE(matmul_matches_cpu) {
   cublasHandle_t handle;
   TROUPE_CUDA_CHECK(cublasCreate(&handle));
   uint32_t seed = 300;
-  for (auto [m, k, n] : {shape{1, 2048, 768}, shape{7, 129, 33}, shape{64, 1024, 512},
-                         shape{33, 5, 3}, shape{300, 768, 1001}})
+  for (auto [m, k, n] :
+       {shape{1, 2048, 768}, shape{7, 129, 33}, shape{64, 1024, 512}, shape{33, 5, 3}, shape{300, 768, 1001}})
     for (dtype y_type : {dtype::f32, dtype::bf16}) {
       auto x = random_bf16(size_t(m) * k, seed++);
       auto w = random_bf16(size_t(n) * k, seed++);
@@ -448,9 +445,8 @@ BOOST_AUTO_TEST_CASE(gemv_matches_cpu) {
   cublasHandle_t handle;
   TROUPE_CUDA_CHECK(cublasCreate(&handle));
   uint32_t seed = 350;
-  for (auto [n, k, batched] : {shape{5120, 2048, true}, shape{2048, 4096, true},
-                               shape{128, 2048, true}, shape{151936, 2048, false},
-                               shape{33, 136, true}, shape{1000, 8, true}}) {
+  for (auto [n, k, batched] : {shape{5120, 2048, true}, shape{2048, 4096, true}, shape{128, 2048, true},
+                               shape{151936, 2048, false}, shape{33, 136, true}, shape{1000, 8, true}}) {
     const std::vector<int> ms = batched ? std::vector<int>{1, 2, 3, 5, 8} : std::vector<int>{1};
     auto x = random_bf16(size_t(cuda::gemv_max_rows) * k, seed++);
     auto w = random_bf16(size_t(n) * k, seed++);
@@ -487,8 +483,7 @@ BOOST_AUTO_TEST_CASE(gemv_matches_cpu) {
         // Products of bf16 are exact in fp32: only the summation order differs.
         expect_close(name, out, {ref.begin(), ref.begin() + ptrdiff_t(m) * n},
                      y_type == dtype::f32 ? 1e-4 : bf16_tolerance);
-        BOOST_TEST(same_bits(run(0, m, true).data(), out.data(), m * n),
-                   name << ": matmul differs");
+        BOOST_TEST(same_bits(run(0, m, true).data(), out.data(), m * n), name << ": matmul differs");
       }
       const auto four = run(0, 4, false);
       for (int r = 0; r < 4; ++r)
@@ -517,8 +512,8 @@ BOOST_AUTO_TEST_CASE(gemv_normed_is_rms_norm_then_gemv_to_the_bit) {
       device_buffer<uint16_t> d_add(add.bits), d_w(w.bits), d_normed(count, bf16_nan), d_kept(count, bf16_nan);
       device_buffer<float> d_y(size_t(m) * n, NAN), d_y_fused(size_t(m) * n, NAN);
       const __nv_bfloat16* add_or_null = with_add ? d_add.bf16() : nullptr;
-      const cuda::gemv_norm in{add_or_null, d_residual.get(), d_weight.get(), 1e-6f, d_residual_out.get(),
-                               d_kept.bf16()};
+      const cuda::gemv_norm in{add_or_null, d_residual.get(),     d_weight.get(),
+                               1e-6f,       d_residual_out.get(), d_kept.bf16()};
       cuda::gemv_normed(in, m, k, d_w.bf16(), n, dtype::f32, d_y_fused.get(), nullptr);
       cuda::rms_norm(add_or_null, d_residual.get(), d_weight.get(), 1e-6f, m, k, d_normed.bf16(), nullptr);
       cuda::gemv(d_normed.bf16(), m, k, d_w.bf16(), n, dtype::f32, d_y.get(), nullptr);
@@ -557,11 +552,10 @@ BOOST_AUTO_TEST_CASE(route_top_k_matches_cpu) {
     }
     device_buffer<float> d_logits(logits), d_weights(ref_weights.size(), NAN);
     device_buffer<int> d_chosen(ref_chosen.size(), -1);
-    cuda::route_top_k(d_logits.get(), tokens, experts, k, normalize, shared, d_chosen.get(), d_weights.get(),
-                      nullptr);
+    cuda::route_top_k(d_logits.get(), tokens, experts, k, normalize, shared, d_chosen.get(), d_weights.get(), nullptr);
     std::ostringstream name;
-    name << "route_top_k tokens " << tokens << " experts " << experts << " k " << k
-         << (normalize ? " normalized" : "") << (shared ? " shared expert" : "");
+    name << "route_top_k tokens " << tokens << " experts " << experts << " k " << k << (normalize ? " normalized" : "")
+         << (shared ? " shared expert" : "");
     const auto chosen = d_chosen.to_host();
     BOOST_TEST(chosen == ref_chosen, boost::test_tools::per_element());
     expect_close(name.str(), d_weights.to_host(), ref_weights, f32_tolerance);
@@ -590,8 +584,8 @@ BOOST_AUTO_TEST_CASE(add_bias_matches_cpu) {
 // 35B-A3B's width (16 heads of 256) with the gate in a wider fused row, and odd shapes.
 BOOST_AUTO_TEST_CASE(output_gate_matches_cpu) {
   uint32_t seed = 550;
-  for (auto [tokens, width, stride] : {std::tuple{1, 4096, 4096 + 1024}, std::tuple{37, 4096, 9216},
-                                       std::tuple{3, 7, 7}, std::tuple{5, 1500, 1501}}) {
+  for (auto [tokens, width, stride] :
+       {std::tuple{1, 4096, 4096 + 1024}, std::tuple{37, 4096, 9216}, std::tuple{3, 7, 7}, std::tuple{5, 1500, 1501}}) {
     const auto x = random_bf16(size_t(tokens) * width, seed++, 2.0f);
     const auto gate = random_bf16(size_t(tokens) * stride, seed++, 3.0f);
     std::vector<float> ref = x.values;

@@ -41,8 +41,8 @@ struct sampling_case {
 
 std::vector<sampling_case> sampling_cases() {
   std::vector<sampling_case> cases;
-  auto add = [&](std::string name, float temperature, bool history,
-                 const std::function<void(sampling_params&)>& set, bool masked = false) {
+  auto add = [&](std::string name, float temperature, bool history, const std::function<void(sampling_params&)>& set,
+                 bool masked = false) {
     sampling_params p;
     p.temperature = temperature;
     p.seed = 1000 + cases.size();
@@ -52,10 +52,16 @@ std::vector<sampling_case> sampling_cases() {
   add("greedy", 0.0f, false, [](sampling_params& p) { p.top_logprobs = 3; });
   add("T 0.7", 0.7f, false, [](sampling_params&) {});
   add("top_k 1", 1.0f, false, [](sampling_params& p) { p.top_k = 1; });
-  add("top_k 20", 0.7f, false, [](sampling_params& p) { p.top_k = 20; p.top_logprobs = 5; });
+  add("top_k 20", 0.7f, false, [](sampling_params& p) {
+    p.top_k = 20;
+    p.top_logprobs = 5;
+  });
   add("top_k 50", 1.0f, false, [](sampling_params& p) { p.top_k = 50; });
   add("top_p 0.1", 0.7f, false, [](sampling_params& p) { p.top_p = 0.1f; });
-  add("top_p 0.9", 1.0f, false, [](sampling_params& p) { p.top_p = 0.9f; p.top_logprobs = 0; });
+  add("top_p 0.9", 1.0f, false, [](sampling_params& p) {
+    p.top_p = 0.9f;
+    p.top_logprobs = 0;
+  });
   add("min_p 0.05", 0.7f, false, [](sampling_params& p) { p.min_p = 0.05f; });
   add("min_p 0.3", 1.0f, false, [](sampling_params& p) { p.min_p = 0.3f; });
   add("penalties", 0.8f, true, [](sampling_params& p) {
@@ -96,19 +102,27 @@ std::vector<sampling_case> sampling_cases() {
     p.frequency_penalty = 0.5f;
     p.top_logprobs = 2;
   });
-  add("masked logit_bias top_p 0.9", 0.7f, false, [&](sampling_params& p) {
-    p.logit_bias = bias;
-    p.top_p = 0.9f;
-  }, true);
-  add("masked greedy", 0.0f, false, [](sampling_params& p) { p.top_logprobs = 2; }, true);
-  add("masked T 0.8", 0.8f, false, [](sampling_params&) {}, true);
-  add("masked top_k 20 top_p 0.9 with penalties", 0.7f, true, [](sampling_params& p) {
-    p.top_k = 20;
-    p.top_p = 0.9f;
-    p.repetition_penalty = 1.3f;
-    p.presence_penalty = 0.5f;
-    p.top_logprobs = 3;
-  }, true);
+  add(
+      "masked logit_bias top_p 0.9", 0.7f, false,
+      [&](sampling_params& p) {
+        p.logit_bias = bias;
+        p.top_p = 0.9f;
+      },
+      true);
+  add(
+      "masked greedy", 0.0f, false, [](sampling_params& p) { p.top_logprobs = 2; }, true);
+  add(
+      "masked T 0.8", 0.8f, false, [](sampling_params&) {}, true);
+  add(
+      "masked top_k 20 top_p 0.9 with penalties", 0.7f, true,
+      [](sampling_params& p) {
+        p.top_k = 20;
+        p.top_p = 0.9f;
+        p.repetition_penalty = 1.3f;
+        p.presence_penalty = 0.5f;
+        p.top_logprobs = 3;
+      },
+      true);
   return cases;
 }
 
@@ -145,7 +159,9 @@ std::vector<uint64_t> random_mask(int vocab, uint32_t seed) {
   return words;
 }
 
-bool allows(const std::vector<uint64_t>& mask, int token) { return (mask[size_t(token / 64)] >> (token % 64) & 1u) != 0; }
+bool allows(const std::vector<uint64_t>& mask, int token) {
+  return (mask[size_t(token / 64)] >> (token % 64) & 1u) != 0;
+}
 
 // A batch's parameters in the layout of cuda::sampling_rows, on the host and then the device.
 struct host_rows {
@@ -200,16 +216,28 @@ struct device_rows {
   int mask_words;
 
   explicit device_rows(const host_rows& h)
-      : temperature(h.temperature), top_p(h.top_p), min_p(h.min_p), repetition(h.repetition),
-        frequency(h.frequency), presence(h.presence), bias(h.bias), top_k(h.top_k),
-        top_logprobs(h.top_logprobs), offsets(h.offsets), tokens(h.tokens), seen(h.seen),
-        generated(h.generated), mask_rows(h.mask_rows), uniform(h.uniform), allowed(h.allowed),
+      : temperature(h.temperature),
+        top_p(h.top_p),
+        min_p(h.min_p),
+        repetition(h.repetition),
+        frequency(h.frequency),
+        presence(h.presence),
+        bias(h.bias),
+        top_k(h.top_k),
+        top_logprobs(h.top_logprobs),
+        offsets(h.offsets),
+        tokens(h.tokens),
+        seen(h.seen),
+        generated(h.generated),
+        mask_rows(h.mask_rows),
+        uniform(h.uniform),
+        allowed(h.allowed),
         mask_words(h.mask_words) {}
 
   cuda::sampling_rows view() {
-    return {temperature.get(), top_p.get(), top_k.get(), min_p.get(), repetition.get(),
-            frequency.get(), presence.get(), uniform.get(), top_logprobs.get(), offsets.get(),
-            tokens.get(), seen.get(), generated.get(), bias.get(), mask_rows.get(), allowed.get(), mask_words};
+    return {temperature.get(), top_p.get(),   top_k.get(),        min_p.get(),   repetition.get(), frequency.get(),
+            presence.get(),    uniform.get(), top_logprobs.get(), offsets.get(), tokens.get(),     seen.get(),
+            generated.get(),   bias.get(),    mask_rows.get(),    allowed.get(), mask_words};
   }
 };
 
@@ -222,15 +250,14 @@ struct gpu_result {
 
 constexpr int id_poison = -7;
 
-gpu_result sample_on_gpu(const std::vector<float>& logits, int rows, int vocab,
-                         const host_rows& h) {
+gpu_result sample_on_gpu(const std::vector<float>& logits, int rows, int vocab, const host_rows& h) {
   device_buffer<float> d_logits(logits);
   device_rows d_rows(h);
   device_buffer<float> workspace(cuda::sampling_workspace_bytes(rows, vocab) / sizeof(float), NAN);
   device_buffer<int> tokens(size_t(rows), -1), top_ids(size_t(rows) * max_top, id_poison);
   device_buffer<float> logprob(size_t(rows), NAN), top_logprobs(size_t(rows) * max_top, NAN);
-  cuda::sample_tokens(d_logits.get(), rows, vocab, d_rows.view(), workspace.get(), tokens.get(),
-                      logprob.get(), top_ids.get(), top_logprobs.get(), nullptr);
+  cuda::sample_tokens(d_logits.get(), rows, vocab, d_rows.view(), workspace.get(), tokens.get(), logprob.get(),
+                      top_ids.get(), top_logprobs.get(), nullptr);
   return {tokens.to_host(), top_ids.to_host(), logprob.to_host(), top_logprobs.to_host()};
 }
 
@@ -248,8 +275,7 @@ std::vector<float> random_logits(int rows, int vocab, float scale, bool coarse, 
 void check_kind(int vocab, float scale, bool coarse) {
   const auto cases = sampling_cases();
   const int rows = int(cases.size()) * draws;
-  const auto logits =
-      random_logits(rows, vocab, scale, coarse, uint32_t(vocab) * 7 + uint32_t(scale));
+  const auto logits = random_logits(rows, vocab, scale, coarse, uint32_t(vocab) * 7 + uint32_t(scale));
   std::vector<token_history> histories(static_cast<size_t>(rows));
   std::vector<std::vector<uint64_t>> masks(static_cast<size_t>(rows));
   host_rows h;
@@ -277,7 +303,9 @@ void check_kind(int vocab, float scale, bool coarse) {
     const int token = gpu.tokens[size_t(r)];
     BOOST_TEST_CONTEXT(kind.str() << ", " << c.name << ", draw " << r % draws << ", u " << u) {
       sampled += p.temperature > 0.0f;
-      if (c.masked) BOOST_TEST((token >= 0 && token < vocab && allows(masks[size_t(r)], token)), "token " << token << " outside the mask");
+      if (c.masked)
+        BOOST_TEST((token >= 0 && token < vocab && allows(masks[size_t(r)], token)),
+                   "token " << token << " outside the mask");
       if (token != cpu.token) {
         // Excused only where the CPU's own choice changes within the window around u.
         const double below = std::max(0.0, u - boundary_window);

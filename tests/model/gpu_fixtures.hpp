@@ -9,9 +9,9 @@
 #include <boost/test/unit_test.hpp>
 #include <nlohmann/json.hpp>
 
+#include "model/cuda/gpu_experts.hpp"
 #include "model/cuda/gpu_weights.hpp"
 #include "tests/support/source_dir.hpp"
-#include "model/cuda/gpu_experts.hpp"
 
 namespace troupe::test {
 

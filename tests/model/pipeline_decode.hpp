@@ -22,7 +22,8 @@ struct pipeline {
 
 // One step through the pipeline: the first stage embeds, each hands its rows to the next,
 // the last samples.
-inline std::vector<sampled_token> run_step(pipeline& p, const forward_batch& batch, const std::vector<sample_request>& samples) {
+inline std::vector<sampled_token> run_step(pipeline& p, const forward_batch& batch,
+                                           const std::vector<sample_request>& samples) {
   std::vector<float> hidden;
   for (size_t k = 0; k < p.stages.size(); ++k) {
     const bool last = k + 1 == p.stages.size();

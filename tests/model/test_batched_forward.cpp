@@ -90,9 +90,8 @@ void check_batched_matches_alone(const moe_model& model, int alone_chunk) {
     }
   }
   for (size_t i = 0; i < seqs.size(); ++i)
-    for (int step = 0; step < steps; ++step)
-      BOOST_TEST_CONTEXT("sequence " << i << " step " << step)
-      BOOST_TEST((alone[i][size_t(step)] == together[i][size_t(step)]));
+    for (int step = 0; step < steps; ++step) BOOST_TEST_CONTEXT("sequence " << i << " step " << step)
+  BOOST_TEST((alone[i][size_t(step)] == together[i][size_t(step)]));
 }
 
 }  // namespace

@@ -11,8 +11,8 @@
 
 #include "kernels/cpu/log_softmax.hpp"
 #include "model/moe_model.hpp"
-#include "model/single_sequence.hpp"
 #include "model/safetensors_writer.hpp"
+#include "model/single_sequence.hpp"
 #include "tests/support/source_dir.hpp"
 #include "tests/support/temp_dir.hpp"
 
@@ -148,7 +148,8 @@ BOOST_AUTO_TEST_CASE(f32_and_f16_copies_of_a_checkpoint_match_transformers) {
       w.bytes.resize(count * dtype_size(target));
       for (size_t i = 0; i < count; ++i) {
         const float v = load_as_f32(t.type, t.data, i);
-        if (target == dtype::f32) std::memcpy(w.bytes.data() + 4 * i, &v, 4);
+        if (target == dtype::f32)
+          std::memcpy(w.bytes.data() + 4 * i, &v, 4);
         else {
           const uint16_t h = f32_to_f16(v);
           std::memcpy(w.bytes.data() + 2 * i, &h, 2);
@@ -182,8 +183,7 @@ BOOST_AUTO_TEST_CASE(a_qwen3_5_checkpoint_with_fused_experts_matches_transformer
   };
   std::vector<tensor_to_write> tensors;
   for (const auto& [name, t] : ckpt->tensors())
-    if (name.find(".mlp.experts.") == std::string::npos)
-      tensors.push_back({name, t.type, t.shape, bytes_of(name)});
+    if (name.find(".mlp.experts.") == std::string::npos) tensors.push_back({name, t.type, t.shape, bytes_of(name)});
   const int64_t experts = config->num_experts, inter = config->moe_intermediate_size, hidden = config->hidden_size;
   for (int layer = 0; layer < config->num_layers; ++layer) {
     const std::string p = "model.language_model.layers." + std::to_string(layer) + ".mlp.experts.";

@@ -93,8 +93,10 @@ void check_top5(const sampled_token& t, const json& g, const json& ids, const js
     // by our fifth (a token outside our top 5 must be below it, within tolerance).
     auto it = std::find_if(t.top.begin(), t.top.end(), [&](const top_logprob& p) { return p.token == id; });
     BOOST_TEST_CONTEXT(where << " rank " << j << " token " << id) {
-      if (it != t.top.end()) BOOST_TEST(std::abs(it->logprob - want) < tolerance);
-      else BOOST_TEST(want < t.top.back().logprob + tolerance);
+      if (it != t.top.end())
+        BOOST_TEST(std::abs(it->logprob - want) < tolerance);
+      else
+        BOOST_TEST(want < t.top.back().logprob + tolerance);
     }
   }
 }
@@ -108,7 +110,10 @@ std::unique_ptr<step_runner> make_runner(const test::engine_parts& e) {
 // A fixture's golden outputs and a fresh runner over its weights.
 struct gpu_fixture {
   explicit gpu_fixture(const fs::path& dir)
-      : golden(test::read_golden(dir)), name(dir.filename().string()), parts(test::load_engine(dir)), runner(make_runner(parts)),
+      : golden(test::read_golden(dir)),
+        name(dir.filename().string()),
+        parts(test::load_engine(dir)),
+        runner(make_runner(parts)),
         prompt(golden["prompt"].get<std::vector<int>>()) {}
   json golden;
   std::string name;

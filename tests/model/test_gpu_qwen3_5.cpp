@@ -19,12 +19,12 @@
 #include <nlohmann/json.hpp>
 
 #include "kernels/cpu/log_softmax.hpp"
+#include "model/cuda/gpu_experts.hpp"
 #include "model/cuda/gpu_step_runner.hpp"
 #include "model/moe_model.hpp"
 #include "model/safetensors_writer.hpp"
 #include "model/single_sequence.hpp"
 #include "tests/support/temp_dir.hpp"
-#include "model/cuda/gpu_experts.hpp"
 
 using namespace troupe;
 namespace fs = std::filesystem;
@@ -103,13 +103,13 @@ void write_checkpoint_to(const fs::path& dir, int64_t hd, int64_t shared) {
   const json config = config_json(hd, shared);
   std::ofstream(dir / "config.json") << config.dump(1);
   std::ofstream(dir / "generation_config.json") << json{{"bos_token_id", 318}, {"eos_token_id", 319}}.dump();
-  const int64_t h = 128, vocab = 320, heads = 4, kv_heads = 2, key_heads = 2, value_heads = 4,
-                key_dim = 32, value_dim = 48, kernel = 4, experts = 4, inter = 32;
+  const int64_t h = 128, vocab = 320, heads = 4, kv_heads = 2, key_heads = 2, value_heads = 4, key_dim = 32,
+                value_dim = 48, kernel = 4, experts = 4, inter = 32;
   const int64_t conv = 2 * key_heads * key_dim + value_heads * value_dim, value_width = value_heads * value_dim;
   tensor_maker make;
   std::vector<tensor_to_write> t;
   t.push_back(make("model.embed_tokens.weight", {vocab, h}, std::sqrt(27.0f / float(h))));  // tied: the logits' scale
-  t.push_back(make("model.norm.weight", {h}, 0.3f));  // scales by 1 + weight
+  t.push_back(make("model.norm.weight", {h}, 0.3f));                                        // scales by 1 + weight
   for (int i = 0; i < 4; ++i) {
     const std::string p = "model.layers." + std::to_string(i) + ".";
     t.push_back(make(p + "input_layernorm.weight", {h}, 0.3f));
@@ -135,7 +135,8 @@ void write_checkpoint_to(const fs::path& dir, int64_t hd, int64_t shared) {
       t.push_back(make(a + "k_norm.weight", {hd}, 0.3f));
     }
     t.push_back(make(p + "mlp.gate.weight", {experts, h}, std::sqrt(12.0f / float(h))));
-    const tensor_to_write gate = make.linear("gate_proj.weight", inter, h), up = make.linear("up_proj.weight", inter, h),
+    const tensor_to_write gate = make.linear("gate_proj.weight", inter, h),
+                          up = make.linear("up_proj.weight", inter, h),
                           down = make.linear("down_proj.weight", h, inter);
     for (int e = 0; e < experts; ++e)
       for (tensor_to_write w : {gate, up, down}) {
@@ -196,8 +197,10 @@ void check_top5(const sampled_token& t, const std::vector<float>& cpu, const std
 double margin(const std::vector<float>& lp) {
   float first = -INFINITY, second = -INFINITY;
   for (float x : lp) {
-    if (x > first) second = first, first = x;
-    else if (x > second) second = x;
+    if (x > first)
+      second = first, first = x;
+    else if (x > second)
+      second = x;
   }
   return double(first) - double(second);
 }
@@ -289,8 +292,8 @@ std::vector<int> step_both(step_runner& runner, const std::vector<std::pair<sequ
 // of 256 as Qwen3.5-35B-A3B's; a shared expert of another width than the routed ones
 // (48), and of theirs (32).
 BOOST_DATA_TEST_CASE(the_gpu_step_computes_what_the_cpu_model_does,
-                     boost::unit_test::data::make({64, 64, 256}) ^ boost::unit_test::data::make({48, 32, 32}),
-                     head_dim, shared) {
+                     boost::unit_test::data::make({64, 64, 256}) ^ boost::unit_test::data::make({48, 32, 32}), head_dim,
+                     shared) {
   const engines e(head_dim, shared);
   const auto prompt = e.random_prompt(45, 77);
   for (bool graphs : {true, false}) {
@@ -321,9 +324,9 @@ BOOST_DATA_TEST_CASE(sequences_side_by_side_in_their_slots_compute_what_each_doe
   auto runner = e.runner(true);
   sequence a(*e.cpu, 0, 5), b(*e.cpu, 8, 0), c(*e.cpu, 16, 2), d(*e.cpu, 24, 5);
   logprob_errors errors;
-  auto next = step_both(*runner,
-                        {{&a, e.random_prompt(45, 1)}, {&b, e.random_prompt(20, 2)}, {&c, e.random_prompt(33, 3)}},
-                        "prefill", errors);
+  auto next =
+      step_both(*runner, {{&a, e.random_prompt(45, 1)}, {&b, e.random_prompt(20, 2)}, {&c, e.random_prompt(33, 3)}},
+                "prefill", errors);
   for (int s = 0; s < 8; ++s)
     next = step_both(*runner, {{&a, {next[0]}}, {&b, {next[1]}}, {&c, {next[2]}}}, "decode step " + std::to_string(s),
                      errors);
@@ -345,9 +348,9 @@ BOOST_DATA_TEST_CASE(long_prompts_take_the_chunked_delta_rule, boost::unit_test:
   auto runner = e.runner(true);
   sequence a(*e.cpu, 0, 5, 12), b(*e.cpu, 16, 0), c(*e.cpu, 24, 2);
   logprob_errors errors;
-  auto next = step_both(*runner,
-                        {{&a, e.random_prompt(150, 11)}, {&b, e.random_prompt(70, 12)}, {&c, e.random_prompt(10, 13)}},
-                        "long prompts", errors);
+  auto next =
+      step_both(*runner, {{&a, e.random_prompt(150, 11)}, {&b, e.random_prompt(70, 12)}, {&c, e.random_prompt(10, 13)}},
+                "long prompts", errors);
   for (int s = 0; s < 8; ++s)
     next = step_both(*runner, {{&a, {next[0]}}, {&b, {next[1]}}, {&c, {next[2]}}}, "decode step " + std::to_string(s),
                      errors);

@@ -9,10 +9,10 @@
 #define BOOST_TEST_MODULE gpu_weight_share
 #include <boost/test/unit_test.hpp>
 
+#include "model/cuda/gpu_remote_experts.hpp"
 #include "model/cuda/gpu_step_runner.hpp"
 #include "tests/model/gpu_fixtures.hpp"
 #include "tests/model/pipeline_decode.hpp"
-#include "model/cuda/gpu_remote_experts.hpp"
 
 using namespace troupe;
 namespace fs = std::filesystem;
@@ -37,7 +37,8 @@ weight_share stage_share(int first, int last) {
 
 std::unique_ptr<step_runner> runner(const test::engine_parts& e, int first, int last, bool graphs,
                                     std::shared_ptr<gpu_remote_experts> remote = nullptr) {
-  auto r = gpu_step_runner::create(e.weights, e.experts, runner_options(first, last, graphs), nullptr, std::move(remote));
+  auto r =
+      gpu_step_runner::create(e.weights, e.experts, runner_options(first, last, graphs), nullptr, std::move(remote));
   BOOST_REQUIRE_MESSAGE(r, (r ? std::string() : r.err().message));
   return std::move(*r);
 }
@@ -170,8 +171,8 @@ BOOST_AUTO_TEST_CASE(what_a_share_lacks_is_refused) {
   half.experts->attach("elsewhere", experts / 2, experts);  // a group the share lacks
   int moe_layer = 0;
   while (!whole.weights->config.is_moe_layer(moe_layer)) ++moe_layer;
-  auto rows = half.experts->run_rows(moe_layer, nullptr, 1, nullptr, nullptr, experts / 2, experts, nullptr, nullptr,
-                                     nullptr);
+  auto rows =
+      half.experts->run_rows(moe_layer, nullptr, 1, nullptr, nullptr, experts / 2, experts, nullptr, nullptr, nullptr);
   BOOST_REQUIRE(!rows);
   BOOST_TEST(rows.err().message == "layer " + std::to_string(moe_layer) + "'s experts " + std::to_string(experts / 2) +
                                        ".." + std::to_string(experts - 1) +

@@ -2,7 +2,6 @@
 #define BOOST_TEST_MODULE make_test_model
 #include <boost/test/unit_test.hpp>
 
-
 #include "model/moe_model.hpp"
 #include "model/safetensors.hpp"
 #include "tests/support/run_command.hpp"
@@ -26,7 +25,8 @@ BOOST_AUTO_TEST_CASE(writes_a_loadable_sharded_checkpoint_with_the_qwen3_tokeniz
   auto r = run("make-test-model --out " + dir.path().string() +
                " --layers 3 --hidden 32 --heads 4 --kv-heads 2 --head-dim 16 --experts 8 --top-k 2"
                " --moe-intermediate 16 --intermediate 48 --mlp-only-layers 1 --shard-mb 4"
-               " --tokenizer-from " + tokenizer.string());
+               " --tokenizer-from " +
+               tokenizer.string());
   BOOST_REQUIRE_MESSAGE(r.exit_code == 0, r.output);
   for (const char* f : {"config.json", "generation_config.json", "tokenizer.json", "tokenizer_config.json",
                         "model.safetensors.index.json", "README.md"})

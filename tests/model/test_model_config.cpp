@@ -25,7 +25,8 @@ const char* qwen3_30b = R"({
 // text_config, every fourth layer full attention.
 std::string qwen3_5_35b() {
   std::string types;
-  for (int i = 0; i < 40; ++i) types += std::string(i ? ", " : "") + ((i + 1) % 4 ? "\"linear_attention\"" : "\"full_attention\"");
+  for (int i = 0; i < 40; ++i)
+    types += std::string(i ? ", " : "") + ((i + 1) % 4 ? "\"linear_attention\"" : "\"full_attention\"");
   return R"({
   "architectures": ["Qwen3_5MoeForConditionalGeneration"], "model_type": "qwen3_5_moe",
   "image_token_id": 248056, "video_token_id": 248057, "tie_word_embeddings": false,
@@ -33,7 +34,8 @@ std::string qwen3_5_35b() {
   "text_config": {
     "model_type": "qwen3_5_moe_text", "attention_bias": false, "attn_output_gate": true,
     "eos_token_id": 248044, "full_attention_interval": 4, "head_dim": 256, "hidden_act": "silu",
-    "hidden_size": 2048, "layer_types": [)" + types + R"(],
+    "hidden_size": 2048, "layer_types": [)" +
+         types + R"(],
     "linear_conv_kernel_dim": 4, "linear_key_head_dim": 128, "linear_num_key_heads": 16,
     "linear_num_value_heads": 32, "linear_value_head_dim": 128, "max_position_embeddings": 262144,
     "moe_intermediate_size": 512, "mtp_num_hidden_layers": 1, "num_attention_heads": 16,
@@ -94,8 +96,8 @@ BOOST_AUTO_TEST_CASE(reads_every_field_of_qwen3_30b) {
 
 BOOST_AUTO_TEST_CASE(accepts_newer_spellings) {
   auto c = parse_model_config(
-      with(with(qwen3_30b, R"("num_experts": 128)", R"("num_local_experts": 64)"),
-           R"("rope_theta": 1000000.0)", R"("rope_parameters": {"rope_type": "default", "rope_theta": 5000.0})"),
+      with(with(qwen3_30b, R"("num_experts": 128)", R"("num_local_experts": 64)"), R"("rope_theta": 1000000.0)",
+           R"("rope_parameters": {"rope_type": "default", "rope_theta": 5000.0})"),
       "config.json");
   BOOST_REQUIRE(c);
   BOOST_TEST(c->num_experts == 64);
@@ -140,7 +142,8 @@ BOOST_AUTO_TEST_CASE(bad_configs_get_errors_naming_the_file_and_field) {
   BOOST_TEST(error_of(with(qwen3_30b, R"("rope_theta": 1000000.0)",
                            R"("rope_scaling": {"rope_type": "yarn", "factor": 4.0})")) ==
              "x/config.json: rope_scaling: RoPE type \"yarn\" is not supported (only default)");
-  BOOST_TEST(error_of(with(qwen3_30b, R"("attention_bias": false)", R"("attention_bias": false, "use_sliding_window": true)")) ==
+  BOOST_TEST(error_of(with(qwen3_30b, R"("attention_bias": false)",
+                           R"("attention_bias": false, "use_sliding_window": true)")) ==
              "x/config.json: use_sliding_window is true; sliding-window attention is not supported");
 }
 
@@ -210,8 +213,9 @@ BOOST_AUTO_TEST_CASE(reads_a_text_only_qwen3_5_with_transformers_defaults) {
   auto quarter = parse_model_config(with(qwen3_5_text_only, R"(, "partial_rotary_factor": 0.5)", ""), "config.json");
   BOOST_REQUIRE(quarter);
   BOOST_TEST(quarter->rotary_dim == 32);
-  auto interval = parse_model_config(with(qwen3_5_text_only, R"("head_dim": 128,)", R"("head_dim": 128, "full_attention_interval": 2,)"),
-                                     "config.json");
+  auto interval = parse_model_config(
+      with(qwen3_5_text_only, R"("head_dim": 128,)", R"("head_dim": 128, "full_attention_interval": 2,)"),
+      "config.json");
   BOOST_REQUIRE(interval);
   for (int i = 0; i < 6; ++i) BOOST_TEST(interval->is_linear_layer(i) == (i % 2 == 0));
   // qwen3_moe has no linear layers.
@@ -245,8 +249,10 @@ BOOST_AUTO_TEST_CASE(bad_qwen3_5_configs_get_errors_naming_the_field) {
   BOOST_TEST(error_of(with(full, R"("rope_type": "default")", R"("rope_type": "yarn")")) ==
              "x/config.json: text_config: rope_parameters: RoPE type \"yarn\" is not supported (only default)");
   BOOST_TEST(error_of(with(full, R"("tie_word_embeddings": false,
-  "vision_config")", R"("tie_word_embeddings": true,
+  "vision_config")",
+                           R"("tie_word_embeddings": true,
   "vision_config")")) == "x/config.json: tie_word_embeddings differs between the top level and text_config");
-  BOOST_TEST(error_of(with(qwen3_30b, R"("rope_theta": 1000000.0)", R"("rope_theta": 1000000.0, "partial_rotary_factor": 0.5)")) ==
+  BOOST_TEST(error_of(with(qwen3_30b, R"("rope_theta": 1000000.0)",
+                           R"("rope_theta": 1000000.0, "partial_rotary_factor": 0.5)")) ==
              "x/config.json: partial_rotary_factor is not supported for qwen3_moe");
 }

@@ -119,10 +119,12 @@ BOOST_AUTO_TEST_CASE(headers_that_lie_are_rejected) {
                       "tensor a: dtype I8 is not supported (F32, F16, BF16 are)"));
   BOOST_TEST(contains(open_error(R"({"a":{"dtype":"BF16","shape":[-4],"data_offsets":[0,8]}})", 8),
                       "shape must be non-negative integers"));
-  BOOST_TEST(contains(open_error(R"({"a":{"dtype":"BF16"}})", 8), "header entry needs dtype, shape and two data_offsets"));
+  BOOST_TEST(
+      contains(open_error(R"({"a":{"dtype":"BF16"}})", 8), "header entry needs dtype, shape and two data_offsets"));
   BOOST_TEST(contains(open_error("not json at all", 8), "header is not a JSON object"));
   test::temp_dir dir("huge_header");
-  std::ofstream(dir.path() / "model.safetensors", std::ios::binary) << std::string("\xff\xff\xff\xff\xff\xff\xff\x7f", 8) << "{}";
+  std::ofstream(dir.path() / "model.safetensors", std::ios::binary)
+      << std::string("\xff\xff\xff\xff\xff\xff\xff\x7f", 8) << "{}";
   BOOST_TEST(contains(checkpoint::open(dir.path()).err().message, "header claims"));
 }
 
@@ -139,7 +141,8 @@ BOOST_AUTO_TEST_CASE(index_that_points_to_the_wrong_shard_is_rejected) {
   BOOST_REQUIRE(at != std::string::npos);
   text.replace(at, from.size(), "\"model.embed_tokens.weight\": \"" + second + "\"");
   std::ofstream(index) << text;
-  BOOST_TEST(contains(load_error(dir.path()), "says tensor model.embed_tokens.weight is in " + second + ", but that shard does not hold it"));
+  BOOST_TEST(contains(load_error(dir.path()),
+                      "says tensor model.embed_tokens.weight is in " + second + ", but that shard does not hold it"));
 }
 
 namespace {
@@ -152,7 +155,9 @@ std::string rewritten_load_error(const fs::path& dir, const std::string& drop, c
   std::vector<tensor_to_write> tensors;
   for (const auto& [name, t] : c->tensors()) {
     if (name == drop) continue;
-    tensor_to_write w{name, t.type, t.shape, std::vector<uint8_t>(reinterpret_cast<const uint8_t*>(t.data), reinterpret_cast<const uint8_t*>(t.data) + t.nbytes)};
+    tensor_to_write w{name, t.type, t.shape,
+                      std::vector<uint8_t>(reinterpret_cast<const uint8_t*>(t.data),
+                                           reinterpret_cast<const uint8_t*>(t.data) + t.nbytes)};
     if (name == reshape) std::swap(w.shape[0], w.shape[1]);
     tensors.push_back(std::move(w));
   }

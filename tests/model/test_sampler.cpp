@@ -58,10 +58,12 @@ BOOST_AUTO_TEST_CASE(frequencies_follow_the_distribution) {
 BOOST_AUTO_TEST_CASE(the_draw_depends_only_on_seed_and_position) {
   sampling_params a, b;
   a.seed = b.seed = 42;
-  for (int pos = 0; pos < 200; ++pos) BOOST_TEST(sample(logits.data(), 5, a, {}, pos).token == sample(logits.data(), 5, b, {}, pos).token);
+  for (int pos = 0; pos < 200; ++pos)
+    BOOST_TEST(sample(logits.data(), 5, a, {}, pos).token == sample(logits.data(), 5, b, {}, pos).token);
   b.seed = 43;
   int differ = 0;
-  for (int pos = 0; pos < 200; ++pos) differ += sample(logits.data(), 5, a, {}, pos).token != sample(logits.data(), 5, b, {}, pos).token;
+  for (int pos = 0; pos < 200; ++pos)
+    differ += sample(logits.data(), 5, a, {}, pos).token != sample(logits.data(), 5, b, {}, pos).token;
   BOOST_TEST(differ > 50);
 }
 
@@ -69,7 +71,11 @@ BOOST_AUTO_TEST_CASE(top_k_top_p_and_min_p_limit_the_candidates) {
   sampling_params p;
   p.top_k = 2;
   auto seen = draw(p, 4000);
-  BOOST_TEST((std::set<int>{0, 1} == [&] { std::set<int> s; for (auto& [t, n] : seen) s.insert(t); return s; }()));
+  BOOST_TEST((std::set<int>{0, 1} == [&] {
+    std::set<int> s;
+    for (auto& [t, n] : seen) s.insert(t);
+    return s;
+  }()));
   BOOST_TEST(std::abs(seen[0] / 4000.0 - 0.4 / 0.7) < 0.03);  // renormalised over the two kept
 
   p = {};
@@ -89,7 +95,7 @@ BOOST_AUTO_TEST_CASE(penalties_push_seen_tokens_down) {
   sampling_params p;
   p.temperature = 0;
   token_history h;
-  h.add(0, true);  // token 0 was generated once
+  h.add(0, true);              // token 0 was generated once
   p.frequency_penalty = 0.5f;  // 0.4 -> logit - 0.5: now below token 1's log 0.3
   BOOST_TEST(sample(logits.data(), 5, p, h, 0).token == 1);
   p.frequency_penalty = 0.2f;  // log(0.4) - 0.2 > log(0.3): token 0 stays
@@ -111,7 +117,8 @@ BOOST_AUTO_TEST_CASE(penalties_push_seen_tokens_down) {
   // Log-probs stay those of the raw model output, whatever the penalties did.
   p.repetition_penalty = 1.5f;
   p.top_logprobs = 0;
-  BOOST_TEST(sample(logits.data(), 5, p, prompt_only, 0).logprob == std::log(0.3f), boost::test_tools::tolerance(1e-5f));
+  BOOST_TEST(sample(logits.data(), 5, p, prompt_only, 0).logprob == std::log(0.3f),
+             boost::test_tools::tolerance(1e-5f));
 }
 
 // OpenAI's logit_bias: added to the logits before the penalties (vLLM's order); -100 bans a
@@ -155,16 +162,16 @@ BOOST_AUTO_TEST_CASE(the_draw_walks_the_kept_tokens_in_id_order) {
   BOOST_TEST(token_at(shuffled, p, 0.52) == 2);
   BOOST_TEST(token_at(shuffled, p, 0.6) == 3);
   BOOST_TEST(token_at(shuffled, p, 0.99) == 4);
-  p.top_k = 2;  // keeps 1 and 3, mass 0.7: cumulative 0.4, 0.7
+  p.top_k = 2;                                  // keeps 1 and 3, mass 0.7: cumulative 0.4, 0.7
   BOOST_TEST(token_at(shuffled, p, 0.5) == 1);  // target 0.35
   BOOST_TEST(token_at(shuffled, p, 0.6) == 3);  // target 0.42
   p = {};
-  p.top_p = 0.8f;  // ranks 1, 3, 4 reach 0.85: cumulative 0.4, 0.7, 0.85
+  p.top_p = 0.8f;                                // ranks 1, 3, 4 reach 0.85: cumulative 0.4, 0.7, 0.85
   BOOST_TEST(token_at(shuffled, p, 0.45) == 1);  // target 0.3825
   BOOST_TEST(token_at(shuffled, p, 0.85) == 4);  // target 0.7225
   p = {};
-  p.min_p = 0.3f;  // probabilities >= 0.12: the same three
-  BOOST_TEST(token_at(shuffled, p, 0.8) == 3);   // target 0.68
+  p.min_p = 0.3f;                               // probabilities >= 0.12: the same three
+  BOOST_TEST(token_at(shuffled, p, 0.8) == 3);  // target 0.68
   BOOST_TEST(token_at(shuffled, p, 0.85) == 4);
 }
 
@@ -266,7 +273,7 @@ BOOST_AUTO_TEST_CASE(cuts_rank_only_the_allowed_tokens) {
 
 BOOST_AUTO_TEST_CASE(the_masked_draw_walks_the_allowed_tokens_in_id_order) {
   sampling_params p;
-  const auto mask = mask_of({1, 3});  // mass 0.7: cumulative 0.4, 0.7
+  const auto mask = mask_of({1, 3});                                                  // mass 0.7: cumulative 0.4, 0.7
   BOOST_TEST(sample_with_uniform(shuffled.data(), 5, p, {}, 0.5, &mask).token == 1);  // target 0.35
   BOOST_TEST(sample_with_uniform(shuffled.data(), 5, p, {}, 0.6, &mask).token == 3);  // target 0.42
   BOOST_TEST(sample_with_uniform(shuffled.data(), 5, p, {}, 0.9999, &mask).token == 3);

@@ -34,8 +34,7 @@ struct http_response {
 
 class http_client {
  public:
-  explicit http_client(int port, std::chrono::milliseconds timeout = std::chrono::seconds(5))
-      : timeout_(timeout) {
+  explicit http_client(int port, std::chrono::milliseconds timeout = std::chrono::seconds(5)) : timeout_(timeout) {
     fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     sockaddr_in a{};
     a.sin_family = AF_INET;

@@ -4,8 +4,8 @@
 #include <initializer_list>
 #include <string>
 
-#include "text/jinja/program.hpp"
 #include "gateway/template_value.hpp"
+#include "text/jinja/program.hpp"
 
 namespace troupe::test {
 
@@ -31,9 +31,7 @@ struct example {
 // Renders every example; needs Boost.Test included first.
 inline void check_all(std::initializer_list<example> examples) {
   for (const example& e : examples) {
-    BOOST_TEST_CONTEXT("template: " << e.source) {
-      BOOST_TEST(render(e.source, e.variables) == e.expected);
-    }
+    BOOST_TEST_CONTEXT("template: " << e.source) { BOOST_TEST(render(e.source, e.variables) == e.expected); }
   }
 }
 

@@ -3,8 +3,8 @@
 #include <string>
 #include <vector>
 
-#include "text/tokenizer/tokenizer.hpp"
 #include "tests/support/source_dir.hpp"
+#include "text/tokenizer/tokenizer.hpp"
 
 namespace troupe::test {
 

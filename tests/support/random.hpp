@@ -18,8 +18,7 @@ inline std::vector<float> random_floats(size_t n, uint32_t seed, float scale = 1
 }
 
 // A weight of `type` holding random values; `storage` keeps its bytes.
-inline weight_view random_weight(dtype type, int64_t rows, int64_t cols, uint32_t seed,
-                                 std::vector<uint8_t>& storage) {
+inline weight_view random_weight(dtype type, int64_t rows, int64_t cols, uint32_t seed, std::vector<uint8_t>& storage) {
   auto values = random_floats(size_t(rows * cols), seed);
   storage.resize(size_t(rows * cols) * dtype_size(type));
   for (size_t i = 0; i < values.size(); ++i) {

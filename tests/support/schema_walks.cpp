@@ -56,7 +56,8 @@ json walks(const json& request, int count, const std::vector<std::string>& vocab
         if (seed <= 2) {
           auto copy = m;
           if (in_mask != copy.advance(vocabulary[size_t(id)]))
-            return json{{"defect", "the mask and advance disagree on '" + vocabulary[size_t(id)] + "' after '" + text + "'"}};
+            return json{
+                {"defect", "the mask and advance disagree on '" + vocabulary[size_t(id)] + "' after '" + text + "'"}};
         }
       }
       if (m.accepts_end() && (allowed.empty() || gen() % 3 == 0)) {

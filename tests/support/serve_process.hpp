@@ -62,7 +62,8 @@ class serve_process {
         port_ = std::stoi(output_.substr(at + marker.size()));
         return;
       }
-      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+      const auto left =
+          std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
       pollfd p{stdout_, POLLIN, 0};
       if (::poll(&p, 1, int(std::max<long>(1, left.count()))) != 1) return;
       char buf[4096];

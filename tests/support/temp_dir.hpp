@@ -9,8 +9,7 @@ namespace troupe::test {
 class temp_dir {
  public:
   explicit temp_dir(const std::string& tag) {
-    path_ = std::filesystem::temp_directory_path() /
-            ("troupe_" + tag + "_" + std::to_string(std::random_device{}()));
+    path_ = std::filesystem::temp_directory_path() / ("troupe_" + tag + "_" + std::to_string(std::random_device{}()));
     std::filesystem::create_directories(path_);
   }
   ~temp_dir() {

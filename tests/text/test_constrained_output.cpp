@@ -6,10 +6,10 @@
 #include <string>
 #include <vector>
 
+#include "tests/support/qwen3_tokenizer.hpp"
 #include "text/grammar/constrained_output.hpp"
 #include "text/grammar/grammar_builder.hpp"
 #include "text/grammar/grammar_cache.hpp"
-#include "tests/support/qwen3_tokenizer.hpp"
 
 using namespace troupe;
 
@@ -48,8 +48,8 @@ constrained_output yes_or_no_output() {
 BOOST_AUTO_TEST_CASE(the_mask_follows_the_grammar_and_adds_the_end_tokens_once_whole) {
   auto c = yes_or_no_output();
   BOOST_TEST(allowed_ids(c) == (std::vector<int>{'n', 'y', 256, 257, 258}));  // n, y, ye, yes, no!
-  BOOST_TEST(c.advance(256));  // "ye"
-  BOOST_TEST(allowed_ids(c) == (std::vector<int>{'s', 259}));  // s, s!
+  BOOST_TEST(c.advance(256));                                                 // "ye"
+  BOOST_TEST(allowed_ids(c) == (std::vector<int>{'s', 259}));                 // s, s!
   BOOST_TEST(c.advance('s'));
   BOOST_TEST(allowed_ids(c) == (std::vector<int>{'!', end_token}));  // whole: it may end here
 }
@@ -63,10 +63,10 @@ BOOST_AUTO_TEST_CASE(only_the_end_tokens_once_nothing_can_follow) {
 BOOST_AUTO_TEST_CASE(tokens_outside_the_grammar_and_special_ones_are_refused) {
   auto c = yes_or_no_output();
   BOOST_TEST(!c.advance('x'));
-  BOOST_TEST(!c.advance(end_token));   // no bytes: a special token
-  BOOST_TEST(!c.advance(261));         // "!!" cannot start
-  BOOST_TEST(!c.advance(100000));      // outside the vocabulary
-  BOOST_TEST(c.advance('y'));          // and the refusals changed nothing
+  BOOST_TEST(!c.advance(end_token));  // no bytes: a special token
+  BOOST_TEST(!c.advance(261));        // "!!" cannot start
+  BOOST_TEST(!c.advance(100000));     // outside the vocabulary
+  BOOST_TEST(c.advance('y'));         // and the refusals changed nothing
   BOOST_TEST(!c.advance(258));
   BOOST_TEST(c.advance(259) == false);  // "s!" needs the "e" first
 }
@@ -112,7 +112,8 @@ BOOST_AUTO_TEST_CASE(token_classes_keep_within_the_budget_and_the_masks_stay_rig
   BOOST_TEST(all > 0u);
 
   const auto budget = std::make_shared<classes_budget>(all / 4);
-  const auto bounded = std::make_shared<const compiled_grammar>(compiled_grammar::compile(long_literal('a'), budget).value());
+  const auto bounded =
+      std::make_shared<const compiled_grammar>(compiled_grammar::compile(long_literal('a'), budget).value());
   BOOST_TEST(masks_along(bounded, 'a') == expected);  // the classes it could not keep, worked out again
   BOOST_TEST(bounded->classes_bytes() <= all / 4);
   BOOST_TEST(bounded->classes_bytes() > all / 8, "it kept what fitted");
@@ -160,6 +161,6 @@ BOOST_AUTO_TEST_CASE(the_vocabulary_of_a_tokenizer_has_text_tokens_only) {
   BOOST_TEST(int(v->bytes.size()) == tok.vocab_size());
   BOOST_TEST(v->bytes[9707] == "Hello");
   BOOST_TEST(v->bytes[size_t(*tok.token_to_id("<tool_call>"))] == "<tool_call>");  // an added text token
-  BOOST_TEST(v->bytes[size_t(*tok.token_to_id("<|im_end|>"))].empty());          // special: ends, never text
+  BOOST_TEST(v->bytes[size_t(*tok.token_to_id("<|im_end|>"))].empty());            // special: ends, never text
   BOOST_TEST(v->trie.vocab_size() == tok.vocab_size());
 }

@@ -10,10 +10,10 @@
 #include <string>
 #include <vector>
 
+#include "tests/support/grammar_walk.hpp"
 #include "text/grammar/counted_runs.hpp"
 #include "text/grammar/grammar_builder.hpp"
 #include "text/grammar/grammar_matcher.hpp"
-#include "tests/support/grammar_walk.hpp"
 
 using namespace troupe;
 using test::matcher_of;
@@ -32,7 +32,8 @@ bool bit(const std::vector<uint64_t>& mask, int id) { return (mask[size_t(id) / 
 std::vector<std::string> small_vocabulary() {
   std::vector<std::string> v;
   for (int c = 0; c < 256; ++c) v.push_back(std::string(1, char(c)));
-  for (const char* t : {"ab", "abc", "ac", "acc", "cc", "cccc", "c!", "a!", "ab!", "!", "", "ccb", "ac"}) v.push_back(t);
+  for (const char* t : {"ab", "abc", "ac", "acc", "cc", "cccc", "c!", "a!", "ab!", "!", "", "ccb", "ac"})
+    v.push_back(t);
   return v;
 }
 
@@ -89,7 +90,8 @@ BOOST_AUTO_TEST_CASE(the_mask_holds_exactly_the_tokens_advance_takes) {
 
 // '"', 2 to 6 characters (a letter, an escape or a multi-byte one), '"', then "!".
 grammar quoted_run(grammar_builder& b) {
-  auto character = b.rule({b.bytes({{'a', 'z'}}), join({b.literal("\\"), b.bytes({{'n', 'n'}, {'t', 't'}})}), b.multibyte_utf8()});
+  auto character =
+      b.rule({b.bytes({{'a', 'z'}}), join({b.literal("\\"), b.bytes({{'n', 'n'}, {'t', 't'}})}), b.multibyte_utf8()});
   return b.finish(join({b.literal("\""), b.repeated(character, 2, 6), b.literal("\"!")}));
 }
 
@@ -111,8 +113,29 @@ BOOST_AUTO_TEST_CASE(bounded_repetitions_are_found_as_counted_runs) {
 BOOST_AUTO_TEST_CASE(the_mask_along_a_counted_run_is_what_advance_takes) {
   std::vector<std::string> vocabulary;
   for (int c = 0; c < 256; ++c) vocabulary.push_back(std::string(1, char(c)));
-  for (const char* t : {"ab", "abc", "abcdef", "abcdefg", "\\n", "\\", "n", "nt", "a\\", "a\"", "ab\"", "ab\"!",
-                        "abcde\"!", "\"!", "\xc3\xa9", "\xc3", "\xa9" "a", "a\xc3", "\xa9\"!", "\"", "!", "\"ab"})
+  for (const char* t : {"ab",
+                        "abc",
+                        "abcdef",
+                        "abcdefg",
+                        "\\n",
+                        "\\",
+                        "n",
+                        "nt",
+                        "a\\",
+                        "a\"",
+                        "ab\"",
+                        "ab\"!",
+                        "abcde\"!",
+                        "\"!",
+                        "\xc3\xa9",
+                        "\xc3",
+                        "\xa9"
+                        "a",
+                        "a\xc3",
+                        "\xa9\"!",
+                        "\"",
+                        "!",
+                        "\"ab"})
     vocabulary.push_back(t);
   token_trie trie(vocabulary);
   grammar_builder b;
@@ -139,7 +162,8 @@ BOOST_AUTO_TEST_CASE(the_mask_along_a_counted_run_is_what_advance_takes) {
 BOOST_AUTO_TEST_CASE(one_of_takes_exactly_its_strings) {
   const std::vector<std::string> texts = {"apple", "app", "apricot", "banana", "band", "", "app"};
   grammar_builder b;
-  auto compiled = std::make_shared<const compiled_grammar>(compiled_grammar::compile(b.finish(b.one_of(texts))).value());
+  auto compiled =
+      std::make_shared<const compiled_grammar>(compiled_grammar::compile(b.finish(b.one_of(texts))).value());
   for (std::string text : {"apple", "app", "apricot", "banana", "band", ""}) {
     grammar_matcher m(compiled);
     BOOST_TEST((m.advance(text) && m.accepts_end()), text);
@@ -180,7 +204,8 @@ BOOST_AUTO_TEST_CASE(multibyte_utf8_takes_well_formed_characters_only) {
 BOOST_AUTO_TEST_CASE(left_recursion_and_dangling_references_are_refused) {
   grammar_builder b;
   int32_t list = b.declare();
-  b.define(list, {join({b.optional(b.literal(" ")), grammar_builder::reference(list), b.literal("x")}), b.literal("x")});
+  b.define(list,
+           {join({b.optional(b.literal(" ")), grammar_builder::reference(list), b.literal("x")}), b.literal("x")});
   auto compiled = compiled_grammar::compile(b.finish(grammar_builder::reference(list)));
   BOOST_REQUIRE(!compiled.ok());
   BOOST_TEST(compiled.err().message.find("left recursion") != std::string::npos);

@@ -7,12 +7,12 @@
 #include <fstream>
 #include <thread>
 
+#include "tests/support/error_text.hpp"
+#include "tests/support/qwen3_tokenizer.hpp"
+#include "tests/support/temp_dir.hpp"
+#include "tests/text/tiny_tokenizer.hpp"
 #include "text/tokenizer/incremental_detokenizer.hpp"
 #include "text/tokenizer/tokenizer.hpp"
-#include "tests/support/qwen3_tokenizer.hpp"
-#include "tests/text/tiny_tokenizer.hpp"
-#include "tests/support/error_text.hpp"
-#include "tests/support/temp_dir.hpp"
 
 using namespace troupe;
 using json = nlohmann::json;
@@ -60,12 +60,9 @@ std::string load_error(const json& config) {
 BOOST_AUTO_TEST_CASE(qwen3_matches_hugging_face_on_white_space_where_the_oracle_differs) {
   // U+FEFF is white space to JavaScript's \s, U+0085 is not; Oniguruma's \s (HF) says
   // the opposite. U+180E is not white space, though PCRE2's own \s takes it.
-  BOOST_TEST(encode(qwen3(), "zero\u00a0width  \ufeffno-break") ==
-             (ids{14154, 4102, 3098, 220, 75780, 2152, 34349}));
-  BOOST_TEST(encode(qwen3(), "next  \u0085\u0085line") ==
-             (ids{3600, 256, 126, 227, 126, 227, 1056}));
-  BOOST_TEST(encode(qwen3(), "mongolian\u180e\u180evowel") ==
-             (ids{71155, 88008, 123970, 236, 123970, 236, 85, 67057}));
+  BOOST_TEST(encode(qwen3(), "zero\u00a0width  \ufeffno-break") == (ids{14154, 4102, 3098, 220, 75780, 2152, 34349}));
+  BOOST_TEST(encode(qwen3(), "next  \u0085\u0085line") == (ids{3600, 256, 126, 227, 126, 227, 1056}));
+  BOOST_TEST(encode(qwen3(), "mongolian\u180e\u180evowel") == (ids{71155, 88008, 123970, 236, 123970, 236, 85, 67057}));
 }
 
 BOOST_AUTO_TEST_CASE(gpt2_style_byte_level_with_its_own_regex) {
@@ -86,11 +83,10 @@ BOOST_AUTO_TEST_CASE(byte_level_prefix_space_starts_each_run_of_text) {
 
 BOOST_AUTO_TEST_CASE(split_by_a_literal_string_then_byte_level) {
   json config = test::tiny_tokenizer_json();
-  config["pre_tokenizer"] = {
-      {"type", "Sequence"},
-      {"pretokenizers",
-       {{{"type", "Split"}, {"pattern", {{"String", "."}}}, {"behavior", "Isolated"}},
-        {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"use_regex", false}}}}};
+  config["pre_tokenizer"] = {{"type", "Sequence"},
+                             {"pretokenizers",
+                              {{{"type", "Split"}, {"pattern", {{"String", "."}}}, {"behavior", "Isolated"}},
+                               {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"use_regex", false}}}}};
   const tokenizer t = tiny(config);
   BOOST_TEST(encode(t, "he") == (ids{256}));  // "." is no wildcard here
   BOOST_TEST(encode(t, "he.he") == (ids{256, 46, 256}));
@@ -119,8 +115,7 @@ BOOST_AUTO_TEST_CASE(ignore_merges_takes_a_whole_word_from_the_vocab) {
 BOOST_AUTO_TEST_CASE(a_sequence_of_normalizers) {
   json config = test::tiny_tokenizer_json();
   config["normalizer"] = {{"type", "Sequence"}, {"normalizers", {{{"type", "NFKC"}}}}};
-  BOOST_TEST(encode(tiny(config), "\ufb01 \u2460 \uff48\uff45\uff4c\uff4c\uff4f") ==
-             (ids{102, 105, 32, 49, 32, 259}));
+  BOOST_TEST(encode(tiny(config), "\ufb01 \u2460 \uff48\uff45\uff4c\uff4c\uff4f") == (ids{102, 105, 32, 49, 32, 259}));
 }
 
 BOOST_AUTO_TEST_CASE(added_tokens_honour_their_flags) {
@@ -137,8 +132,7 @@ BOOST_AUTO_TEST_CASE(added_tokens_honour_their_flags) {
   BOOST_TEST(encode(t, "x [W] y") == (ids{120, 32, 263, 32, 121}));
   BOOST_TEST(encode(t, "-[W]-") == (ids{45, 263, 45}));
   BOOST_TEST(encode(t, "_[W]") == (ids{95, 91, 87, 93}));
-  BOOST_TEST(encode(t, "hello<s> world</s>") ==
-             (ids{259, 264, 260, 111, 114, 108, 100, 60, 47, 115, 62}));
+  BOOST_TEST(encode(t, "hello<s> world</s>") == (ids{259, 264, 260, 111, 114, 108, 100, 60, 47, 115, 62}));
   // A normalized token is found after normalizing, so in either spelling; the others as written.
   BOOST_TEST(encode(t, "cafe\u0301 caf\u00e9") == (ids{99, 97, 102, 265, 32, 99, 97, 102, 265}));
   BOOST_TEST(encode(t, "o\u0308 \u00f6") == (ids{266, 32, 195, 182}));
@@ -168,8 +162,7 @@ BOOST_AUTO_TEST_CASE(qwen3_vocabulary_and_special_tokens) {
   BOOST_TEST(!t.is_special(151667));  // <think> is an added token, not a special one
   BOOST_TEST(encode(t, "<|im_start|>user\nhi<|im_end|>") == (ids{151644, 872, 198, 6023, 151645}));
   BOOST_TEST(t.decode(ids{151644, 872, 198, 6023, 151645}, true) == "user\nhi");
-  BOOST_TEST(t.decode(ids{9707, -5, 151669, 1 << 30, 1879}) ==
-             "Hello world");  // unknown ids skipped
+  BOOST_TEST(t.decode(ids{9707, -5, 151669, 1 << 30, 1879}) == "Hello world");  // unknown ids skipped
 }
 
 BOOST_AUTO_TEST_CASE(decode_replaces_ill_formed_utf8_as_hugging_face_does) {
@@ -188,14 +181,13 @@ BOOST_AUTO_TEST_CASE(decode_replaces_ill_formed_utf8_as_hugging_face_does) {
 }
 
 BOOST_AUTO_TEST_CASE(invalid_utf8_is_an_error_not_a_crash) {
-  for (std::string_view bad : {std::string_view("ab\xff"), std::string_view("\xc3"),
-                               std::string_view("\xed\xa0\x80"), std::string_view("x\xc0\xafy")}) {
+  for (std::string_view bad : {std::string_view("ab\xff"), std::string_view("\xc3"), std::string_view("\xed\xa0\x80"),
+                               std::string_view("x\xc0\xafy")}) {
     auto r = qwen3().encode(bad);
     BOOST_REQUIRE(!r);
     BOOST_TEST(r.err().message.starts_with("text is not valid UTF-8: byte 0x"));
   }
-  BOOST_TEST(qwen3().encode("ab\xff").err().message ==
-             "text is not valid UTF-8: byte 0xff at offset 2");
+  BOOST_TEST(qwen3().encode("ab\xff").err().message == "text is not valid UTF-8: byte 0xff at offset 2");
 }
 
 BOOST_AUTO_TEST_CASE(incremental_detokenizer_holds_back_a_partial_character) {
@@ -228,8 +220,7 @@ BOOST_AUTO_TEST_CASE(threads_share_one_tokenizer) {
   const tokenizer& t = qwen3();
   std::vector<std::string> texts;
   for (int i = 0; i < 2000; ++i)
-    texts.push_back("doc " + std::to_string(i * 7919) + ": 文本 <think>x</think> word" +
-                    std::to_string(i % 97));
+    texts.push_back("doc " + std::to_string(i * 7919) + ": 文本 <think>x</think> word" + std::to_string(i % 97));
   std::vector<std::vector<int>> serial;
   for (const auto& text : texts) serial.push_back(encode(t, text));
   std::vector<std::vector<int>> a(texts.size()), b(texts.size());
@@ -252,24 +243,21 @@ BOOST_AUTO_TEST_CASE(load_errors_name_the_file_and_the_construct) {
   auto broken = tokenizer::load(dir.path() / "tokenizer.json");
   BOOST_REQUIRE(!broken);
   BOOST_TEST(broken.err().message == (dir.path() / "tokenizer.json").string() + ": not valid JSON");
-  BOOST_TEST(tokenizer::parse("[1, 2]", "x/tokenizer.json").err().message ==
-             "x/tokenizer.json: not a JSON object");
+  BOOST_TEST(tokenizer::parse("[1, 2]", "x/tokenizer.json").err().message == "x/tokenizer.json: not a JSON object");
 
   const json base = test::tiny_tokenizer_json();
   json c = base;
   c["model"] = {{"type", "WordPiece"}, {"vocab", json::object()}};
-  BOOST_TEST(
-      load_error(c) ==
-      "x/tokenizer.json: unsupported model type \"WordPiece\" (only byte-level BPE is supported)");
+  BOOST_TEST(load_error(c) ==
+             "x/tokenizer.json: unsupported model type \"WordPiece\" (only byte-level BPE is supported)");
   c = base;
   c["model"]["type"] = "Unigram";
   BOOST_TEST(load_error(c).find("unsupported model type \"Unigram\"") != std::string::npos);
   c = base;
   c["normalizer"] = {{"type", "Lowercase"}};
-  BOOST_TEST(
-      load_error(c) ==
-      "x/tokenizer.json: unsupported normalizer \"Lowercase\" (supported: NFC, NFD, NFKC, NFKD, "
-      "Sequence, null)");
+  BOOST_TEST(load_error(c) ==
+             "x/tokenizer.json: unsupported normalizer \"Lowercase\" (supported: NFC, NFD, NFKC, NFKD, "
+             "Sequence, null)");
   c = base;
   c["pre_tokenizer"] = {{"type", "Metaspace"}, {"replacement", "\u2581"}};
   BOOST_TEST(load_error(c) ==
@@ -278,33 +266,27 @@ BOOST_AUTO_TEST_CASE(load_errors_name_the_file_and_the_construct) {
   c = base;
   c["pre_tokenizer"] = {
       {"type", "Sequence"},
-      {"pretokenizers",
-       {{{"type", "Split"}, {"pattern", {{"Regex", "\\s+"}}}, {"behavior", "Removed"}}}}};
-  BOOST_TEST(load_error(c) ==
-             "x/tokenizer.json: unsupported Split behavior \"Removed\" (supported: Isolated)");
+      {"pretokenizers", {{{"type", "Split"}, {"pattern", {{"Regex", "\\s+"}}}, {"behavior", "Removed"}}}}};
+  BOOST_TEST(load_error(c) == "x/tokenizer.json: unsupported Split behavior \"Removed\" (supported: Isolated)");
   c["pre_tokenizer"]["pretokenizers"][0]["behavior"] = "Isolated";
-  BOOST_TEST(
-      load_error(c) ==
-      "x/tokenizer.json: pre_tokenizer has no ByteLevel step: not a byte-level BPE tokenizer");
+  BOOST_TEST(load_error(c) == "x/tokenizer.json: pre_tokenizer has no ByteLevel step: not a byte-level BPE tokenizer");
   c["pre_tokenizer"]["pretokenizers"][0]["pattern"]["Regex"] = "(unclosed";
   BOOST_TEST(load_error(c).starts_with("x/tokenizer.json: cannot compile regex \"(unclosed\": "));
   c = base;
   c["decoder"] = {{"type", "WordPiece"}};
-  BOOST_TEST(load_error(c) ==
-             "x/tokenizer.json: unsupported decoder \"WordPiece\" (supported: ByteLevel)");
+  BOOST_TEST(load_error(c) == "x/tokenizer.json: unsupported decoder \"WordPiece\" (supported: ByteLevel)");
   c = base;
   c["model"]["merges"].push_back("q z9");
-  BOOST_TEST(load_error(c) ==
-             "x/tokenizer.json: merge \"q z9\" uses a token missing from the vocab");
+  BOOST_TEST(load_error(c) == "x/tokenizer.json: merge \"q z9\" uses a token missing from the vocab");
   c = base;
   c["model"]["vocab"]["not a byte"] = c["model"]["vocab"]["\u0120"];  // its id stays taken
   c["model"]["vocab"].erase("\u0120");
-  BOOST_TEST(load_error(c) ==
-             "x/tokenizer.json: the vocab lacks byte 0x20: not a byte-level BPE vocabulary");
+  BOOST_TEST(load_error(c) == "x/tokenizer.json: the vocab lacks byte 0x20: not a byte-level BPE vocabulary");
   c = base;
   c["model"]["vocab"]["far"] = 2147483647;  // would size the id table at 2^31 entries
-  BOOST_TEST(load_error(c) == "x/tokenizer.json: vocab entry \"far\" has no valid id (the vocab's 262 entries "
-                              "have ids 0 to 261)");
+  BOOST_TEST(load_error(c) ==
+             "x/tokenizer.json: vocab entry \"far\" has no valid id (the vocab's 262 entries "
+             "have ids 0 to 261)");
   c = base;
   c["added_tokens"] = json::array({added(300, "<s>", "special")});  // {x} alone is x itself under clang
   BOOST_TEST(load_error(c) ==

@@ -10,10 +10,10 @@
 #include <utf8proc.h>
 
 #include "base/utf8.hpp"
+#include "tests/support/qwen3_tokenizer.hpp"
 #include "text/tokenizer/byte_level.hpp"
 #include "text/tokenizer/incremental_detokenizer.hpp"
 #include "text/tokenizer/tokenizer.hpp"
-#include "tests/support/qwen3_tokenizer.hpp"
 
 using namespace troupe;
 namespace fs = std::filesystem;
@@ -38,8 +38,8 @@ bool utf8proc_valid(std::string_view s) {
 std::string nfc(std::string_view s) {
   utf8proc_uint8_t* out = nullptr;
   const utf8proc_ssize_t n =
-      utf8proc_map(reinterpret_cast<const utf8proc_uint8_t*>(s.data()), utf8proc_ssize_t(s.size()),
-                   &out, utf8proc_option_t(UTF8PROC_STABLE | UTF8PROC_COMPOSE));
+      utf8proc_map(reinterpret_cast<const utf8proc_uint8_t*>(s.data()), utf8proc_ssize_t(s.size()), &out,
+                   utf8proc_option_t(UTF8PROC_STABLE | UTF8PROC_COMPOSE));
   BOOST_REQUIRE(n >= 0);
   std::string text(reinterpret_cast<const char*>(out), size_t(n));
   std::free(out);
@@ -51,15 +51,14 @@ std::string nfc(std::string_view s) {
 // pieces of added tokens. U+0338 is left out: after an added token's '>' it would compose with it
 // under NFC of the whole text, while HF (and encode) normalize only the text between.
 std::string random_text(std::mt19937& gen) {
-  static const char* fragments[] = {
-      "<|im_start|>", "<|im_end|>", "<think>", "</think>", "<tool_call>", "<|im_",  "|>",   "<",
-      "'s",           "'LL",        "\r\n",    "\u200d",   "\U0001F3FD",  "\ufe0f", "    ", "\t"};
+  static const char* fragments[] = {"<|im_start|>", "<|im_end|>", "<think>", "</think>", "<tool_call>", "<|im_",
+                                    "|>",           "<",          "'s",      "'LL",      "\r\n",        "\u200d",
+                                    "\U0001F3FD",   "\ufe0f",     "    ",    "\t"};
   static const std::pair<char32_t, char32_t> ranges[] = {
-      {0x20, 0x7E},       {0x00, 0x1F},     {0xA0, 0x24F},    {0x300, 0x337},   {0x339, 0x36F},
-      {0x370, 0x52F},     {0x590, 0x6FF},   {0x900, 0x97F},   {0xE00, 0xE7F},   {0x1100, 0x11FF},
-      {0xB00, 0xDFF},     {0x1000, 0x109F}, {0x1B00, 0x1B7F}, {0x2000, 0x21FF}, {0x3000, 0x30FF},
-      {0x4E00, 0x9FFF},   {0xAC00, 0xD7A3}, {0xF900, 0xFAFF}, {0xFF00, 0xFFEF}, {0x1F300, 0x1FAFF},
-      {0x10000, 0x10FFFF}};
+      {0x20, 0x7E},     {0x00, 0x1F},       {0xA0, 0x24F},      {0x300, 0x337},   {0x339, 0x36F},   {0x370, 0x52F},
+      {0x590, 0x6FF},   {0x900, 0x97F},     {0xE00, 0xE7F},     {0x1100, 0x11FF}, {0xB00, 0xDFF},   {0x1000, 0x109F},
+      {0x1B00, 0x1B7F}, {0x2000, 0x21FF},   {0x3000, 0x30FF},   {0x4E00, 0x9FFF}, {0xAC00, 0xD7A3}, {0xF900, 0xFAFF},
+      {0xFF00, 0xFFEF}, {0x1F300, 0x1FAFF}, {0x10000, 0x10FFFF}};
   std::string text;
   const int length = int(gen() % 40);
   for (int i = 0; i < length; ++i) {
@@ -98,8 +97,7 @@ BOOST_AUTO_TEST_CASE(random_text_round_trips_through_nfc) {
     BOOST_REQUIRE_MESSAGE(ids, "text " << i);
     BOOST_TEST(qwen3().decode(ids.value()) == nfc(text), "text " << i);
     BOOST_TEST(streamed(qwen3(), ids.value(), false) == qwen3().decode(ids.value()), "text " << i);
-    BOOST_TEST(streamed(qwen3(), ids.value(), true) == qwen3().decode(ids.value(), true),
-               "text " << i);
+    BOOST_TEST(streamed(qwen3(), ids.value(), true) == qwen3().decode(ids.value(), true), "text " << i);
   }
 }
 

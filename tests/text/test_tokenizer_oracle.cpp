@@ -12,10 +12,10 @@
 
 #include "base/read_file.hpp"
 #include "base/utf8.hpp"
-#include "text/tokenizer/tokenizer.hpp"
 #include "tests/support/error_text.hpp"
 #include "tests/support/run_command.hpp"
 #include "tests/support/temp_dir.hpp"
+#include "text/tokenizer/tokenizer.hpp"
 
 using namespace troupe;
 using json = nlohmann::json;
@@ -79,8 +79,8 @@ json run_oracle(const fs::path& model_dir, const std::vector<std::string>& texts
   test::temp_dir dir("oracle");
   const fs::path input = dir.path() / "texts.json";
   std::ofstream(input) << json(texts).dump();
-  const std::string command = "node " + (source_dir / "tests/text/tokenizer_oracle.mjs").string() +
-                              " " + model_dir.string() + " " + input.string();
+  const std::string command = "node " + (source_dir / "tests/text/tokenizer_oracle.mjs").string() + " " +
+                              model_dir.string() + " " + input.string();
   const test::command_result r = test::run_command(command);
   BOOST_REQUIRE_MESSAGE(r.exit_code == 0, "the oracle failed: " + command);
   return json::parse(r.output);
@@ -107,11 +107,9 @@ void check_against_oracle(const char* package) {
     BOOST_REQUIRE_MESSAGE(got, test::error_text(got));
     const auto diff = std::mismatch(want.begin(), want.end(), got->begin(), got->end());
     BOOST_TEST((diff.first == want.end() && diff.second == got->end()),
-               "text " << i << " " << shown(texts[i]) << ": ids differ from id #"
-                       << (diff.first - want.begin()) << " (" << want.size() << " expected, "
-                       << got->size() << " got)");
-    BOOST_TEST(tok->decode(want) == expected[i]["decoded"].get<std::string>(),
-               "decode of text " << i);
+               "text " << i << " " << shown(texts[i]) << ": ids differ from id #" << (diff.first - want.begin()) << " ("
+                       << want.size() << " expected, " << got->size() << " got)");
+    BOOST_TEST(tok->decode(want) == expected[i]["decoded"].get<std::string>(), "decode of text " << i);
     BOOST_TEST(tok->decode(want, true) == expected[i]["decoded_skip"].get<std::string>(),
                "decode with skip_special of text " << i);
     ids_checked += want.size();
@@ -121,10 +119,6 @@ void check_against_oracle(const char* package) {
 
 }  // namespace
 
-BOOST_AUTO_TEST_CASE(qwen3_ids_and_text_match_the_oracle) {
-  check_against_oracle("tokenizer-qwen3");
-}
+BOOST_AUTO_TEST_CASE(qwen3_ids_and_text_match_the_oracle) { check_against_oracle("tokenizer-qwen3"); }
 
-BOOST_AUTO_TEST_CASE(llama3_ids_and_text_match_the_oracle) {
-  check_against_oracle("tokenizer-llama3");
-}
+BOOST_AUTO_TEST_CASE(llama3_ids_and_text_match_the_oracle) { check_against_oracle("tokenizer-llama3"); }

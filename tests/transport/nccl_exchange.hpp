@@ -98,8 +98,8 @@ inline std::string transfer(nccl_transport& t, uint32_t seed, const std::vector<
   if (!s) return s.err().message;
   for (size_t i = 0; i < sizes.size(); ++i)
     if (auto d = difference(incoming[i].to_host(), message_bytes(sizes[i], seed, other, me, i)); !d.empty())
-      return "message " + std::to_string(i) + " of " + std::to_string(sizes.size()) + " (" +
-             std::to_string(sizes[i]) + " bytes) from rank " + std::to_string(other) + ": " + d;
+      return "message " + std::to_string(i) + " of " + std::to_string(sizes.size()) + " (" + std::to_string(sizes[i]) +
+             " bytes) from rank " + std::to_string(other) + ": " + d;
   return "";
 }
 

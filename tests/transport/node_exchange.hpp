@@ -29,7 +29,8 @@ inline void serve_requests(transport& t, const node_peers& peer_of, const std::a
     if (!request) continue;
     const int node = tag_sender(request->tag);
     const uint64_t reply_tag = make_tag(channel::moe_combine, uint16_t(node), tag_sequence(request->tag));
-    if (auto s = t.send(peer_of(node), reply_tag, request->bytes.data(), request->bytes.size(), std::chrono::seconds(5));
+    if (auto s =
+            t.send(peer_of(node), reply_tag, request->bytes.data(), request->bytes.size(), std::chrono::seconds(5));
         !s)
       failed("reply to node " + std::to_string(node) + ": " + s.err().message);
   }

@@ -238,8 +238,9 @@ struct two_gpus {
 
   std::shared_ptr<gpu_remote_experts> link(int stage) {
     const model_config& c = weights->config;
-    nccl_experts::options o{stage, 0, max_tokens, c.hidden_size, c.num_experts_per_tok, {0, split}, {{split, experts}},
-                            join_timeout, wait_timeout};
+    nccl_experts::options o{
+        stage,        0,           max_tokens, c.hidden_size, c.num_experts_per_tok, {0, split}, {{split, experts}},
+        join_timeout, wait_timeout};
     auto e = nccl_experts::create(o, control);
     BOOST_REQUIRE_MESSAGE(e, (e ? std::string() : e.err().message));
     return std::move(*e);

@@ -34,12 +34,15 @@ long long in_ms(steady_clock::duration d) { return std::chrono::duration_cast<st
 void require_two_gpus() {
   int devices = 0;
   const cudaError_t e = cudaGetDeviceCount(&devices);
-  BOOST_REQUIRE_MESSAGE(e == cudaSuccess && devices >= 2, "test_nccl_transport needs a machine with 2 GPUs; this one has "
-                                                              << devices << " (" << cudaGetErrorString(e) << ")");
+  BOOST_REQUIRE_MESSAGE(e == cudaSuccess && devices >= 2,
+                        "test_nccl_transport needs a machine with 2 GPUs; this one has "
+                            << devices << " (" << cudaGetErrorString(e) << ")");
 }
 
 // nccl_peer sits next to this test, in the build and in a bundle for the GPU machine alike.
-std::string peer_path() { return (std::filesystem::read_symlink("/proc/self/exe").parent_path() / "nccl_peer").string(); }
+std::string peer_path() {
+  return (std::filesystem::read_symlink("/proc/self/exe").parent_path() / "nccl_peer").string();
+}
 
 // This process as rank 0, joined with a new nccl_peer process as rank 1, and a stream.
 struct joined_ranks {
@@ -125,7 +128,8 @@ struct joined_ranks {
     BOOST_TEST(!received_again);
     BOOST_TEST(!exchanged);
     BOOST_TEST(!waited_again);
-    BOOST_TEST((steady_clock::now() - later < 1s), "the calls after the abort took " << in_ms(steady_clock::now() - later) << " ms");
+    BOOST_TEST((steady_clock::now() - later < 1s),
+               "the calls after the abort took " << in_ms(steady_clock::now() - later) << " ms");
     BOOST_TEST_MESSAGE("then: " << test::error_text(sent));
   }
 };
@@ -143,10 +147,9 @@ BOOST_FIXTURE_TEST_CASE(steps_in_a_row_on_one_stream_arrive_in_order, joined_ran
 // Uneven counts, a rank that sends its peer nothing, one that keeps nothing, and nothing at all.
 BOOST_FIXTURE_TEST_CASE(all_to_all_v_carries_uneven_counts, joined_ranks) {
   uint32_t seed = 10;
-  for (const test::two_rank_counts& c : {test::two_rank_counts{{{3, 0}, {70001, 5}}},
-                                         test::two_rank_counts{{{0, size_t{1} << 20}, {17, 0}}},
-                                         test::two_rank_counts{{{4096, 65537}, {1, (size_t{8} << 20) + 3}}},
-                                         test::two_rank_counts{{{0, 0}, {0, 0}}}})
+  for (const test::two_rank_counts& c :
+       {test::two_rank_counts{{{3, 0}, {70001, 5}}}, test::two_rank_counts{{{0, size_t{1} << 20}, {17, 0}}},
+        test::two_rank_counts{{{4096, 65537}, {1, (size_t{8} << 20) + 3}}}, test::two_rank_counts{{{0, 0}, {0, 0}}}})
     all_to_all(seed++, c);
 }
 

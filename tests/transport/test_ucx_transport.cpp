@@ -187,7 +187,8 @@ BOOST_AUTO_TEST_CASE(a_message_still_arriving_at_a_receive_timeout_goes_to_the_n
   // then it tries again.
   bool seen_arriving = false;
   for (uint64_t attempt = 1; attempt <= 5 && !seen_arriving; ++attempt) {
-    const uint64_t large_tag = make_tag(channel::residual, 1, 2 * attempt), small_tag = make_tag(channel::residual, 1, 2 * attempt + 1);
+    const uint64_t large_tag = make_tag(channel::residual, 1, 2 * attempt),
+                   small_tag = make_tag(channel::residual, 1, 2 * attempt + 1);
     BOOST_REQUIRE(b->send(*to_a, large_tag, large.data(), large.size(), patience));
     BOOST_REQUIRE(b->send(*to_a, small_tag, small.data(), small.size(), patience));
     // The small one came after the large one's announcement on the same link.
@@ -289,10 +290,12 @@ BOOST_AUTO_TEST_CASE(a_link_reset_under_a_live_peer_is_opened_again_by_the_next_
   const std::string reset = "ss -tnpH state established | grep 'pid=" + std::to_string(getpid()) +
                             ",' | awk '{print $3}' | xargs -r -I{} ss -K -tn src {} > /dev/null 2>&1";
   BOOST_REQUIRE(std::system(reset.c_str()) == 0);
-  const bool seen = test::eventually([&] {
-    auto r = a->receive_from(*to_b, make_tag(channel::moe_combine, 1, 1), exact, 10ms);
-    return !r && r.err().message.find("down") != std::string::npos;
-  }, patience);
+  const bool seen = test::eventually(
+      [&] {
+        auto r = a->receive_from(*to_b, make_tag(channel::moe_combine, 1, 1), exact, 10ms);
+        return !r && r.err().message.find("down") != std::string::npos;
+      },
+      patience);
   BOOST_REQUIRE_MESSAGE(seen, "a never saw its link reset");
 
   const status sent = a->send(*to_b, make_tag(channel::residual, 0, 2), bytes.data(), bytes.size(), patience);
@@ -381,9 +384,9 @@ BOOST_AUTO_TEST_CASE(receive_from_a_peer_killed_meanwhile_fails_at_once) {
   const auto killed = std::chrono::steady_clock::now();
   waiter.join();
   BOOST_TEST(!reply);
-  BOOST_TEST((ended - killed < 10s), "it waited "
-                                         << std::chrono::duration_cast<std::chrono::milliseconds>(ended - killed).count()
-                                         << " ms: " << test::error_text(reply));
+  BOOST_TEST((ended - killed < 10s),
+             "it waited " << std::chrono::duration_cast<std::chrono::milliseconds>(ended - killed).count()
+                          << " ms: " << test::error_text(reply));
 }
 
 // A reply awaited from a peer whose process was started again and repointed meanwhile
@@ -408,8 +411,8 @@ BOOST_AUTO_TEST_CASE(receive_from_a_peer_repointed_meanwhile_fails_at_once) {
   BOOST_REQUIRE_MESSAGE(moved, test::error_text(moved));
   waiter.join();
   BOOST_REQUIRE(!reply);
-  BOOST_TEST(reply.err().message == "UCX peer " + std::to_string(*id) +
-                                        "'s process was started again while its reply was awaited");
+  BOOST_TEST(reply.err().message ==
+             "UCX peer " + std::to_string(*id) + "'s process was started again while its reply was awaited");
   BOOST_TEST((ended - moved_at < 5s));
   // A reply the new process sends is taken as ever.
   const auto bytes = test::byte_pattern(64, 9);

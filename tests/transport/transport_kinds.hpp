@@ -7,8 +7,8 @@
 #include <boost/test/unit_test.hpp>
 
 #include "tests/support/error_text.hpp"
-#include "transport/in_process_transport.hpp"
 #include "tests/transport/keep_unreceived.hpp"
+#include "transport/in_process_transport.hpp"
 #include "transport/ucx_transport.hpp"
 
 namespace troupe::test {

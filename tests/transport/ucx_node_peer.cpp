@@ -20,8 +20,8 @@
 #include <vector>
 
 #include "tests/transport/echo_peer_protocol.hpp"
-#include "tests/transport/node_exchange.hpp"
 #include "tests/transport/keep_unreceived.hpp"
+#include "tests/transport/node_exchange.hpp"
 #include "transport/ucx_transport.hpp"
 
 using namespace troupe;

@@ -49,7 +49,8 @@ byte_automaton byte_automaton::trimmed() const {
     if (!reached[s]) continue;
     for (int b = 0; b < 256; ++b) {
       int32_t t = next(int32_t(s), uint8_t(b));
-      if (t != none && (from[size_t(t)].empty() || from[size_t(t)].back() != int32_t(s))) from[size_t(t)].push_back(int32_t(s));
+      if (t != none && (from[size_t(t)].empty() || from[size_t(t)].back() != int32_t(s)))
+        from[size_t(t)].push_back(int32_t(s));
     }
     if (accepting(int32_t(s))) {
       live[s] = 1;
@@ -95,8 +96,7 @@ result<byte_automaton> intersect(const byte_automaton& a, const byte_automaton& 
       if (ta == byte_automaton::none || tb == byte_automaton::none) continue;
       auto [it, added] = states.try_emplace({ta, tb}, int32_t(out.size()));
       if (added) {
-        if (out.size() >= max_states)
-          return error{"more than " + std::to_string(max_states) + " automaton states"};
+        if (out.size() >= max_states) return error{"more than " + std::to_string(max_states) + " automaton states"};
         out.add_state(a.accepting(ta) && b.accepting(tb));
         pairs.push_back({ta, tb});
       }

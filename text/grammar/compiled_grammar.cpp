@@ -91,7 +91,8 @@ result<compiled_grammar> compiled_grammar::compile(const grammar& g, std::shared
   auto corners = left_corners(g, nullable);
   std::vector<uint8_t> mark(g.rules.size(), 0);
   for (int32_t r = 0; r < rule_count; ++r) {
-    if (has_cycle_from(r, corners, mark)) return error{"grammar: rule " + std::to_string(r) + " leads into left recursion"};
+    if (has_cycle_from(r, corners, mark))
+      return error{"grammar: rule " + std::to_string(r) + " leads into left recursion"};
   }
 
   compiled_grammar c;

@@ -40,7 +40,8 @@ struct run_length {
 
 class run_measure {
  public:
-  run_measure(const grammar& g, const std::vector<bool>& nullable) : g_(g), nullable_(nullable), state_(g.rules.size()) {}
+  run_measure(const grammar& g, const std::vector<bool>& nullable)
+      : g_(g), nullable_(nullable), state_(g.rules.size()) {}
 
   run_length of(int32_t rule) {
     auto& s = state_[size_t(rule)];

@@ -38,7 +38,8 @@ grammar_sequence grammar_builder::trie_of(const std::vector<std::string>& texts,
     while (j < last && texts[j][depth] == texts[i][depth]) ++j;
     // Sorted, the texts of [i, j) share what the first and the last share.
     size_t shared = depth + 1;
-    while (shared < texts[i].size() && shared < texts[j - 1].size() && texts[i][shared] == texts[j - 1][shared]) ++shared;
+    while (shared < texts[i].size() && shared < texts[j - 1].size() && texts[i][shared] == texts[j - 1][shared])
+      ++shared;
     grammar_sequence alternative = literal(std::string_view(texts[i]).substr(depth, shared - depth));
     if (j - i > 1 || texts[i].size() > shared) alternative = join({alternative, trie_of(texts, i, j, shared)});
     alternatives.push_back(std::move(alternative));

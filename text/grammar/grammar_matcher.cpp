@@ -198,7 +198,8 @@ std::shared_ptr<const compiled_grammar::token_classes> grammar_matcher::walked_c
     for (auto [exit, items] : exits) {
       classes->exits.push_back(exit);
       classes->exit_items.push_back(items);
-      classes->exit_nodes_by_items[items & ~compiled_grammar::counted_closed] += trie.nodes()[size_t(exit)].subtree_end - exit;
+      classes->exit_nodes_by_items[items & ~compiled_grammar::counted_closed] +=
+          trie.nodes()[size_t(exit)].subtree_end - exit;
     }
   } else {
     keep_accepted(classes_scratch_, *classes);
@@ -260,7 +261,8 @@ std::shared_ptr<const compiled_grammar::token_classes> grammar_matcher::counted_
   return classes;
 }
 
-std::optional<int64_t> grammar_matcher::counted_exit_nodes(const token_trie& trie, const std::vector<int32_t>& context) {
+std::optional<int64_t> grammar_matcher::counted_exit_nodes(const token_trie& trie,
+                                                           const std::vector<int32_t>& context) {
   if (auto found = grammar_->find_classes(&trie, context)) return found->exit_nodes;
   auto [step, twin] = counted_twin(trie, context);
   if (!step) return std::nullopt;
@@ -374,7 +376,8 @@ uint16_t grammar_matcher::items_at(const std::vector<int32_t>& tops, uint16_t be
   int32_t items = -1;
   for (int32_t top : tops) {
     int32_t count = -1;
-    for (int32_t n = top; n >= 0 && count < 0; n = arena_[size_t(n)].parent) count = grammar_->twin_count(arena_[size_t(n)].position);
+    for (int32_t n = top; n >= 0 && count < 0; n = arena_[size_t(n)].parent)
+      count = grammar_->twin_count(arena_[size_t(n)].position);
     const int32_t here = count >= 0 ? count : before | compiled_grammar::counted_closed;
     if (items >= 0 && here != items) return ambiguous_items;
     items = here;

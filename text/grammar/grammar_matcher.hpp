@@ -73,17 +73,18 @@ class grammar_matcher {
   // standing after from's bytes, take. With `exits`, lists the nodes after whose bytes a
   // stack reached exit_marker (the end of the alternative the walk started in); with
   // `counts`, counts items along the way.
-  void walk_subtree(const token_trie& trie, int32_t from, const std::vector<int32_t>& tops,
-                    std::vector<uint64_t>& mask, std::vector<int32_t>* exits, item_counts* counts = nullptr);
+  void walk_subtree(const token_trie& trie, int32_t from, const std::vector<int32_t>& tops, std::vector<uint64_t>& mask,
+                    std::vector<int32_t>* exits, item_counts* counts = nullptr);
   // The items the stacks `tops` have matched since their twin's start, or counted_closed
   // and the count of the node before (`before`) once they left it.
   uint16_t items_at(const std::vector<int32_t>& tops, uint16_t before) const;
   std::shared_ptr<const compiled_grammar::token_classes> classes_of(const token_trie& trie,
-                                                                   const std::vector<int32_t>& context);
+                                                                    const std::vector<int32_t>& context);
   // The classes of `context` by walking the trie from it, counting items when it starts at
   // a twin.
   std::shared_ptr<const compiled_grammar::token_classes> walked_classes(const token_trie& trie,
-                                                                       const std::vector<int32_t>& context, bool count);
+                                                                        const std::vector<int32_t>& context,
+                                                                        bool count);
   // For a context that holds a counted run's step: the step and its twin's classes (walked
   // on first use). None when it holds no step, the trie is deeper than a twin counts or the
   // twin's walk could not count.
@@ -92,7 +93,7 @@ class grammar_matcher {
   // The classes of such a context, out of its twin's: the tokens and exits whose count the
   // step allows.
   std::shared_ptr<const compiled_grammar::token_classes> counted_classes(const token_trie& trie,
-                                                                        const std::vector<int32_t>& context);
+                                                                         const std::vector<int32_t>& context);
   // The exit nodes of such a context without its classes, or none.
   std::optional<int64_t> counted_exit_nodes(const token_trie& trie, const std::vector<int32_t>& context);
   // Moves the tokens set in `bits` into the classes' accepted tokens, leaving `bits` zero.

@@ -114,8 +114,12 @@ class nfa {
           }
         }
         break;
-      case kind::line_start: states_[size_t(f.in)].at_start.push_back(f.out); break;
-      case kind::line_end: states_[size_t(f.in)].at_end.push_back(f.out); break;
+      case kind::line_start:
+        states_[size_t(f.in)].at_start.push_back(f.out);
+        break;
+      case kind::line_end:
+        states_[size_t(f.in)].at_end.push_back(f.out);
+        break;
       case kind::sequence: {
         int32_t at = f.in;
         for (auto& child : n.children) {

@@ -92,9 +92,12 @@ class regex_parser {
     }
     size_t quantifier_at = at_;
     char c = peek();
-    if (c == '*') min_count = 0, max_count = -1, ++at_;
-    else if (c == '+') min_count = 1, max_count = -1, ++at_;
-    else if (c == '?') min_count = 0, max_count = 1, ++at_;
+    if (c == '*')
+      min_count = 0, max_count = -1, ++at_;
+    else if (c == '+')
+      min_count = 1, max_count = -1, ++at_;
+    else if (c == '?')
+      min_count = 0, max_count = 1, ++at_;
     else if (c == '{' && !braces(min_count, max_count)) {
       sequence.children.push_back(std::move(atom_node));
       return;
@@ -152,12 +155,22 @@ class regex_parser {
     size_t start = at_;
     char c = peek();
     switch (c) {
-      case '^': ++at_; return anchor(regex_node::kind::line_start);
-      case '$': ++at_; return anchor(regex_node::kind::line_end);
-      case '.': ++at_; return characters(complement(line_terminators));
-      case '[': return character_class();
-      case '\\': return escape_atom();
-      case '*': case '+': case '?':
+      case '^':
+        ++at_;
+        return anchor(regex_node::kind::line_start);
+      case '$':
+        ++at_;
+        return anchor(regex_node::kind::line_end);
+      case '.':
+        ++at_;
+        return characters(complement(line_terminators));
+      case '[':
+        return character_class();
+      case '\\':
+        return escape_atom();
+      case '*':
+      case '+':
+      case '?':
         fail("a quantifier with nothing to repeat", start);
         return {};
       case '{': {
@@ -169,7 +182,8 @@ class regex_parser {
         ++at_;
         return characters({{'{', '{'}});
       }
-      case '(': return group(depth);
+      case '(':
+        return group(depth);
       default: {
         uint32_t cp = take_code_point();
         return characters({{cp, cp}});
@@ -225,13 +239,20 @@ class regex_parser {
     char c = peek();
     ++at_;
     switch (c) {
-      case 'd': return digit_class;
-      case 'D': return complement(digit_class);
-      case 'w': return word_class;
-      case 'W': return complement(word_class);
-      case 's': return space_class;
-      case 'S': return complement(space_class);
-      case 'p': case 'P':
+      case 'd':
+        return digit_class;
+      case 'D':
+        return complement(digit_class);
+      case 'w':
+        return word_class;
+      case 'W':
+        return complement(word_class);
+      case 's':
+        return space_class;
+      case 'S':
+        return complement(space_class);
+      case 'p':
+      case 'P':
         refuse("a Unicode property escape (\\" + std::string(1, c) + "{...})", start);
         return {};
       default:
@@ -248,7 +269,10 @@ class regex_parser {
     for (size_t i = 0; i < count; ++i) {
       if (done()) return std::nullopt;
       char h = peek();
-      int d = h >= '0' && h <= '9' ? h - '0' : h >= 'a' && h <= 'f' ? h - 'a' + 10 : h >= 'A' && h <= 'F' ? h - 'A' + 10 : -1;
+      int d = h >= '0' && h <= '9'   ? h - '0'
+              : h >= 'a' && h <= 'f' ? h - 'a' + 10
+              : h >= 'A' && h <= 'F' ? h - 'A' + 10
+                                     : -1;
       if (d < 0) return std::nullopt;
       v = v * 16 + uint32_t(d);
       ++at_;
@@ -261,11 +285,16 @@ class regex_parser {
     char c = peek();
     ++at_;
     switch (c) {
-      case 't': return 0x09;
-      case 'n': return 0x0a;
-      case 'v': return 0x0b;
-      case 'f': return 0x0c;
-      case 'r': return 0x0d;
+      case 't':
+        return 0x09;
+      case 'n':
+        return 0x0a;
+      case 'v':
+        return 0x0b;
+      case 'f':
+        return 0x0c;
+      case 'r':
+        return 0x0d;
       case 'b':
         if (in_class) return 0x08;
         break;
@@ -273,14 +302,16 @@ class regex_parser {
         if (!done() && peek() >= '0' && peek() <= '9') break;
         return 0;
       case 'c':
-        if (!done() && ((peek() >= 'a' && peek() <= 'z') || (peek() >= 'A' && peek() <= 'Z'))) return uint32_t(pattern_[at_++]) % 32;
+        if (!done() && ((peek() >= 'a' && peek() <= 'z') || (peek() >= 'A' && peek() <= 'Z')))
+          return uint32_t(pattern_[at_++]) % 32;
         break;
       case 'x': {
         auto v = hex_digits(2);
         if (v) return v;
         break;
       }
-      case 'u': return unicode_escape(start);
+      case 'u':
+        return unicode_escape(start);
       default:
         // Syntax characters and other punctuation stand for themselves; letters and
         // digits with no meaning are errors in Unicode mode.
@@ -360,7 +391,8 @@ class regex_parser {
     ++at_;
     if (done()) return fail("a pattern that ends in '\\'", start), code_point_ranges{};
     char c = peek();
-    if (c >= '1' && c <= '9') return refuse("a backreference (\\" + std::string(1, c) + ")", start), code_point_ranges{};
+    if (c >= '1' && c <= '9')
+      return refuse("a backreference (\\" + std::string(1, c) + ")", start), code_point_ranges{};
     if (c == '-') return ++at_, code_point_ranges{{'-', '-'}};
     return escaped_class(start, true);
   }
@@ -393,8 +425,10 @@ code_point_ranges normalized(code_point_ranges ranges) {
   std::sort(cut.begin(), cut.end());
   code_point_ranges merged;
   for (auto r : cut) {
-    if (!merged.empty() && r.first <= merged.back().second + 1) merged.back().second = std::max(merged.back().second, r.second);
-    else merged.push_back(r);
+    if (!merged.empty() && r.first <= merged.back().second + 1)
+      merged.back().second = std::max(merged.back().second, r.second);
+    else
+      merged.push_back(r);
   }
   return merged;
 }

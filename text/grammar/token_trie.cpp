@@ -14,9 +14,8 @@ token_trie::token_trie(const std::vector<std::string>& token_bytes) : vocab_size
   for (size_t id = 0; id < token_bytes.size(); ++id) {
     if (!token_bytes[id].empty()) order.push_back(int32_t(id));
   }
-  std::sort(order.begin(), order.end(), [&](int32_t a, int32_t b) {
-    return token_bytes[size_t(a)] < token_bytes[size_t(b)];
-  });
+  std::sort(order.begin(), order.end(),
+            [&](int32_t a, int32_t b) { return token_bytes[size_t(a)] < token_bytes[size_t(b)]; });
 
   nodes_.push_back(node{});
   std::vector<int32_t> node_token;  // per node, one token ending there, or -1

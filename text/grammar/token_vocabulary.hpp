@@ -15,8 +15,7 @@ class tokenizer;
 
 struct token_vocabulary {
   // token_bytes[id]: the bytes token `id` stands for; empty: never allowed by a grammar.
-  explicit token_vocabulary(std::vector<std::string> token_bytes)
-      : bytes(std::move(token_bytes)), trie(bytes) {}
+  explicit token_vocabulary(std::vector<std::string> token_bytes) : bytes(std::move(token_bytes)), trie(bytes) {}
 
   std::vector<std::string> bytes;
   token_trie trie;

@@ -40,8 +40,7 @@ class checker {
 
   void check_stmt(const stmt& s, bool in_loop) {
     if ((s.type == stmt::kind::break_ || s.type == stmt::kind::continue_) && !in_loop)
-      fail(s.line, std::string(s.type == stmt::kind::break_ ? "break" : "continue") +
-                       " outside a for loop");
+      fail(s.line, std::string(s.type == stmt::kind::break_ ? "break" : "continue") + " outside a for loop");
     check_expr(s.value.get());
     check_expr(s.condition.get());
     for (const auto& [param, fallback] : s.params) check_expr(fallback.get());
@@ -50,8 +49,7 @@ class checker {
       check_body(branch, in_loop);
     }
     // A macro body is a new function: a loop around its definition does not enclose it.
-    const bool body_in_loop =
-        s.type == stmt::kind::for_ || (in_loop && s.type != stmt::kind::macro);
+    const bool body_in_loop = s.type == stmt::kind::for_ || (in_loop && s.type != stmt::kind::macro);
     check_body(s.body, body_in_loop);
     check_body(s.else_body, in_loop);
   }
@@ -77,7 +75,8 @@ class checker {
         }
         break;
       }
-      default: break;
+      default:
+        break;
     }
     for (const expr_ptr& arg : e->args) check_expr(arg.get());
     for (const auto& [key, arg] : e->keywords) check_expr(arg.get());

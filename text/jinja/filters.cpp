@@ -18,8 +18,7 @@ namespace {
 bool fits_int64(double d) { return std::isfinite(d) && std::fabs(d) < 9.2e18; }
 
 error bad_type(std::string_view filter, const value& v) {
-  return error{"filter " + std::string(filter) + " cannot take a value of type '" + type_name(v) +
-               "'"};
+  return error{"filter " + std::string(filter) + " cannot take a value of type '" + type_name(v) + "'"};
 }
 
 result<array> iterate(std::string_view filter, const value& v) {
@@ -29,8 +28,7 @@ result<array> iterate(std::string_view filter, const value& v) {
 }
 
 result<value> tojson(const value& v, const call_args& args) {
-  if (status s = args.accept("tojson", {"ensure_ascii", "indent", "separators", "sort_keys"}); !s)
-    return s.err();
+  if (status s = args.accept("tojson", {"ensure_ascii", "indent", "separators", "sort_keys"}); !s) return s.err();
   json_options o;
   if (const value* a = args.get(0, "ensure_ascii")) o.ensure_ascii = truthy(*a);
   if (const value* a = args.get(1, "indent"); a && !a->is_none()) {
@@ -38,8 +36,7 @@ result<value> tojson(const value& v, const call_args& args) {
     o.indent = static_cast<int>(a->as_int());
   }
   if (const value* a = args.get(2, "separators"); a && !a->is_none()) {
-    if (!a->is_array() || a->as_array().size() != 2 || !a->as_array()[0].is_string() ||
-        !a->as_array()[1].is_string())
+    if (!a->is_array() || a->as_array().size() != 2 || !a->as_array()[0].is_string() || !a->as_array()[1].is_string())
       return error{"tojson separators must be two strings"};
     o.item_separator = a->as_array()[0].as_string();
     o.key_separator = a->as_array()[1].as_string();
@@ -60,21 +57,18 @@ result<value> to_int(const value& v, const call_args& args) {
   const value otherwise = fallback ? *fallback : value(0);
   if (v.is_int()) return v;
   if (v.is_bool()) return value(v.as_bool() ? 1 : 0);
-  if (v.is_double())
-    return fits_int64(v.as_double()) ? value(static_cast<std::int64_t>(v.as_double())) : otherwise;
+  if (v.is_double()) return fits_int64(v.as_double()) ? value(static_cast<std::int64_t>(v.as_double())) : otherwise;
   if (!v.is_string()) return otherwise;
   std::string text(utf8::strip(v.as_string(), utf8::side::both));
   if (base == 16 && (text.rfind("0x", 0) == 0 || text.rfind("0X", 0) == 0)) text.erase(0, 2);
   std::int64_t i = 0;
   const char* first = text.data() + (!text.empty() && text[0] == '+');
   if (!text.empty() &&
-      std::from_chars(first, text.data() + text.size(), i, static_cast<int>(base)).ptr ==
-          text.data() + text.size())
+      std::from_chars(first, text.data() + text.size(), i, static_cast<int>(base)).ptr == text.data() + text.size())
     return value(i);
   char* end = nullptr;
   const double d = std::strtod(text.c_str(), &end);
-  if (!text.empty() && end == text.c_str() + text.size() && fits_int64(d))
-    return value(static_cast<std::int64_t>(d));
+  if (!text.empty() && end == text.c_str() + text.size() && fits_int64(d)) return value(static_cast<std::int64_t>(d));
   return otherwise;
 }
 
@@ -82,8 +76,7 @@ result<value> to_float(const value& v, const call_args& args) {
   if (status s = args.accept("float", {"default"}); !s) return s.err();
   const value* fallback = args.get(0, "default");
   if (v.is_double()) return v;
-  if (v.is_int() || v.is_bool())
-    return value(static_cast<double>(v.is_int() ? v.as_int() : v.as_bool()));
+  if (v.is_int() || v.is_bool()) return value(static_cast<double>(v.is_int() ? v.as_int() : v.as_bool()));
   if (v.is_string()) {
     const std::string text(utf8::strip(v.as_string(), utf8::side::both));
     char* end = nullptr;
@@ -115,18 +108,22 @@ result<value> join(const value& v, const call_args& args) {
 
 result<value> length(const value& v) {
   switch (v.type()) {
-    case value::kind::undefined: return value(0);
-    case value::kind::string: return value(utf8::length(v.as_string()));
-    case value::kind::array: return value(v.as_array().size());
-    case value::kind::object: return value(v.as_object().size());
-    default: return error{"object of type '" + type_name(v) + "' has no len()"};
+    case value::kind::undefined:
+      return value(0);
+    case value::kind::string:
+      return value(utf8::length(v.as_string()));
+    case value::kind::array:
+      return value(v.as_array().size());
+    case value::kind::object:
+      return value(v.as_object().size());
+    default:
+      return error{"object of type '" + type_name(v) + "' has no len()"};
   }
 }
 
 result<value> items(const value& v) {
   if (v.is_undefined()) return value(array{});
-  if (!v.is_object())
-    return error{"Can only get item pairs from a mapping, got '" + type_name(v) + "'"};
+  if (!v.is_object()) return error{"Can only get item pairs from a mapping, got '" + type_name(v) + "'"};
   array out;
   for (const auto& [key, item] : v.as_object()) out.emplace_back(array{value(key), item});
   return value(std::move(out));
@@ -158,10 +155,10 @@ result<value> abs_value(const value& v) {
 }  // namespace
 
 bool is_filter(std::string_view name) {
-  static constexpr std::string_view names[] = {
-      "abs",     "capitalize", "count", "d",      "default", "e",      "escape", "first",
-      "float",   "int",        "items", "join",   "last",    "length", "list",   "lower",
-      "replace", "reverse",    "safe",  "string", "title",   "tojson", "trim",   "upper"};
+  static constexpr std::string_view names[] = {"abs",    "capitalize", "count", "d",      "default", "e",
+                                               "escape", "first",      "float", "int",    "items",   "join",
+                                               "last",   "length",     "list",  "lower",  "replace", "reverse",
+                                               "safe",   "string",     "title", "tojson", "trim",    "upper"};
   return std::find(std::begin(names), std::end(names), name) != std::end(names);
 }
 

@@ -47,16 +47,14 @@ result<value> strftime_now(const call_args& args) {
   std::tm local{};
   localtime_r(&now, &local);
   char buf[256];
-  const std::size_t n =
-      std::strftime(buf, sizeof buf, args.positional[0].as_string().c_str(), &local);
+  const std::size_t n = std::strftime(buf, sizeof buf, args.positional[0].as_string().c_str(), &local);
   return value(std::string(buf, n));
 }
 
 }  // namespace
 
 bool is_global_function(std::string_view name) {
-  return name == "namespace" || name == "range" || name == "raise_exception" ||
-         name == "strftime_now";
+  return name == "namespace" || name == "range" || name == "raise_exception" || name == "strftime_now";
 }
 
 result<value> call_global(std::string_view name, const call_args& args) {

@@ -8,9 +8,7 @@
 namespace troupe::jinja {
 namespace {
 
-bool is_ws(char c) {
-  return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v';
-}
+bool is_ws(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'; }
 bool is_digit(char c) { return c >= '0' && c <= '9'; }
 bool is_name_start(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; }
 bool is_name_char(char c) { return is_name_start(c) || is_digit(c); }
@@ -56,8 +54,7 @@ class lexer {
         // lstrip_blocks: drop the indentation in front of a block or comment tag.
         const std::size_t line_pos = text.rfind('\n') + 1;
         const bool line_starting = pos_ == 0 || src_[pos_ - 1] == '\n';
-        if ((line_pos > 0 || line_starting) &&
-            text.find_first_not_of(" \t", line_pos) == std::string::npos)
+        if ((line_pos > 0 || line_starting) && text.find_first_not_of(" \t", line_pos) == std::string::npos)
           text.erase(line_pos);
       }
       emit_text(std::move(text), raw_length);
@@ -71,8 +68,7 @@ class lexer {
  private:
   std::size_t next_tag(std::size_t from) const {
     for (std::size_t i = src_.find('{', from); i != std::string::npos; i = src_.find('{', i + 1))
-      if (i + 1 < src_.size() && (src_[i + 1] == '{' || src_[i + 1] == '%' || src_[i + 1] == '#'))
-        return i;
+      if (i + 1 < src_.size() && (src_[i + 1] == '{' || src_[i + 1] == '%' || src_[i + 1] == '#')) return i;
     return std::string::npos;
   }
 
@@ -95,8 +91,7 @@ class lexer {
 
   status comment() {
     const std::size_t end = src_.find("#}", pos_);
-    if (end == std::string::npos)
-      return error{"line " + std::to_string(line_) + ": unclosed comment '{#'"};
+    if (end == std::string::npos) return error{"line " + std::to_string(line_) + ": unclosed comment '{#'"};
     const char right = end > pos_ ? src_[end - 1] : '\0';
     line_ += count_lines(std::string_view(src_).substr(pos_, end - pos_));
     pos_ = end + 2;
@@ -107,22 +102,18 @@ class lexer {
   status tag(char kind) {
     const int open_line = line_;
     const bool is_print = kind == '{';
-    tokens_.push_back(
-        {is_print ? token::kind::print_begin : token::kind::block_begin, "", 0, 0, line_});
+    tokens_.push_back({is_print ? token::kind::print_begin : token::kind::block_begin, "", 0, 0, line_});
     int brace_depth = 0;
     for (;;) {
       while (pos_ < src_.size() && is_ws(src_[pos_])) line_ += src_[pos_++] == '\n';
       if (pos_ >= src_.size())
-        return error{"line " + std::to_string(open_line) + ": unclosed '" +
-                     (is_print ? "{{" : "{%") + "' tag"};
+        return error{"line " + std::to_string(open_line) + ": unclosed '" + (is_print ? "{{" : "{%") + "' tag"};
       const std::string_view rest = std::string_view(src_).substr(pos_);
       const std::string_view close = is_print ? "}}" : "%}";
       char right = '\0';
-      if ((rest[0] == '-' || (!is_print && rest[0] == '+')) && rest.substr(1, 2) == close)
-        right = rest[0];
+      if ((rest[0] == '-' || (!is_print && rest[0] == '+')) && rest.substr(1, 2) == close) right = rest[0];
       if (right || (rest.substr(0, 2) == close && (!is_print || brace_depth == 0))) {
-        tokens_.push_back(
-            {is_print ? token::kind::print_end : token::kind::block_end, "", 0, 0, line_});
+        tokens_.push_back({is_print ? token::kind::print_end : token::kind::block_end, "", 0, 0, line_});
         pos_ += 2 + (right != '\0');
         after_tag(right, !is_print);
         return ok();
@@ -154,8 +145,7 @@ class lexer {
     }
     const char c = src_[pos_];
     if (std::string_view("+-*/%~<>=()[]{},.:|").find(c) == std::string_view::npos)
-      return error{"line " + std::to_string(line_) + ": unexpected character '" +
-                   std::string(1, c) + "'"};
+      return error{"line " + std::to_string(line_) + ": unexpected character '" + std::string(1, c) + "'"};
     brace_depth += c == '{' ? 1 : c == '}' ? -1 : 0;
     tokens_.push_back({token::kind::op, std::string(1, c), 0, 0, line_});
     ++pos_;
@@ -163,14 +153,12 @@ class lexer {
   }
 
   status number() {
-    const bool after_dot =
-        !tokens_.empty() && tokens_.back().type == token::kind::op && tokens_.back().text == ".";
+    const bool after_dot = !tokens_.empty() && tokens_.back().type == token::kind::op && tokens_.back().text == ".";
     std::string digits;
     bool is_float = false;
     auto take_digits = [&] {
       while (pos_ < src_.size() &&
-             (is_digit(src_[pos_]) ||
-              (src_[pos_] == '_' && pos_ + 1 < src_.size() && is_digit(src_[pos_ + 1]))))
+             (is_digit(src_[pos_]) || (src_[pos_] == '_' && pos_ + 1 < src_.size() && is_digit(src_[pos_ + 1]))))
         if (src_[pos_++] != '_') digits += src_[pos_ - 1];
     };
     take_digits();
@@ -193,10 +181,8 @@ class lexer {
     token t{is_float ? token::kind::floating : token::kind::integer, digits, 0, 0, line_};
     if (is_float) {
       t.floating = std::strtod(digits.c_str(), nullptr);
-    } else if (std::from_chars(digits.data(), digits.data() + digits.size(), t.integer).ec !=
-               std::errc()) {
-      return error{"line " + std::to_string(line_) + ": integer literal " + digits +
-                   " is too large"};
+    } else if (std::from_chars(digits.data(), digits.data() + digits.size(), t.integer).ec != std::errc()) {
+      return error{"line " + std::to_string(line_) + ": integer literal " + digits + " is too large"};
     }
     tokens_.push_back(std::move(t));
     return ok();
@@ -208,8 +194,7 @@ class lexer {
     std::string value;
     ++pos_;
     for (;;) {
-      if (pos_ >= src_.size())
-        return error{"line " + std::to_string(line) + ": unterminated string literal"};
+      if (pos_ >= src_.size()) return error{"line " + std::to_string(line) + ": unterminated string literal"};
       const char c = src_[pos_++];
       if (c == quote) break;
       line_ += c == '\n';
@@ -219,25 +204,42 @@ class lexer {
       }
       const char e = src_[pos_++];
       switch (e) {
-        case 'n': value += '\n'; break;
-        case 't': value += '\t'; break;
-        case 'r': value += '\r'; break;
-        case 'b': value += '\b'; break;
-        case 'f': value += '\f'; break;
-        case 'v': value += '\v'; break;
-        case 'a': value += '\a'; break;
+        case 'n':
+          value += '\n';
+          break;
+        case 't':
+          value += '\t';
+          break;
+        case 'r':
+          value += '\r';
+          break;
+        case 'b':
+          value += '\b';
+          break;
+        case 'f':
+          value += '\f';
+          break;
+        case 'v':
+          value += '\v';
+          break;
+        case 'a':
+          value += '\a';
+          break;
         case '\\':
         case '\'':
-        case '"': value += e; break;
-        case '\n': ++line_; break;
+        case '"':
+          value += e;
+          break;
+        case '\n':
+          ++line_;
+          break;
         case 'x':
         case 'u':
         case 'U': {
           const std::size_t n = e == 'x' ? 2 : e == 'u' ? 4 : 8;
           std::uint32_t cp = 0;
           const char* first = src_.data() + pos_;
-          if (pos_ + n > src_.size() || std::from_chars(first, first + n, cp, 16).ptr != first + n ||
-              cp > 0x10FFFF)
+          if (pos_ + n > src_.size() || std::from_chars(first, first + n, cp, 16).ptr != first + n || cp > 0x10FFFF)
             return error{"line " + std::to_string(line_) + ": bad \\" + std::string(1, e) +
                          " escape in string literal"};
           utf8::append(value, cp);
@@ -247,8 +249,7 @@ class lexer {
         default:
           if (e >= '0' && e <= '7') {
             std::uint32_t cp = e - '0';
-            for (int k = 0; k < 2 && pos_ < src_.size() && src_[pos_] >= '0' && src_[pos_] <= '7';
-                 ++k)
+            for (int k = 0; k < 2 && pos_ < src_.size() && src_[pos_] >= '0' && src_[pos_] <= '7'; ++k)
               cp = cp * 8 + (src_[pos_++] - '0');
             utf8::append(value, cp);
           } else {
@@ -269,8 +270,6 @@ class lexer {
 
 }  // namespace
 
-result<std::vector<token>> tokenize(std::string_view source) {
-  return lexer(normalize_newlines(source)).run();
-}
+result<std::vector<token>> tokenize(std::string_view source) { return lexer(normalize_newlines(source)).run(); }
 
 }  // namespace troupe::jinja

@@ -12,8 +12,7 @@
 namespace troupe::jinja {
 
 struct token {
-  enum class kind { text, print_begin, print_end, block_begin, block_end, name, string, integer,
-                    floating, op, end };
+  enum class kind { text, print_begin, print_end, block_begin, block_end, name, string, integer, floating, op, end };
   kind type;
   std::string text;  // the text, name, operator or decoded string literal
   std::int64_t integer = 0;

@@ -11,9 +11,8 @@
 namespace troupe::jinja {
 namespace {
 
-constexpr std::string_view string_methods[] = {"capitalize", "endswith", "format", "lower",
-                                               "lstrip",     "replace",  "rstrip", "split",
-                                               "startswith", "strip",    "title",  "upper"};
+constexpr std::string_view string_methods[] = {"capitalize", "endswith", "format",     "lower", "lstrip", "replace",
+                                               "rstrip",     "split",    "startswith", "strip", "title",  "upper"};
 constexpr std::string_view dict_methods[] = {"get", "items", "keys", "values"};
 
 bool listed(std::string_view name, const auto& names) {
@@ -27,12 +26,10 @@ result<value> affix(const std::string& s, std::string_view name, const call_args
   if (!arg) return error{std::string(name) + "() takes at least 1 argument"};
   const auto test = [&](const value& a) -> result<bool> {
     if (!a.is_string())
-      return error{std::string(name) + " first arg must be str or a tuple of str, not " +
-                   type_name(a)};
+      return error{std::string(name) + " first arg must be str or a tuple of str, not " + type_name(a)};
     const std::string& p = a.as_string();
     if (p.size() > s.size()) return false;
-    return name == "startswith" ? s.compare(0, p.size(), p) == 0
-                                : s.compare(s.size() - p.size(), p.size(), p) == 0;
+    return name == "startswith" ? s.compare(0, p.size(), p) == 0 : s.compare(s.size() - p.size(), p.size(), p) == 0;
   };
   if (!arg->is_array()) {
     result<bool> r = test(*arg);
@@ -96,22 +93,19 @@ result<value> string_method(const std::string& s, std::string_view name, const c
     const utf8::side side = name == "lstrip"   ? utf8::side::left
                             : name == "rstrip" ? utf8::side::right
                                                : utf8::side::both;
-    if (chars && !chars->is_none() && !chars->is_string())
-      return error{std::string(name) + " arg must be None or str"};
+    if (chars && !chars->is_none() && !chars->is_string()) return error{std::string(name) + " arg must be None or str"};
     return value(utf8::strip(s, side, chars && chars->is_string() ? &chars->as_string() : nullptr));
   }
   if (name == "split") {
     if (status st = args.accept("split", {"sep", "maxsplit"}); !st) return st.err();
     const value* sep = args.get(0, "sep");
     const value* maxsplit = args.get(1, "maxsplit");
-    if (sep && !sep->is_none() && !sep->is_string())
-      return error{"split: must be str or None, not " + type_name(*sep)};
+    if (sep && !sep->is_none() && !sep->is_string()) return error{"split: must be str or None, not " + type_name(*sep)};
     if (sep && sep->is_string() && sep->as_string().empty()) return error{"split: empty separator"};
     std::optional<std::string> separator;
     if (sep && sep->is_string()) separator = sep->as_string();
     array out;
-    for (std::string& part :
-         strings::split(s, separator, maxsplit && maxsplit->is_int() ? maxsplit->as_int() : -1))
+    for (std::string& part : strings::split(s, separator, maxsplit && maxsplit->is_int() ? maxsplit->as_int() : -1))
       out.emplace_back(std::move(part));
     return value(std::move(out));
   }
@@ -120,10 +114,9 @@ result<value> string_method(const std::string& s, std::string_view name, const c
     const value* old = args.get(0, "old");
     const value* with = args.get(1, "new");
     const value* count = args.get(2, "count");
-    if (!old || !with || !old->is_string() || !with->is_string())
-      return error{"replace() needs two strings"};
-    return value(strings::replace(s, old->as_string(), with->as_string(),
-                                  count && count->is_int() ? count->as_int() : -1));
+    if (!old || !with || !old->is_string() || !with->is_string()) return error{"replace() needs two strings"};
+    return value(
+        strings::replace(s, old->as_string(), with->as_string(), count && count->is_int() ? count->as_int() : -1));
   }
   if (status st = args.accept(name, {}); !st) return st.err();
   if (name == "upper") return value(strings::upper(s));
@@ -156,20 +149,15 @@ result<value> dict_method(const object& o, std::string_view name, const call_arg
 
 }  // namespace
 
-bool is_method(std::string_view name) {
-  return listed(name, string_methods) || listed(name, dict_methods);
-}
+bool is_method(std::string_view name) { return listed(name, string_methods) || listed(name, dict_methods); }
 
 bool has_method(const value& self, std::string_view name) {
-  return (self.is_string() && listed(name, string_methods)) ||
-         (self.is_object() && listed(name, dict_methods));
+  return (self.is_string() && listed(name, string_methods)) || (self.is_object() && listed(name, dict_methods));
 }
 
 result<value> call_method(const value& self, std::string_view name, const call_args& args) {
-  if (self.is_string() && listed(name, string_methods))
-    return string_method(self.as_string(), name, args);
-  if (self.is_object() && listed(name, dict_methods))
-    return dict_method(self.as_object(), name, args);
+  if (self.is_string() && listed(name, string_methods)) return string_method(self.as_string(), name, args);
+  if (self.is_object() && listed(name, dict_methods)) return dict_method(self.as_object(), name, args);
   return error{quoted(type_name(self)) + " object has no attribute " + quoted(name)};
 }
 

@@ -13,13 +13,11 @@ constexpr std::uint64_t max_repeat = std::uint64_t{1} << 26;
 
 bool is_number(const value& v) { return v.is_int() || v.is_double() || v.is_bool(); }
 std::int64_t int_of(const value& v) { return v.is_bool() ? v.as_bool() : v.as_int(); }
-double double_of(const value& v) {
-  return v.is_double() ? v.as_double() : static_cast<double>(int_of(v));
-}
+double double_of(const value& v) { return v.is_double() ? v.as_double() : static_cast<double>(int_of(v)); }
 
 error unsupported(std::string_view op, const value& a, const value& b) {
-  return error{"unsupported operand types for " + std::string(op) + ": '" + type_name(a) +
-               "' and '" + type_name(b) + "'"};
+  return error{"unsupported operand types for " + std::string(op) + ": '" + type_name(a) + "' and '" + type_name(b) +
+               "'"};
 }
 
 result<value> integer_arithmetic(std::string_view op, std::int64_t a, std::int64_t b) {
@@ -77,16 +75,14 @@ result<value> repeat(const value& seq, std::int64_t n) {
     return value(std::move(out));
   }
   array out;
-  for (std::int64_t i = 0; i < n; ++i)
-    out.insert(out.end(), seq.as_array().begin(), seq.as_array().end());
+  for (std::int64_t i = 0; i < n; ++i) out.insert(out.end(), seq.as_array().begin(), seq.as_array().end());
   return value(std::move(out));
 }
 
 // -1, 0, 1 for a < b, a == b, a > b, or an error when Python cannot order them.
 result<int> order(std::string_view op, const value& a, const value& b) {
   if (is_number(a) && is_number(b)) {
-    if (!a.is_double() && !b.is_double())
-      return int_of(a) < int_of(b) ? -1 : int_of(a) > int_of(b) ? 1 : 0;
+    if (!a.is_double() && !b.is_double()) return int_of(a) < int_of(b) ? -1 : int_of(a) > int_of(b) ? 1 : 0;
     const double x = double_of(a), y = double_of(b);
     return x < y ? -1 : x > y ? 1 : 0;
   }
@@ -102,8 +98,7 @@ result<int> order(std::string_view op, const value& a, const value& b) {
     }
     return x.size() < y.size() ? -1 : x.size() > y.size() ? 1 : 0;
   }
-  return error{quoted(op) + " not supported between instances of '" + type_name(a) + "' and '" +
-               type_name(b) + "'"};
+  return error{quoted(op) + " not supported between instances of '" + type_name(a) + "' and '" + type_name(b) + "'"};
 }
 
 }  // namespace
@@ -111,15 +106,23 @@ result<int> order(std::string_view op, const value& a, const value& b) {
 bool truthy(const value& v) {
   switch (v.type()) {
     case value::kind::undefined:
-    case value::kind::none: return false;
-    case value::kind::boolean: return v.as_bool();
-    case value::kind::integer: return v.as_int() != 0;
-    case value::kind::floating: return v.as_double() != 0;
-    case value::kind::string: return !v.as_string().empty();
-    case value::kind::array: return !v.as_array().empty();
-    case value::kind::object: return !v.as_object().empty();
+    case value::kind::none:
+      return false;
+    case value::kind::boolean:
+      return v.as_bool();
+    case value::kind::integer:
+      return v.as_int() != 0;
+    case value::kind::floating:
+      return v.as_double() != 0;
+    case value::kind::string:
+      return !v.as_string().empty();
+    case value::kind::array:
+      return !v.as_array().empty();
+    case value::kind::object:
+      return !v.as_object().empty();
     case value::kind::name_space:
-    case value::kind::callable: return true;
+    case value::kind::callable:
+      return true;
   }
   return false;
 }
@@ -132,8 +135,10 @@ bool equals(const value& a, const value& b) {
   if (a.type() != b.type()) return false;
   switch (a.type()) {
     case value::kind::undefined:
-    case value::kind::none: return true;
-    case value::kind::string: return a.as_string() == b.as_string();
+    case value::kind::none:
+      return true;
+    case value::kind::string:
+      return a.as_string() == b.as_string();
     case value::kind::array: {
       const array &x = a.as_array(), &y = b.as_array();
       if (x.size() != y.size()) return false;
@@ -150,9 +155,12 @@ bool equals(const value& a, const value& b) {
       }
       return true;
     }
-    case value::kind::name_space: return &a.as_namespace() == &b.as_namespace();
-    case value::kind::callable: return &a.as_callable() == &b.as_callable();
-    default: return false;
+    case value::kind::name_space:
+      return &a.as_namespace() == &b.as_namespace();
+    case value::kind::callable:
+      return &a.as_callable() == &b.as_callable();
+    default:
+      return false;
   }
 }
 
@@ -160,43 +168,55 @@ std::string quoted(std::string_view s) { return std::string(1, '\'').append(s).a
 
 std::string type_name(const value& v) {
   switch (v.type()) {
-    case value::kind::undefined: return "Undefined";
-    case value::kind::none: return "NoneType";
-    case value::kind::boolean: return "bool";
-    case value::kind::integer: return "int";
-    case value::kind::floating: return "float";
-    case value::kind::string: return "str";
-    case value::kind::array: return "list";
-    case value::kind::object: return "dict";
-    case value::kind::name_space: return "Namespace";
-    case value::kind::callable: return "function";
+    case value::kind::undefined:
+      return "Undefined";
+    case value::kind::none:
+      return "NoneType";
+    case value::kind::boolean:
+      return "bool";
+    case value::kind::integer:
+      return "int";
+    case value::kind::floating:
+      return "float";
+    case value::kind::string:
+      return "str";
+    case value::kind::array:
+      return "list";
+    case value::kind::object:
+      return "dict";
+    case value::kind::name_space:
+      return "Namespace";
+    case value::kind::callable:
+      return "function";
   }
   return "?";
 }
 
 result<bool> contains(const value& container, const value& item) {
   switch (container.type()) {
-    case value::kind::undefined: return false;
+    case value::kind::undefined:
+      return false;
     case value::kind::string:
-      if (!item.is_string())
-        return error{"'in <string>' requires string as left operand, not " + type_name(item)};
+      if (!item.is_string()) return error{"'in <string>' requires string as left operand, not " + type_name(item)};
       return container.as_string().find(item.as_string()) != std::string::npos;
     case value::kind::array:
       for (const value& x : container.as_array())
         if (equals(x, item)) return true;
       return false;
     case value::kind::object:
-      if (item.is_array() || item.is_object())
-        return error{"unhashable type: " + quoted(type_name(item))};
+      if (item.is_array() || item.is_object()) return error{"unhashable type: " + quoted(type_name(item))};
       return item.is_string() && container.as_object().contains(item.as_string());
-    default: return error{"argument of type '" + type_name(container) + "' is not iterable"};
+    default:
+      return error{"argument of type '" + type_name(container) + "' is not iterable"};
   }
 }
 
 std::optional<array> iterate(const value& v) {
   switch (v.type()) {
-    case value::kind::undefined: return array{};
-    case value::kind::array: return v.as_array();
+    case value::kind::undefined:
+      return array{};
+    case value::kind::array:
+      return v.as_array();
     case value::kind::object: {
       array keys;
       for (const auto& [key, item] : v.as_object()) keys.emplace_back(key);
@@ -206,11 +226,11 @@ std::optional<array> iterate(const value& v) {
       array chars;
       const std::string& s = v.as_string();
       const std::vector<std::size_t> at = utf8::boundaries(s);
-      for (std::size_t i = 0; i + 1 < at.size(); ++i)
-        chars.emplace_back(s.substr(at[i], at[i + 1] - at[i]));
+      for (std::size_t i = 0; i + 1 < at.size(); ++i) chars.emplace_back(s.substr(at[i], at[i + 1] - at[i]));
       return chars;
     }
-    default: return std::nullopt;
+    default:
+      return std::nullopt;
   }
 }
 
@@ -238,10 +258,8 @@ result<value> apply_binary(std::string_view op, const value& a, const value& b) 
     out.insert(out.end(), b.as_array().begin(), b.as_array().end());
     return value(std::move(out));
   }
-  if (op == "*" && (a.is_string() || a.is_array()) && (b.is_int() || b.is_bool()))
-    return repeat(a, int_of(b));
-  if (op == "*" && (b.is_string() || b.is_array()) && (a.is_int() || a.is_bool()))
-    return repeat(b, int_of(a));
+  if (op == "*" && (a.is_string() || a.is_array()) && (b.is_int() || b.is_bool())) return repeat(a, int_of(b));
+  if (op == "*" && (b.is_string() || b.is_array()) && (a.is_int() || a.is_bool())) return repeat(b, int_of(a));
   return unsupported(op, a, b);
 }
 

@@ -51,18 +51,23 @@ class parser {
   }
   static std::string describe(const token& t) {
     switch (t.type) {
-      case token::kind::end: return "end of template";
-      case token::kind::block_end: return "'%}'";
-      case token::kind::print_end: return "'}}'";
-      case token::kind::string: return "a string";
+      case token::kind::end:
+        return "end of template";
+      case token::kind::block_end:
+        return "'%}'";
+      case token::kind::print_end:
+        return "'}}'";
+      case token::kind::string:
+        return "a string";
       case token::kind::integer:
-      case token::kind::floating: return "a number";
-      default: return "'" + t.text + "'";
+      case token::kind::floating:
+        return "a number";
+      default:
+        return "'" + t.text + "'";
     }
   }
   void expect_op(std::string_view op) {
-    if (!accept_op(op))
-      fail(peek().line, "expected '" + std::string(op) + "', got " + describe(peek()));
+    if (!accept_op(op)) fail(peek().line, "expected '" + std::string(op) + "', got " + describe(peek()));
   }
   std::string expect_name() {
     if (peek().type != token::kind::name) {
@@ -100,8 +105,7 @@ class parser {
     while (!failed()) {
       const token& t = peek();
       if (t.type == token::kind::end) {
-        if (ends.size() > 0)
-          fail(opened, "block is never closed: missing {% " + std::string(*ends.begin()) + " %}");
+        if (ends.size() > 0) fail(opened, "block is never closed: missing {% " + std::string(*ends.begin()) + " %}");
         return out;
       }
       if (t.type == token::kind::text) {
@@ -157,8 +161,7 @@ class parser {
     }
     const bool is_end = tag.rfind("end", 0) == 0 || tag == "elif" || tag == "else";
     if (is_end && ends.size() > 0)
-      fail(t.line,
-           "unexpected {% " + tag + " %}, expected {% " + std::string(*ends.begin()) + " %}");
+      fail(t.line, "unexpected {% " + tag + " %}, expected {% " + std::string(*ends.begin()) + " %}");
     else if (is_end)
       fail(t.line, "unexpected {% " + tag + " %}");
     else
@@ -209,8 +212,7 @@ class parser {
   std::unique_ptr<stmt> parse_for(int line) {
     auto s = new_stmt(stmt::kind::for_, line);
     s->targets = parse_targets();
-    if (!failed() && !accept_name("in"))
-      fail(peek().line, "expected 'in' in for loop, got " + describe(peek()));
+    if (!failed() && !accept_name("in")) fail(peek().line, "expected 'in' in for loop, got " + describe(peek()));
     s->value = parse_expression(false);
     if (accept_name("if")) s->condition = parse_expression();
     if (is_name("recursive")) fail(peek().line, "recursive loops are not supported");
@@ -232,8 +234,7 @@ class parser {
       expect_block_end();
       return s;
     }
-    if (!failed() &&
-        (s->targets.size() != 1 || !s->attribute.empty() || peek().type != token::kind::block_end))
+    if (!failed() && (s->targets.size() != 1 || !s->attribute.empty() || peek().type != token::kind::block_end))
       fail(peek().line, "expected '=' in set, got " + describe(peek()));
     expect_block_end();
     s->body = parse_body({"endset"}, line);
@@ -426,14 +427,19 @@ class parser {
         while (peek().type == token::kind::string) s += take().text;  // 'a' 'b' is 'ab'
         return literal(t.line, value(std::move(s)));
       }
-      case token::kind::integer: ++i_; return literal(t.line, value(t.integer));
-      case token::kind::floating: ++i_; return literal(t.line, value(t.floating));
+      case token::kind::integer:
+        ++i_;
+        return literal(t.line, value(t.integer));
+      case token::kind::floating:
+        ++i_;
+        return literal(t.line, value(t.floating));
       case token::kind::op:
         if (t.text == "(") return parse_parenthesized();
         if (t.text == "[") return parse_sequence(expr::kind::list, "]");
         if (t.text == "{") return parse_dict();
         break;
-      default: break;
+      default:
+        break;
     }
     fail(t.line, "unexpected " + describe(t));
     return node(expr::kind::literal, t.line);
@@ -599,8 +605,8 @@ class parser {
   bool starts_test_argument() const {
     const token& t = peek();
     if (t.type == token::kind::name) return t.text != "else" && t.text != "or" && t.text != "and";
-    return t.type == token::kind::string || t.type == token::kind::integer ||
-           t.type == token::kind::floating || is_op("[") || is_op("{");
+    return t.type == token::kind::string || t.type == token::kind::integer || t.type == token::kind::floating ||
+           is_op("[") || is_op("{");
   }
 
   std::vector<token> t_;

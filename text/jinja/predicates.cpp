@@ -42,10 +42,10 @@ bool has_case(const std::string& s, bool lower) {
 }  // namespace
 
 bool is_test(std::string_view name) {
-  static constexpr std::string_view names[] = {
-      "boolean", "callable", "defined",  "divisibleby", "eq",    "equalto",   "even", "false",
-      "float",   "in",       "integer",  "iterable",    "lower", "mapping",   "ne",   "none",
-      "number",  "odd",      "sequence", "string",      "true",  "undefined", "upper"};
+  static constexpr std::string_view names[] = {"boolean",  "callable", "defined", "divisibleby", "eq",      "equalto",
+                                               "even",     "false",    "float",   "in",          "integer", "iterable",
+                                               "lower",    "mapping",  "ne",      "none",        "number",  "odd",
+                                               "sequence", "string",   "true",    "undefined",   "upper"};
   return std::find(std::begin(names), std::end(names), name) != std::end(names);
 }
 

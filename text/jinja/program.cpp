@@ -13,8 +13,6 @@ result<program> program::compile(std::string_view source) {
   return program(std::make_shared<const body>(std::move(parsed).value()));
 }
 
-result<std::string> program::render(const object& variables) const {
-  return jinja::render(*statements_, variables);
-}
+result<std::string> program::render(const object& variables) const { return jinja::render(*statements_, variables); }
 
 }  // namespace troupe::jinja

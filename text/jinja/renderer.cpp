@@ -95,7 +95,9 @@ class renderer {
 
   flow exec(const stmt& s, const frame_ptr& f, std::string& out) {
     switch (s.type) {
-      case stmt::kind::text: out += s.text; return flow::next;
+      case stmt::kind::text:
+        out += s.text;
+        return flow::next;
       case stmt::kind::print: {
         const value v = eval(*s.value, f);
         if (v.is_string())
@@ -111,8 +113,11 @@ class renderer {
           if (taken) return exec_body(branch, f, out);
         }
         return exec_body(s.else_body, f, out);
-      case stmt::kind::for_: return exec_for(s, f, out);
-      case stmt::kind::set: exec_set(s, f); return flow::next;
+      case stmt::kind::for_:
+        return exec_for(s, f, out);
+      case stmt::kind::set:
+        exec_set(s, f);
+        return flow::next;
       case stmt::kind::macro: {
         auto fn = std::make_shared<callable>();
         fn->macro = &s;
@@ -120,9 +125,12 @@ class renderer {
         f->set(s.name, value(std::shared_ptr<const callable>(std::move(fn))));
         return flow::next;
       }
-      case stmt::kind::break_: return flow::break_loop;
-      case stmt::kind::continue_: return flow::continue_loop;
-      case stmt::kind::generation: return exec_body(s.body, f, out);
+      case stmt::kind::break_:
+        return flow::break_loop;
+      case stmt::kind::continue_:
+        return flow::continue_loop;
+      case stmt::kind::generation:
+        return exec_body(s.body, f, out);
     }
     return flow::next;
   }
@@ -135,8 +143,7 @@ class renderer {
     }
     const std::optional<array> parts = iterate(v);
     if (!parts || parts->size() != names.size()) {
-      fail(s.line,
-           "cannot unpack " + type_name(v) + " into " + std::to_string(names.size()) + " names");
+      fail(s.line, "cannot unpack " + type_name(v) + " into " + std::to_string(names.size()) + " names");
       return;
     }
     for (std::size_t i = 0; i < names.size(); ++i) f.set(names[i], (*parts)[i]);
@@ -165,10 +172,9 @@ class renderer {
       auto scope = std::make_shared<frame>(frame{f, {}});
       bind(s, s.targets, *items[i], *scope);
       const auto n = static_cast<std::int64_t>(items.size()), k = static_cast<std::int64_t>(i);
-      object loop{
-          {"index", k + 1},  {"index0", k},        {"revindex", n - k}, {"revindex0", n - k - 1},
-          {"first", k == 0}, {"last", k == n - 1}, {"length", n},       {"depth", 1},
-          {"depth0", 0}};
+      object loop{{"index", k + 1},  {"index0", k},        {"revindex", n - k}, {"revindex0", n - k - 1},
+                  {"first", k == 0}, {"last", k == n - 1}, {"length", n},       {"depth", 1},
+                  {"depth0", 0}};
       if (i > 0) loop.set("previtem", *items[i - 1]);
       if (i + 1 < items.size()) loop.set("nextitem", *items[i + 1]);
       scope->set("loop", value(std::move(loop)));
@@ -232,8 +238,7 @@ class renderer {
       }
       const value fn = attribute(self, callee.name, callee.line);
       if (!failed() && fn.type() != value::kind::callable)
-        return fail(e.line,
-                    quoted(type_name(self)) + " object has no method " + quoted(callee.name));
+        return fail(e.line, quoted(type_name(self)) + " object has no method " + quoted(callee.name));
       return invoke(fn, eval_args(e, f), e.line);
     }
     const value fn = eval(callee, f);
@@ -244,8 +249,7 @@ class renderer {
 
   value invoke(const value& fn, const call_args& args, int line) {
     if (failed()) return {};
-    if (fn.type() != value::kind::callable)
-      return fail(line, quoted(type_name(fn)) + " object is not callable");
+    if (fn.type() != value::kind::callable) return fail(line, quoted(type_name(fn)) + " object is not callable");
     const callable& c = fn.as_callable();
     if (c.macro) return call_macro(c, args, line);
     if (!c.method.empty()) return settle(line, call_method(c.self, c.method, args));
@@ -263,18 +267,16 @@ class renderer {
   value call_macro(const callable& c, const call_args& args, int line) {
     const stmt& def = *c.macro;
     if (args.positional.size() > def.params.size())
-      return fail(line, "macro '" + def.name + "' takes not more than " +
-                            std::to_string(def.params.size()) + " argument(s)");
+      return fail(line,
+                  "macro '" + def.name + "' takes not more than " + std::to_string(def.params.size()) + " argument(s)");
     for (const auto& [key, v] : args.keywords) {
       bool known = false;
       for (const auto& [param, fallback] : def.params) known = known || param == key;
-      if (!known)
-        return fail(line, "macro '" + def.name + "' takes no keyword argument '" + key + "'");
+      if (!known) return fail(line, "macro '" + def.name + "' takes no keyword argument '" + key + "'");
     }
     if (depth_ >= max_macro_depth) return fail(line, "macro calls nest too deeply");
     frame_ptr closure = c.closure.lock();
-    if (!closure)
-      return fail(line, "macro '" + def.name + "' was called outside the loop that defined it");
+    if (!closure) return fail(line, "macro '" + def.name + "' was called outside the loop that defined it");
     auto scope = std::make_shared<frame>(frame{std::move(closure), {}});
     for (std::size_t i = 0; i < def.params.size(); ++i) {
       const auto& [param, fallback] = def.params[i];
@@ -311,7 +313,8 @@ class renderer {
       case value::kind::name_space:
         if (const value* v = obj.as_namespace().attributes.find(name)) return *v;
         return {};
-      default: return {};
+      default:
+        return {};
     }
   }
 
@@ -361,8 +364,8 @@ class renderer {
       return fail(e.line, quoted(type_name(obj)) + " object is not subscriptable");
     const std::vector<std::size_t> at =
         obj.is_string() ? utf8::boundaries(obj.as_string()) : std::vector<std::size_t>{};
-    const std::int64_t n = obj.is_array() ? static_cast<std::int64_t>(obj.as_array().size())
-                                          : static_cast<std::int64_t>(at.size()) - 1;
+    const std::int64_t n =
+        obj.is_array() ? static_cast<std::int64_t>(obj.as_array().size()) : static_cast<std::int64_t>(at.size()) - 1;
     const std::int64_t step = bound[2].value_or(1);
     if (step == 0) return fail(e.line, "slice step cannot be zero");
     // CPython's PySlice_AdjustIndices.
@@ -400,8 +403,10 @@ class renderer {
     const nesting_level nested(render_depth_);
     if (nested.deeper_than(max_render_depth)) return fail_too_deep(e.line);
     switch (e.type) {
-      case expr::kind::literal: return e.literal;
-      case expr::kind::name: return lookup(e.name, f);
+      case expr::kind::literal:
+        return e.literal;
+      case expr::kind::name:
+        return lookup(e.name, f);
       case expr::kind::list: {
         array items;
         for (const expr_ptr& a : e.args) items.push_back(eval(*a, f));
@@ -425,8 +430,10 @@ class renderer {
         const value key = eval(*e.args[1], f);
         return failed() ? value() : item(obj, key, e.line);
       }
-      case expr::kind::slice: return slice(e, f);
-      case expr::kind::call: return eval_call(e, f);
+      case expr::kind::slice:
+        return slice(e, f);
+      case expr::kind::call:
+        return eval_call(e, f);
       case expr::kind::filter: {
         const value operand = eval(*e.args[0], f);
         const call_args args = eval_args(e, f);
@@ -470,8 +477,6 @@ class renderer {
 
 }  // namespace
 
-result<std::string> render(const body& program, const object& variables) {
-  return renderer(variables).run(program);
-}
+result<std::string> render(const body& program, const object& variables) { return renderer(variables).run(program); }
 
 }  // namespace troupe::jinja

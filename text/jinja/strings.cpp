@@ -10,9 +10,7 @@ bool is_upper(char c) { return c >= 'A' && c <= 'Z'; }
 char to_upper(char c) { return is_lower(c) ? static_cast<char>(c - 32) : c; }
 char to_lower(char c) { return is_upper(c) ? static_cast<char>(c + 32) : c; }
 // Non-ASCII bytes count as cased letters so that "héllo".title() stays "Héllo".
-bool is_cased(char c) {
-  return is_lower(c) || is_upper(c) || static_cast<unsigned char>(c) >= 0x80;
-}
+bool is_cased(char c) { return is_lower(c) || is_upper(c) || static_cast<unsigned char>(c) >= 0x80; }
 
 }  // namespace
 
@@ -48,16 +46,15 @@ std::string jinja_title(const std::string& s) {
   std::string out;
   bool word_start = true;
   for (char c : s) {
-    const bool separator = c == '-' || c == '(' || c == '{' || c == '[' || c == '<' ||
-                           utf8::is_space(static_cast<unsigned char>(c));
+    const bool separator =
+        c == '-' || c == '(' || c == '{' || c == '[' || c == '<' || utf8::is_space(static_cast<unsigned char>(c));
     out += separator ? c : word_start ? to_upper(c) : to_lower(c);
     word_start = separator;
   }
   return out;
 }
 
-std::string replace(const std::string& s, const std::string& old, const std::string& with,
-                    std::int64_t count) {
+std::string replace(const std::string& s, const std::string& old, const std::string& with, std::int64_t count) {
   std::string out;
   std::size_t pos = 0;
   if (old.empty()) {  // Python inserts `with` around every code point
@@ -78,8 +75,7 @@ std::string replace(const std::string& s, const std::string& old, const std::str
   return out + s.substr(pos);
 }
 
-std::vector<std::string> split(const std::string& s, const std::optional<std::string>& sep,
-                               std::int64_t maxsplit) {
+std::vector<std::string> split(const std::string& s, const std::optional<std::string>& sep, std::int64_t maxsplit) {
   std::vector<std::string> out;
   if (sep) {
     std::size_t pos = 0;
@@ -120,12 +116,23 @@ std::string html_escape(const std::string& s) {
   std::string out;
   for (char c : s) {
     switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&#34;"; break;
-      case '\'': out += "&#39;"; break;
-      default: out += c;
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&#34;";
+        break;
+      case '\'':
+        out += "&#39;";
+        break;
+      default:
+        out += c;
     }
   }
   return out;

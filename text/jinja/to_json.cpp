@@ -30,14 +30,29 @@ void append_json_string(std::string& out, const std::string& s, bool ensure_asci
     if ((pos = run) == s.size()) break;
     const char32_t cp = utf8::next(s, pos);
     switch (cp) {
-      case '"': out += "\\\""; continue;
-      case '\\': out += "\\\\"; continue;
-      case '\n': out += "\\n"; continue;
-      case '\r': out += "\\r"; continue;
-      case '\t': out += "\\t"; continue;
-      case '\b': out += "\\b"; continue;
-      case '\f': out += "\\f"; continue;
-      default: break;
+      case '"':
+        out += "\\\"";
+        continue;
+      case '\\':
+        out += "\\\\";
+        continue;
+      case '\n':
+        out += "\\n";
+        continue;
+      case '\r':
+        out += "\\r";
+        continue;
+      case '\t':
+        out += "\\t";
+        continue;
+      case '\b':
+        out += "\\b";
+        continue;
+      case '\f':
+        out += "\\f";
+        continue;
+      default:
+        break;
     }
     if (cp < 0x20 || (ensure_ascii && cp >= 0x7F && cp < 0x10000)) {
       append_hex_escape(out, cp);
@@ -55,26 +70,35 @@ void append_json_string(std::string& out, const std::string& s, bool ensure_asci
 class json_writer {
  public:
   explicit json_writer(const json_options& o)
-      : o_(o),
-        item_sep_(o.item_separator.value_or(o.indent ? "," : ", ")),
-        key_sep_(o.key_separator.value_or(": ")) {}
+      : o_(o), item_sep_(o.item_separator.value_or(o.indent ? "," : ", ")), key_sep_(o.key_separator.value_or(": ")) {}
 
   status write(const value& v, int depth) {
     switch (v.type()) {
-      case value::kind::none: out_ += "null"; return ok();
-      case value::kind::boolean: out_ += v.as_bool() ? "true" : "false"; return ok();
-      case value::kind::integer: out_ += std::to_string(v.as_int()); return ok();
-      case value::kind::floating: write_double(v.as_double()); return ok();
+      case value::kind::none:
+        out_ += "null";
+        return ok();
+      case value::kind::boolean:
+        out_ += v.as_bool() ? "true" : "false";
+        return ok();
+      case value::kind::integer:
+        out_ += std::to_string(v.as_int());
+        return ok();
+      case value::kind::floating:
+        write_double(v.as_double());
+        return ok();
       case value::kind::string:
         append_json_string(out_, v.as_string(), o_.ensure_ascii);
         return ok();
-      case value::kind::array: return write_array(v.as_array(), depth);
-      case value::kind::object: return write_object(v.as_object(), depth);
+      case value::kind::array:
+        return write_array(v.as_array(), depth);
+      case value::kind::object:
+        return write_object(v.as_object(), depth);
       case value::kind::undefined:
         return error{"Object of type Undefined is not JSON serializable"};
       case value::kind::name_space:
         return error{"Object of type Namespace is not JSON serializable"};
-      case value::kind::callable: return error{"Object of type function is not JSON serializable"};
+      case value::kind::callable:
+        return error{"Object of type function is not JSON serializable"};
     }
     return ok();
   }
@@ -116,9 +140,7 @@ class json_writer {
     }
     std::vector<const object::entry*> entries;
     for (const object::entry& e : obj) entries.push_back(&e);
-    if (o_.sort_keys)
-      std::sort(entries.begin(), entries.end(),
-                [](auto* a, auto* b) { return a->first < b->first; });
+    if (o_.sort_keys) std::sort(entries.begin(), entries.end(), [](auto* a, auto* b) { return a->first < b->first; });
     out_ += '{';
     for (std::size_t i = 0; i < entries.size(); ++i) {
       if (i > 0) out_ += item_sep_;

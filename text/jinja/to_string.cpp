@@ -40,8 +40,12 @@ void append_string_repr(std::string& out, const std::string& s) {
 // the ones being printed, and a repeat prints as {...}, as Python prints a looping dict.
 void repr(std::string& out, const value& v, std::vector<const namespace_state*>& open) {
   switch (v.type()) {
-    case value::kind::undefined: out += "Undefined"; return;
-    case value::kind::string: append_string_repr(out, v.as_string()); return;
+    case value::kind::undefined:
+      out += "Undefined";
+      return;
+    case value::kind::string:
+      append_string_repr(out, v.as_string());
+      return;
     case value::kind::array: {
       out += '[';
       for (std::size_t i = 0; i < v.as_array().size(); ++i) {
@@ -77,10 +81,10 @@ void repr(std::string& out, const value& v, std::vector<const namespace_state*>&
       open.pop_back();
       return;
     }
-    default: out += to_string(v);
+    default:
+      out += to_string(v);
   }
 }
-
 
 }  // namespace
 
@@ -89,8 +93,7 @@ std::string float_repr(double d) {
   if (std::isinf(d)) return d < 0 ? "-inf" : "inf";
   std::string out = std::signbit(d) ? "-" : "";
   char buf[64];
-  const auto [end, ec] =
-      std::to_chars(buf, buf + sizeof buf, std::fabs(d), std::chars_format::scientific);
+  const auto [end, ec] = std::to_chars(buf, buf + sizeof buf, std::fabs(d), std::chars_format::scientific);
   const std::string sci(buf, end);  // d[.ddd]e±XX, shortest round-trip digits
   const std::size_t e_pos = sci.find('e');
   std::string digits = sci.substr(0, e_pos);
@@ -106,8 +109,7 @@ std::string float_repr(double d) {
   const int point = exp + 1;  // digits before the decimal point
   const auto width = static_cast<std::size_t>(std::abs(point));
   if (point <= 0) return out.append("0.").append(width, '0').append(digits);
-  if (width >= digits.size())
-    return out.append(digits).append(width - digits.size(), '0').append(".0");
+  if (width >= digits.size()) return out.append(digits).append(width - digits.size(), '0').append(".0");
   return out.append(digits, 0, width).append(".").append(digits, width);
 }
 
@@ -118,12 +120,18 @@ void append_repr(std::string& out, const value& v) {
 
 std::string to_string(const value& v) {
   switch (v.type()) {
-    case value::kind::undefined: return "";
-    case value::kind::none: return "None";
-    case value::kind::boolean: return v.as_bool() ? "True" : "False";
-    case value::kind::integer: return std::to_string(v.as_int());
-    case value::kind::floating: return float_repr(v.as_double());
-    case value::kind::string: return v.as_string();
+    case value::kind::undefined:
+      return "";
+    case value::kind::none:
+      return "None";
+    case value::kind::boolean:
+      return v.as_bool() ? "True" : "False";
+    case value::kind::integer:
+      return std::to_string(v.as_int());
+    case value::kind::floating:
+      return float_repr(v.as_double());
+    case value::kind::string:
+      return v.as_string();
     case value::kind::array:
     case value::kind::object:
     case value::kind::name_space: {
@@ -131,7 +139,8 @@ std::string to_string(const value& v) {
       append_repr(out, v);
       return out;
     }
-    case value::kind::callable: return "<function>";
+    case value::kind::callable:
+      return "<function>";
   }
   return "";
 }

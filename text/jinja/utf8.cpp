@@ -57,9 +57,8 @@ std::vector<std::size_t> boundaries(std::string_view s) {
 }
 
 bool is_space(char32_t cp) {
-  return (cp >= 0x09 && cp <= 0x0D) || (cp >= 0x1C && cp <= 0x20) || cp == 0x85 || cp == 0xA0 ||
-         cp == 0x1680 || (cp >= 0x2000 && cp <= 0x200A) || cp == 0x2028 || cp == 0x2029 ||
-         cp == 0x202F || cp == 0x205F || cp == 0x3000;
+  return (cp >= 0x09 && cp <= 0x0D) || (cp >= 0x1C && cp <= 0x20) || cp == 0x85 || cp == 0xA0 || cp == 0x1680 ||
+         (cp >= 0x2000 && cp <= 0x200A) || cp == 0x2028 || cp == 0x2029 || cp == 0x202F || cp == 0x205F || cp == 0x3000;
 }
 
 namespace {
@@ -87,9 +86,7 @@ std::string_view strip(std::string_view s, side which, const std::string* chars)
     while (end > begin) {
       // The last code point: back up over at most three continuation bytes.
       std::size_t start = end - 1;
-      while (start > begin && end - start < 4 &&
-             (static_cast<unsigned char>(s[start]) & 0xC0) == 0x80)
-        --start;
+      while (start > begin && end - start < 4 && (static_cast<unsigned char>(s[start]) & 0xC0) == 0x80) --start;
       std::size_t pos = start;
       char32_t cp = next(s, pos);
       if (pos != end) {  // no well-formed sequence ends there: take the last byte alone

@@ -23,15 +23,13 @@ struct callable;
 
 class value {
  public:
-  enum class kind { undefined, none, boolean, integer, floating, string, array, object,
-                    name_space, callable };
+  enum class kind { undefined, none, boolean, integer, floating, string, array, object, name_space, callable };
 
   value() = default;  // undefined
   value(std::nullptr_t) : v_(nullptr) {}
   value(bool b) : v_(b) {}
   template <std::integral T>
-    requires(!std::same_as<T, bool>)
-  value(T i) : v_(static_cast<std::int64_t>(i)) {}
+  requires(!std::same_as<T, bool>) value(T i) : v_(static_cast<std::int64_t>(i)) {}
   value(double d) : v_(d) {}
   value(std::string s) : v_(std::move(s)) {}
   value(std::string_view s) : v_(std::string(s)) {}
@@ -62,9 +60,8 @@ class value {
 
  private:
   // Containers are shared, never mutated: templates cannot change the data they are given.
-  std::variant<std::monostate, std::nullptr_t, bool, std::int64_t, double, std::string,
-               std::shared_ptr<const array>, std::shared_ptr<const object>,
-               std::shared_ptr<namespace_state>, std::shared_ptr<const callable>>
+  std::variant<std::monostate, std::nullptr_t, bool, std::int64_t, double, std::string, std::shared_ptr<const array>,
+               std::shared_ptr<const object>, std::shared_ptr<namespace_state>, std::shared_ptr<const callable>>
       v_;
 };
 

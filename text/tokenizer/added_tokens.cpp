@@ -15,14 +15,12 @@ using json = nlohmann::json;
 // Rust's regex \s, which HF tokenizers strips around lstrip/rstrip tokens: White_Space.
 bool is_white_space(char32_t c) {
   return (c >= 0x09 && c <= 0x0D) || c == 0x20 || c == 0x85 || c == 0xA0 || c == 0x1680 ||
-         (c >= 0x2000 && c <= 0x200A) || c == 0x2028 || c == 0x2029 || c == 0x202F || c == 0x205F ||
-         c == 0x3000;
+         (c >= 0x2000 && c <= 0x200A) || c == 0x2028 || c == 0x2029 || c == 0x202F || c == 0x205F || c == 0x3000;
 }
 
 // Rust's regex \w, which decides single_word tokens.
 bool is_word_char(std::string_view one_char) {
-  static const regex word =
-      regex::compile("^[\\p{Alphabetic}\\p{M}\\p{Nd}\\p{Pc}\\p{Join_Control}]", "").value();
+  static const regex word = regex::compile("^[\\p{Alphabetic}\\p{M}\\p{Nd}\\p{Pc}\\p{Join_Control}]", "").value();
   bool found = false;
   const status s = word.for_each_match(one_char, [&](size_t, size_t) { found = true; });
   TROUPE_CHECK(s.ok(), "a one-character match cannot exhaust PCRE2's limits");
@@ -67,8 +65,7 @@ size_t leading_space_length(std::string_view s) {
 
 }  // namespace
 
-added_token_matcher::added_token_matcher(std::vector<added_token> tokens,
-                                         const std::vector<std::string>& patterns)
+added_token_matcher::added_token_matcher(std::vector<added_token> tokens, const std::vector<std::string>& patterns)
     : tokens_(std::move(tokens)), trie_(1) {
   for (size_t t = 0; t < tokens_.size(); ++t) {
     const std::string& p = patterns[t];
@@ -139,19 +136,15 @@ void added_token_matcher::split(std::string_view text, std::vector<text_span>& o
 result<std::vector<added_token>> parse_added_tokens(const json& list, std::string_view source) {
   std::vector<added_token> tokens;
   if (list.is_null()) return tokens;
-  const auto bad = [&](const std::string& what) {
-    return error{std::string(source) + ": added_tokens: " + what};
-  };
+  const auto bad = [&](const std::string& what) { return error{std::string(source) + ": added_tokens: " + what}; };
   if (!list.is_array()) return bad("must be a list");
   for (const json& entry : list) {
     if (!entry.is_object()) return bad("each entry must be an object");
     const auto id = entry.find("id");
     const auto content = entry.find("content");
-    if (id == entry.end() || !id->is_number_integer() || id->get<int64_t>() < 0 ||
-        id->get<int64_t>() > INT32_MAX)
+    if (id == entry.end() || !id->is_number_integer() || id->get<int64_t>() < 0 || id->get<int64_t>() > INT32_MAX)
       return bad("an entry without a valid \"id\"");
-    if (content == entry.end() || !content->is_string() ||
-        content->get_ref<const std::string&>().empty())
+    if (content == entry.end() || !content->is_string() || content->get_ref<const std::string&>().empty())
       return bad("entry " + std::to_string(id->get<int64_t>()) + " has no \"content\"");
     added_token t;
     t.id = id->get<int>();

@@ -58,7 +58,6 @@ class added_token_matcher {
 };
 
 // Reads "added_tokens"; `source` names the file in error messages.
-result<std::vector<added_token>> parse_added_tokens(const nlohmann::json& list,
-                                                    std::string_view source);
+result<std::vector<added_token>> parse_added_tokens(const nlohmann::json& list, std::string_view source);
 
 }  // namespace troupe

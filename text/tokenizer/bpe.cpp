@@ -15,20 +15,16 @@ using json = nlohmann::json;
 // An empty string and null both mean "none" for these optional string settings.
 bool unset(const json& model, const char* key) {
   const auto it = model.find(key);
-  return it == model.end() || it->is_null() ||
-         (it->is_string() && it->get_ref<const std::string&>().empty());
+  return it == model.end() || it->is_null() || (it->is_string() && it->get_ref<const std::string&>().empty());
 }
 
 }  // namespace
 
 result<bpe> bpe::from_json(const json& model, std::string_view source) {
-  const auto bad = [&](const std::string& what) {
-    return error{std::string(source) + ": " + what};
-  };
+  const auto bad = [&](const std::string& what) { return error{std::string(source) + ": " + what}; };
   if (!model.is_object()) return bad("\"model\" must be an object");
   const std::string type = string_field(model, "type", model.contains("merges") ? "BPE" : "");
-  if (type != "BPE")
-    return bad("unsupported model type \"" + type + "\" (only byte-level BPE is supported)");
+  if (type != "BPE") return bad("unsupported model type \"" + type + "\" (only byte-level BPE is supported)");
   if (const auto d = model.find("dropout");
       d != model.end() && !d->is_null() && !(d->is_number() && d->get<double>() == 0.0))
     return bad("unsupported BPE setting \"dropout\"");
@@ -39,8 +35,7 @@ result<bpe> bpe::from_json(const json& model, std::string_view source) {
   b.ignore_merges_ = bool_field(model, "ignore_merges", false);
 
   const auto vocab = model.find("vocab");
-  if (vocab == model.end() || !vocab->is_object())
-    return bad("BPE model without a \"vocab\" object");
+  if (vocab == model.end() || !vocab->is_object()) return bad("BPE model without a \"vocab\" object");
   b.vocab_.reserve(vocab->size());
   // Ids are dense, as Hugging Face tokenizers counts them (added tokens follow the
   // vocab's size): an id past it would also size the id table by a stranger's number.
@@ -65,8 +60,7 @@ result<bpe> bpe::from_json(const json& model, std::string_view source) {
   }
 
   const auto merges = model.find("merges");
-  if (merges == model.end() || !merges->is_array())
-    return bad("BPE model without a \"merges\" list");
+  if (merges == model.end() || !merges->is_array()) return bad("BPE model without a \"merges\" list");
   b.merges_.reserve(merges->size());
   int rank = 0;
   for (const json& m : *merges) {
@@ -85,8 +79,7 @@ result<bpe> bpe::from_json(const json& model, std::string_view source) {
     } else {
       return bad("merge " + m.dump() + " is neither \"a b\" nor [\"a\", \"b\"]");
     }
-    const auto l = b.vocab_.find(left), r = b.vocab_.find(right),
-               merged = b.vocab_.find(left + right);
+    const auto l = b.vocab_.find(left), r = b.vocab_.find(right), merged = b.vocab_.find(left + right);
     if (l == b.vocab_.end() || r == b.vocab_.end() || merged == b.vocab_.end())
       return bad("merge \"" + left + " " + right + "\" uses a token missing from the vocab");
     b.merges_[pair_key(l->second, r->second)] = {rank++, merged->second};  // a repeat ranks last
@@ -127,17 +120,14 @@ void bpe::encode(std::string_view piece, std::vector<int>& ids) const {
     int left;
     int right;
     int merged;
-    bool operator>(const candidate& o) const {
-      return rank != o.rank ? rank > o.rank : pos > o.pos;
-    }
+    bool operator>(const candidate& o) const { return rank != o.rank ? rank > o.rank : pos > o.pos; }
   };
   thread_local std::vector<symbol> symbols;
   thread_local std::vector<candidate> queue;
   symbols.resize(piece.size());
   queue.clear();
   for (size_t i = 0; i < piece.size(); ++i)
-    symbols[i] = {byte_ids_[static_cast<unsigned char>(piece[i])], int(i) - 1,
-                  i + 1 < piece.size() ? int(i) + 1 : -1};
+    symbols[i] = {byte_ids_[static_cast<unsigned char>(piece[i])], int(i) - 1, i + 1 < piece.size() ? int(i) + 1 : -1};
   const auto consider = [&](int pos) {
     if (pos < 0 || symbols[size_t(pos)].next < 0) return;
     const int left = symbols[size_t(pos)].id, right = symbols[size_t(symbols[size_t(pos)].next)].id;

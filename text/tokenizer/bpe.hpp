@@ -45,9 +45,7 @@ class bpe {
     int rank;
     int merged_id;
   };
-  static uint64_t pair_key(int left, int right) {
-    return uint64_t(uint32_t(left)) << 32 | uint32_t(right);
-  }
+  static uint64_t pair_key(int left, int right) { return uint64_t(uint32_t(left)) << 32 | uint32_t(right); }
 
   string_map vocab_;                            // byte-level text -> id
   string_map vocab_by_bytes_;                   // raw bytes -> id, for ignore_merges

@@ -7,8 +7,7 @@
 
 namespace troupe {
 
-inline std::string string_field(const nlohmann::json& object, const char* key,
-                                const std::string& fallback = "") {
+inline std::string string_field(const nlohmann::json& object, const char* key, const std::string& fallback = "") {
   const auto it = object.find(key);
   return it != object.end() && it->is_string() ? it->get<std::string>() : fallback;
 }

@@ -35,8 +35,7 @@ class nfc_changers {
       if (p->category == UTF8PROC_CATEGORY_CN || p->category == UTF8PROC_CATEGORY_CS) continue;
       if (p->combining_class != 0) bits_[size_t(c)] = true;
       int last_boundclass = 0;
-      const utf8proc_ssize_t n =
-          utf8proc_decompose_char(c, parts, 8, UTF8PROC_DECOMPOSE, &last_boundclass);
+      const utf8proc_ssize_t n = utf8proc_decompose_char(c, parts, 8, UTF8PROC_DECOMPOSE, &last_boundclass);
       if (n <= 1 && (n < 1 || parts[0] == c)) continue;
       for (utf8proc_ssize_t i = 1; i < n; ++i) bits_[size_t(parts[i])] = true;
       // Composing the decomposition back gives `c` itself unless NFC replaces `c`.
@@ -117,9 +116,8 @@ std::string_view normalizer::apply(std::string_view text, std::string& storage) 
         break;
     }
     utf8proc_uint8_t* out = nullptr;
-    const utf8proc_ssize_t n =
-        utf8proc_map(reinterpret_cast<const utf8proc_uint8_t*>(text.data()),
-                     utf8proc_ssize_t(text.size()), &out, utf8proc_option_t(options));
+    const utf8proc_ssize_t n = utf8proc_map(reinterpret_cast<const utf8proc_uint8_t*>(text.data()),
+                                            utf8proc_ssize_t(text.size()), &out, utf8proc_option_t(options));
     TROUPE_CHECK(n >= 0, "utf8proc_map failed on valid UTF-8");
     storage.assign(reinterpret_cast<const char*>(out), size_t(n));
     std::free(out);

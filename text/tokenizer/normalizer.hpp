@@ -23,8 +23,7 @@ class normalizer {
  private:
   enum class form { nfc, nfd, nfkc, nfkd };
 
-  static status add(const nlohmann::json& config, std::string_view source,
-                    std::vector<form>& forms);
+  static status add(const nlohmann::json& config, std::string_view source, std::vector<form>& forms);
 
   std::vector<form> forms_;
 };

@@ -28,20 +28,16 @@ result<pre_tokenizer> pre_tokenizer::from_json(const json& config, std::string_v
   bool byte_level = false;
   if (auto s = p.add(config, source, byte_level); !s) return s.err();
   if (!byte_level)
-    return error{std::string(source) +
-                 ": pre_tokenizer has no ByteLevel step: not a byte-level BPE tokenizer"};
+    return error{std::string(source) + ": pre_tokenizer has no ByteLevel step: not a byte-level BPE tokenizer"};
   return p;
 }
 
 status pre_tokenizer::add(const json& config, std::string_view source, bool& byte_level) {
-  const auto bad = [&](const std::string& what) {
-    return error{std::string(source) + ": " + what};
-  };
+  const auto bad = [&](const std::string& what) { return error{std::string(source) + ": " + what}; };
   const std::string type = config.is_null() ? "null" : string_field(config, "type");
   if (type == "Sequence") {
     const auto it = config.find("pretokenizers");
-    if (it == config.end() || !it->is_array())
-      return bad("pre_tokenizer Sequence without a \"pretokenizers\" list");
+    if (it == config.end() || !it->is_array()) return bad("pre_tokenizer Sequence without a \"pretokenizers\" list");
     for (const json& inner : *it)
       if (auto s = add(inner, source, byte_level); !s) return s;
     return ok();
@@ -58,10 +54,8 @@ status pre_tokenizer::add(const json& config, std::string_view source, bool& byt
     }
   } else if (type == "Split") {
     const std::string behavior = string_field(config, "behavior");
-    if (behavior != "Isolated")
-      return bad("unsupported Split behavior \"" + behavior + "\" (supported: Isolated)");
-    if (bool_field(config, "invert", false))
-      return bad("unsupported Split setting \"invert\": true");
+    if (behavior != "Isolated") return bad("unsupported Split behavior \"" + behavior + "\" (supported: Isolated)");
+    if (bool_field(config, "invert", false)) return bad("unsupported Split setting \"invert\": true");
     const auto pattern = config.find("pattern");
     std::string text;
     if (pattern != config.end() && pattern->is_object()) {
@@ -75,8 +69,7 @@ status pre_tokenizer::add(const json& config, std::string_view source, bool& byt
     if (!r) return r.err();
     st.pattern = std::move(*r);
   } else {
-    return bad("unsupported pre_tokenizer \"" + type +
-               "\" (supported: Split, ByteLevel, Sequence)");
+    return bad("unsupported pre_tokenizer \"" + type + "\" (supported: Split, ByteLevel, Sequence)");
   }
   steps_.push_back(std::move(st));
   return ok();

@@ -22,8 +22,7 @@ class pre_tokenizer {
 
   // Appends the pre-tokens of `text` (valid UTF-8) to `pieces`: views of `text`, or of
   // strings in `storage` where a prefix space was added.
-  status split(std::string_view text, std::vector<std::string_view>& pieces,
-               std::deque<std::string>& storage) const;
+  status split(std::string_view text, std::vector<std::string_view>& pieces, std::deque<std::string>& storage) const;
 
  private:
   struct step {

@@ -51,17 +51,14 @@ struct thread_matcher {
 
 }  // namespace
 
-void regex::code_deleter::operator()(void* code) const {
-  pcre2_code_free(static_cast<pcre2_code*>(code));
-}
+void regex::code_deleter::operator()(void* code) const { pcre2_code_free(static_cast<pcre2_code*>(code)); }
 
 result<regex> regex::compile(std::string_view pattern, std::string_view source) {
   const std::string translated = to_pcre2(pattern);
   int code = 0;
   PCRE2_SIZE offset = 0;
-  pcre2_code* compiled =
-      pcre2_compile(reinterpret_cast<PCRE2_SPTR>(translated.data()), translated.size(),
-                    PCRE2_UTF | PCRE2_UCP, &code, &offset, nullptr);
+  pcre2_code* compiled = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(translated.data()), translated.size(),
+                                       PCRE2_UTF | PCRE2_UCP, &code, &offset, nullptr);
   if (!compiled)
     return error{std::string(source) + ": cannot compile regex \"" + std::string(pattern) +
                  "\": " + pcre2_message(code)};
@@ -73,9 +70,8 @@ result<regex> regex::compile(std::string_view pattern, std::string_view source) 
 
 result<bool> regex::find(std::string_view text, size_t from, size_t& begin, size_t& end) const {
   thread_local thread_matcher m;
-  const int rc = pcre2_match(static_cast<const pcre2_code*>(code_.get()),
-                             reinterpret_cast<PCRE2_SPTR>(text.data()), text.size(), from,
-                             PCRE2_NO_UTF_CHECK, m.data, m.context);
+  const int rc = pcre2_match(static_cast<const pcre2_code*>(code_.get()), reinterpret_cast<PCRE2_SPTR>(text.data()),
+                             text.size(), from, PCRE2_NO_UTF_CHECK, m.data, m.context);
   if (rc == PCRE2_ERROR_NOMATCH) return false;
   if (rc < 0) return error{"regex match failed: " + pcre2_message(rc)};
   const PCRE2_SIZE* ovector = pcre2_get_ovector_pointer(m.data);

@@ -21,8 +21,7 @@ constexpr size_t cache_capacity = 1 << 16;
 
 // The added tokens matched in raw text (`normalized` false) or in normalized text, with
 // the text that finds each.
-added_token_matcher matcher_for(const std::vector<added_token>& all, bool normalized,
-                                const normalizer& n) {
+added_token_matcher matcher_for(const std::vector<added_token>& all, bool normalized, const normalizer& n) {
   std::vector<added_token> tokens;
   std::vector<std::string> patterns;
   for (const added_token& t : all) {
@@ -37,8 +36,7 @@ added_token_matcher matcher_for(const std::vector<added_token>& all, bool normal
 // HF tokenizers does not take an added token's id from the file: it gives the token its
 // vocabulary id, or the next id after the vocabulary and the added tokens before it. A
 // file whose ids differ would be read differently there, so it is refused.
-status check_added_ids(const std::vector<added_token>& added, const bpe& model,
-                       std::string_view source) {
+status check_added_ids(const std::vector<added_token>& added, const bpe& model, std::string_view source) {
   int next = int(model.size());
   string_map assigned;
   for (const added_token& t : added) {
@@ -51,9 +49,8 @@ status check_added_ids(const std::vector<added_token>& added, const bpe& model,
       expected = next;
     }
     if (t.id != expected)
-      return error{std::string(source) + ": added token \"" + t.content + "\" has id " +
-                   std::to_string(t.id) + ", but Hugging Face tokenizers gives it id " +
-                   std::to_string(expected)};
+      return error{std::string(source) + ": added token \"" + t.content + "\" has id " + std::to_string(t.id) +
+                   ", but Hugging Face tokenizers gives it id " + std::to_string(expected)};
     assigned.emplace(t.content, t.id);
     next = std::max(next, t.id + 1);
   }
@@ -81,8 +78,7 @@ result<tokenizer> tokenizer::parse(std::string_view json_text, std::string_view 
   const json& decoder = field("decoder");
   if (string_field(decoder, "type", decoder.is_null() ? "null" : "") != "ByteLevel")
     return error{std::string(source) + ": unsupported decoder \"" +
-                 string_field(decoder, "type", decoder.is_null() ? "null" : "") +
-                 "\" (supported: ByteLevel)"};
+                 string_field(decoder, "type", decoder.is_null() ? "null" : "") + "\" (supported: ByteLevel)"};
   auto model = bpe::from_json(field("model"), source);
   if (!model) return model.err();
   auto norm = normalizer::from_json(field("normalizer"), source);
@@ -163,10 +159,10 @@ std::string tokenizer::guard(std::string_view client_text) const {
       i += guard_mark.size();
       continue;
     }
-    const bool special_here =
-        special_starts_[static_cast<unsigned char>(client_text[i])] &&
-        std::any_of(special_texts_.begin(), special_texts_.end(),
-                    [&](const std::string& t) { return client_text.compare(i, t.size(), t) == 0; });
+    const bool special_here = special_starts_[static_cast<unsigned char>(client_text[i])] &&
+                              std::any_of(special_texts_.begin(), special_texts_.end(), [&](const std::string& t) {
+                                return client_text.compare(i, t.size(), t) == 0;
+                              });
     const size_t take = special_here ? utf8_length(static_cast<unsigned char>(client_text[i])) : 1;
     out.append(client_text.substr(i, take));
     if (special_here) out += guard_mark;
@@ -183,8 +179,8 @@ result<std::vector<int>> tokenizer::encode(std::string_view text, bool guarded) 
   if (const size_t bad = find_invalid_utf8(text); bad != std::string_view::npos) {
     static const char hex[] = "0123456789abcdef";
     const auto b = static_cast<unsigned char>(text[bad]);
-    return error{std::string("text is not valid UTF-8: byte 0x") + hex[b >> 4] + hex[b & 15] +
-                 " at offset " + std::to_string(bad)};
+    return error{std::string("text is not valid UTF-8: byte 0x") + hex[b >> 4] + hex[b & 15] + " at offset " +
+                 std::to_string(bad)};
   }
   std::vector<int> ids;
   ids.reserve(text.size() / 3);
@@ -251,8 +247,7 @@ std::optional<int> tokenizer::token_to_id(std::string_view token) const {
 }
 
 std::optional<std::string_view> tokenizer::id_to_token(int id) const {
-  if (id < 0 || size_t(id) >= id_kind_.size() || id_kind_[size_t(id)] == kind::none)
-    return std::nullopt;
+  if (id < 0 || size_t(id) >= id_kind_.size() || id_kind_[size_t(id)] == kind::none) return std::nullopt;
   return id_text_[size_t(id)];
 }
 
