@@ -4,6 +4,7 @@
 #include <boost/test/unit_test.hpp>
 
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "tests/support/qwen3_tokenizer.hpp"
@@ -29,6 +30,14 @@ std::shared_ptr<const token_vocabulary> small_vocabulary() {
   return std::make_shared<const token_vocabulary>(std::move(v));
 }
 constexpr int end_token = 260;
+
+// An enum of 2000 strings: milliseconds to compile, so concurrent compiles overlap.
+grammar long_enum() {
+  std::vector<std::string> values;
+  for (int i = 0; i < 2000; ++i) values.push_back("value number " + std::to_string(i * 7919));
+  grammar_builder b;
+  return b.finish(b.one_of(std::move(values)));
+}
 
 std::vector<int> allowed_ids(constrained_output& c) {
   const auto& mask = c.allowed();
@@ -85,6 +94,18 @@ BOOST_AUTO_TEST_CASE(equal_grammars_share_one_compiled_grammar_and_the_cache_is_
   BOOST_TEST(cache.size() == 2u);
   BOOST_TEST(cache.get(yes_or_no()).value() == a);  // kept; "maybe" went
   BOOST_TEST(cache.get(other).value() != o);
+}
+
+BOOST_AUTO_TEST_CASE(threads_compiling_the_same_grammar_at_once_get_one_compiled_grammar) {
+  grammar_cache cache(8, size_t{1} << 30);
+  std::vector<std::shared_ptr<const compiled_grammar>> got(8);
+  std::vector<std::thread> threads;
+  for (size_t i = 0; i < got.size(); ++i)
+    threads.emplace_back([&, i] { got[i] = cache.get(long_enum()).value(); });
+  for (auto& t : threads) t.join();
+  for (const auto& g : got) BOOST_TEST(g == got.front());
+  BOOST_TEST(cache.size() == 1u);
+  BOOST_TEST(cache.get(long_enum()).value() == got.front());
 }
 
 // A long literal meets a context per byte: each keeps a bitset of the vocabulary.
