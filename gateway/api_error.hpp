@@ -26,8 +26,9 @@ inline api_error bad_param(std::string param, std::string message) {
 // A 400 that names no field.
 inline api_error bad_request(std::string message) { return {400, std::move(message), "invalid_request_error", {}, {}}; }
 
-inline api_error no_endpoint(const std::string& path) {
-  return {404, "no endpoint " + path, "invalid_request_error", {}, {}};
+// `hint`, when given, names the endpoints nearby.
+inline api_error no_endpoint(const std::string& path, const std::string& hint = {}) {
+  return {404, "no endpoint " + path + (hint.empty() ? "" : " (" + hint + ")"), "invalid_request_error", {}, {}};
 }
 
 inline api_error method_not_allowed(const std::string& method, const std::string& path) {

@@ -15,11 +15,7 @@ result<replica_change, api_error> parse_replica_change(std::string_view path, st
   const size_t slash = path.find('/');
   const std::string_view action = slash == std::string_view::npos ? "" : path.substr(slash + 1);
   if (slash == 0 || (action != "add" && action != "remove"))
-    return api_error{404,
-                     "no endpoint /admin/replicas/" + std::string(path) + " (/admin/replicas/NAME/add or /remove)",
-                     "invalid_request_error",
-                     {},
-                     {}};
+    return no_endpoint("/admin/replicas/" + std::string(path), "/admin/replicas/NAME/add or /remove");
   c.name = std::string(path.substr(0, slash));
   c.add = action == "add";
   if (text.empty()) return c;

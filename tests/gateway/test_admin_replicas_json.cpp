@@ -32,7 +32,7 @@ BOOST_AUTO_TEST_CASE(bad_paths_and_bodies_are_refused) {
     int status;
     const char* says;
   } cases[] = {
-      {"green/explode", "", 404, "no endpoint"},
+      {"green/explode", "", 404, "no endpoint /admin/replicas/green/explode (/admin/replicas/NAME/add or /remove)"},
       {"green", "", 404, "no endpoint"},
       {"/add", "", 404, "no endpoint"},
       {"green/add", "[1]", 400, "must be a JSON object"},

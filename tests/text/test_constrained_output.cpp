@@ -100,8 +100,7 @@ BOOST_AUTO_TEST_CASE(threads_compiling_the_same_grammar_at_once_get_one_compiled
   grammar_cache cache(8, size_t{1} << 30);
   std::vector<std::shared_ptr<const compiled_grammar>> got(8);
   std::vector<std::thread> threads;
-  for (size_t i = 0; i < got.size(); ++i)
-    threads.emplace_back([&, i] { got[i] = cache.get(long_enum()).value(); });
+  for (size_t i = 0; i < got.size(); ++i) threads.emplace_back([&, i] { got[i] = cache.get(long_enum()).value(); });
   for (auto& t : threads) t.join();
   for (const auto& g : got) BOOST_TEST(g == got.front());
   BOOST_TEST(cache.size() == 1u);
