@@ -5,7 +5,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # clang, its runtimes (ASan, UBSan, libFuzzer) and libomp: the sanitizer build of
-# scripts/sanitize.sh. prometheus: promtool checks the metrics text, and the deploy tests scrape troupe with the
+# scripts/sanitize.sh; clang-format: the house style (.clang-format). prometheus: promtool
+# checks the metrics text, and the deploy tests scrape troupe with the
 # server. nginx, openssl (certificate, htpasswd line), systemd (systemd-analyze) and procps
 # (kill -q, the hang drill) are for the deploy tests of deploy/ (tests/deploy); iproute2
 # (ip, tc) and nftables (nft) for the chaos drills that cut, throttle or drop packets of a
@@ -13,7 +14,7 @@ cd "$(dirname "$0")/.."
 debian_packages=(cmake ninja-build g++ pkg-config nlohmann-json3-dev libboost-test-dev libpcre2-dev
                  libutf8proc-dev libuv1-dev libhttp-parser-dev libcaf-dev libmsgpack-cxx-dev libucx-dev
                  libssl-dev prometheus nginx openssl systemd procps iproute2 nftables
-                 clang libclang-rt-14-dev libomp-dev)
+                 clang libclang-rt-14-dev libomp-dev clang-format)
 missing=()
 for p in "${debian_packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")
