@@ -260,9 +260,8 @@ void schedule(self_ptr self) {
     const sequence& s = st.sequences[id];
     progress.push_back({id, int(s.tokens.size()), s.computed, s.in_step});
   }
-  const batch_choice choice =
-      choose_batch({st.options.max_num_seqs, st.options.max_num_batched_tokens, micro_batches(st.options)}, progress,
-                   std::vector<request_id>(st.waiting.begin(), st.waiting.end()));
+  const batch_choice choice = choose_batch(
+      {st.options.max_num_seqs, st.options.max_num_batched_tokens, micro_batches(st.options)}, progress, st.waiting);
   if (choice.empty()) return;  // every running sequence is in a step
   const int budget = choice.budget_left;
   kv_step_request req;

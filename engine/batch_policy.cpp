@@ -5,7 +5,7 @@
 namespace troupe {
 
 batch_choice choose_batch(const batch_limits& limits, const std::vector<sequence_progress>& running,
-                          const std::vector<request_id>& waiting) {
+                          const std::deque<request_id>& waiting) {
   batch_choice out;
   int slots = limits.max_num_seqs - int(running.size());
   const int active = int(running.size()) + std::min(int(waiting.size()), std::max(slots, 0));

@@ -4,6 +4,7 @@
 // leaves (so a long prompt is prefilled in chunks beside the decodes); then waiting ones,
 // in queue order, while sequence slots, the budget and the step's share last. With several
 // steps in flight (micro-batches) each step takes an even share of the active sequences.
+#include <deque>
 #include <vector>
 
 #include "engine/kv_messages.hpp"
@@ -32,7 +33,7 @@ struct batch_choice {
 };
 
 batch_choice choose_batch(const batch_limits& limits, const std::vector<sequence_progress>& running,
-                          const std::vector<request_id>& waiting);
+                          const std::deque<request_id>& waiting);
 
 // How many of an admitted sequence's tokens this step prefills, from what the choice left
 // of its budget (taken from `budget_left`): those not found in the prefix cache.
